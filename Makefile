@@ -1,0 +1,50 @@
+# arkbench — `make help` lists the targets. Every target installs what it needs on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HARNESS := $(VENV)/bin/harness
+STAMP := $(VENV)/.installed
+
+ENGINE ?= sqlite
+SCENARIO ?= reorg
+PROFILE ?=
+MEM ?=
+SCALE ?=
+DURATION ?=
+RUNTIME ?= local
+RESULTS ?= results
+PYTEST_ARGS ?=
+
+RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
+  $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
+  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION))
+
+.PHONY: help install run validate test test-fast clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "arkbench needs Python >= 3.11 ($(PYTHON))" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	@touch $@
+
+install: $(STAMP) ## create .venv and install the harness and its drivers
+
+run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s]
+	@$(HARNESS) run $(RUN_ARGS)
+
+validate: $(STAMP) ## validate every scenario under scenarios/
+	@$(HARNESS) validate scenarios/
+
+test: $(STAMP) ## the whole test suite (slow, cgroup and docker suites run when the machine can)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## unit and contract tests only
+	$(PY) -m pytest -m "not slow and not docker and not cgroup" $(PYTEST_ARGS)
+
+clean: ## remove results/ and data/ (keeps .venv)
+	rm -rf results data

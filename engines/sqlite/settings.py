@@ -1,0 +1,42 @@
+"""SQLite PRAGMAs a scenario may set. Defaults are the reference's (WAL, synchronous=NORMAL) and
+SQLite's own for the rest."""
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from harness.engine_api import Capabilities
+from harness.units import parse_size_bytes
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    journal_mode: Literal["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"] = "WAL"
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
+    # SQLite semantics: negative = KiB, positive = pages. A size string ("256MB") becomes -KiB.
+    cache_size: int | str = -2000
+    mmap_size: int | str = 0
+    wal_autocheckpoint: int = Field(1000, ge=0, description="pages; 0 disables automatic checkpoints")
+    busy_timeout: int = Field(5000, ge=0, description="ms")
+    page_size: int = Field(4096, description="bytes; applied before the schema is created")
+
+    @field_validator("cache_size")
+    @classmethod
+    def _cache_size(cls, v: int | str) -> int:
+        return v if isinstance(v, int) else -(parse_size_bytes(v) // 1024)
+
+    @field_validator("mmap_size")
+    @classmethod
+    def _mmap_size(cls, v: int | str) -> int:
+        return parse_size_bytes(v)
+
+    @field_validator("page_size")
+    @classmethod
+    def _page_size(cls, v: int) -> int:
+        if v < 512 or v > 65536 or v & (v - 1):
+            raise ValueError("page_size must be a power of two from 512 to 65536")
+        return v
+
+
+CAPABILITIES = Capabilities(server=False, wal=True, mvcc=False, readers_in_process_only=False,
+                            checkpoint_modes=("PASSIVE", "FULL", "RESTART", "TRUNCATE"))

@@ -1,0 +1,20 @@
+"""Errors that map onto the CLI's exit codes (DESIGN.md: 0 passed, 1 threshold failed, 2 bad input, 3 run failed)."""
+
+EXIT_PASSED = 0
+EXIT_THRESHOLD_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_RUN_FAILED = 3
+
+
+class HarnessError(Exception):
+    exit_code = EXIT_RUN_FAILED
+
+
+class ConfigError(HarnessError):
+    """Bad input: nothing ran. The message is one line naming the file, the field and what is allowed."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class RunFailed(HarnessError):
+    exit_code = EXIT_RUN_FAILED

@@ -1,0 +1,127 @@
+"""Read a scenario file, validate it and every profile merged onto it; errors are one line naming the
+file, the field path and what is allowed (exit 2)."""
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import ConfigError
+from harness.scenario.model import Body, Scenario
+
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def resolve_path(name_or_path: str) -> Path:
+    """A name under scenarios/ or a path to a YAML file."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        if not p.is_file():
+            raise ConfigError(f"{p}: no such scenario file")
+        return p
+    candidate = SCENARIO_DIR / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        known = sorted(x.stem for x in SCENARIO_DIR.glob("*.yaml") if x.stem != "decision")
+        raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(known)} (or give a path to a .yaml file)")
+    return candidate
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    out = dict(base)
+    for k, v in overlay.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_scenario(path: Path) -> tuple[Scenario, dict]:
+    """Return the validated scenario and its raw mapping (profiles are merged onto the raw mapping)."""
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where} not valid YAML: {getattr(e, 'problem', e)}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
+    raw.setdefault("name", path.stem)
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_error(path, e, Scenario)) from None
+    base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
+    for pname, overlay in scenario.profiles.items():
+        if not isinstance(overlay, dict):
+            raise ConfigError(f"{path}: profiles.{pname}: a profile is a mapping of overrides")
+        try:
+            Body.model_validate(deep_merge(base, overlay))
+        except ValidationError as e:
+            raise ConfigError(format_error(path, e, Body, prefix=f"profiles.{pname}")) from None
+    return scenario, raw
+
+
+def format_error(path: Path, exc: ValidationError, root: type[BaseModel], prefix: str = "") -> str:
+    errs = exc.errors(include_url=False)
+    e = errs[0]
+    loc = [str(x) for x in e["loc"]]
+    field = ".".join(([prefix] if prefix else []) + loc) or "(top level)"
+    kind, msg = e["type"], e["msg"]
+    if kind == "extra_forbidden":
+        allowed = _fields_at(root, e["loc"][:-1])
+        what = f"unknown field {loc[-1]!r}" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+    elif kind == "missing":
+        what = "required field is missing"
+    elif kind.startswith("value_error") or kind == "assertion_error":
+        what = msg.removeprefix("Value error, ")
+    else:
+        what = f"{msg} (got {e.get('input')!r})"
+    more = f" (and {len(errs) - 1} more error{'s' if len(errs) > 2 else ''})" if len(errs) > 1 else ""
+    return f"{path}: {field}: {what}{more}"
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Names (aliases where set) of the model found by walking `loc` from `model`."""
+    cur: object = model
+    for part in loc:
+        cur = _unwrap(cur)
+        if isinstance(cur, type) and issubclass(cur, BaseModel):
+            f = next((f for n, f in cur.model_fields.items() if part in (n, f.alias)), None)
+            if f is None:
+                return []
+            cur = f.annotation
+        elif typing.get_origin(cur) in (dict, list, tuple):
+            cur = typing.get_args(cur)[-1]
+        else:
+            return []
+    cur = _unwrap(cur)
+    if isinstance(cur, type) and issubclass(cur, BaseModel):
+        return [f.alias or n for n, f in cur.model_fields.items()]
+    return []
+
+
+def _unwrap(t: object) -> object:
+    """Optional[X] -> X."""
+    args = [a for a in typing.get_args(t) if a is not type(None)]
+    if typing.get_origin(t) in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1:
+        return args[0]
+    return t
+
+
+def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:
+    """Validate every scenario file under the given files/folders: [(file, error or None)]."""
+    files: list[Path] = []
+    for p in paths:
+        files.extend(sorted(p.glob("*.yaml")) if p.is_dir() else [p])
+    out = []
+    for f in files:
+        if f.name == "decision.yaml":
+            continue
+        try:
+            load_scenario(f)
+            out.append((f, None))
+        except ConfigError as e:
+            out.append((f, str(e)))
+    return out

@@ -1,0 +1,137 @@
+"""Scenario YAML -> validated pydantic models. Unknown keys are errors everywhere."""
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from harness import registry
+from harness.scenario.thresholds import parse_threshold
+from harness.workload.shapes import SHAPES
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class OpWeights(Strict):
+    create: float = Field(0.0, ge=0)
+    update: float = Field(0.0, ge=0)
+    delete: float = Field(0.0, ge=0)
+    extend: float = Field(0.0, ge=0)
+    change_owner: float = Field(0.0, ge=0)
+
+
+class Workload(Strict):
+    variant: Literal["bitemporal", "simple"] = Field("bitemporal", alias="schema")
+    shape: Literal[tuple(SHAPES)] = "mendoza"  # type: ignore[valid-type]
+    seed: int = 1
+    block_interval_ms: float = Field(2000.0, ge=0, description="0 = unthrottled (as fast as the engine goes)")
+    rows_per_block: int = Field(500, ge=1)
+    ops: OpWeights = OpWeights(create=0.4, update=0.3, delete=0.05, extend=0.15, change_owner=0.1)
+    reorg_fraction: float = Field(0.0, ge=0, le=1)
+    ephemeral_btl_blocks: tuple[int, int] = (150, 9000)
+    extend_blocks: tuple[int, int] = (10, 1000)
+    long_lived_fraction: Optional[float] = Field(None, ge=0, le=1)
+
+    @field_validator("ephemeral_btl_blocks", "extend_blocks")
+    @classmethod
+    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= v[0] <= v[1]:
+            raise ValueError("must be [low, high] with 1 <= low <= high")
+        return v
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> "Workload":
+        if self.reorg_fraction < 1 and not any(self.ops.model_dump().values()):
+            raise ValueError("ops: at least one operation weight must be > 0 unless reorg_fraction is 1")
+        return self
+
+
+class Load(Strict):
+    scale: float = Field(0.001, ge=0, description="fraction of mendoza 1x (800K entities, 20M rows)")
+    batch_rows: int = Field(25_000, ge=1)
+    expiry_spread_blocks: int = Field(1_150_000, ge=1)
+
+
+class Phases(Strict):
+    warmup_s: float = Field(2.0, ge=0)
+    measure_s: float = Field(20.0, gt=0)
+
+
+class ReadMix(Strict):
+    entity_fetch: float = Field(0.5, ge=0)
+    attribute_scan: float = Field(0.5, ge=0)
+
+
+class LongRead(Strict):
+    hold_s: float = Field(gt=0)
+    every_s: float = Field(gt=0)
+
+
+class Readers(Strict):
+    threads: int = Field(0, ge=0)
+    rate_per_s: float = Field(0.0, ge=0, description="target queries per second over all reader threads")
+    mix: ReadMix = ReadMix()
+    long_read: Optional[LongRead] = None
+
+    @model_validator(mode="after")
+    def _rate(self) -> "Readers":
+        if self.threads and self.rate_per_s <= 0:
+            raise ValueError("rate_per_s must be > 0 when threads > 0 (readers are open-loop)")
+        return self
+
+
+class Checkpoint(Strict):
+    every_blocks: int = Field(0, ge=0, description="manual checkpoint after every N blocks; 0 = never")
+    mode: Literal["PASSIVE", "FULL", "RESTART", "TRUNCATE"] = "PASSIVE"
+
+
+# One optional field per registered engine, typed by that engine's own Settings model.
+EngineSettings = create_model(
+    "EngineSettings", __config__=ConfigDict(extra="forbid", frozen=True),
+    **{name: (Optional[registry.settings_model(name)], None) for name in registry.ENGINE_NAMES},
+)
+
+
+class Body(Strict):
+    """Everything a profile may override."""
+    description: str = ""
+    workload: Workload = Workload()
+    load: Load = Load()
+    phases: Phases = Phases()
+    readers: Readers = Readers()
+    checkpoint: Checkpoint = Checkpoint()
+    engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
+    thresholds: list[str] = []
+    integrity: Literal["model", "counts"] = "model"
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, v: list[str]) -> list[str]:
+        for i, expr in enumerate(v):
+            try:
+                parse_threshold(expr)
+            except ValueError as e:
+                raise ValueError(f"[{i}] {e}") from None
+        return v
+
+
+PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class Scenario(Body):
+    name: str
+    default_profile: str = "quick"
+    profiles: dict[str, dict] = {}
+
+    @model_validator(mode="after")
+    def _profiles(self) -> "Scenario":
+        for p in self.profiles:
+            if not PROFILE_NAME.match(p):
+                raise ValueError(f"profiles: bad profile name {p!r}; use lowercase letters, digits, _")
+        if self.profiles and self.default_profile not in self.profiles:
+            raise ValueError(f"default_profile: {self.default_profile!r} is not one of the profiles "
+                             f"({', '.join(self.profiles)})")
+        return self

@@ -1,0 +1,103 @@
+"""Scenario x engine x profile x memory x scale -> RunPlan, with every default resolved. The plan is
+written to the run directory and is all the runner (in its child process or container) reads."""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Literal, Optional
+
+import yaml
+from pydantic import Field
+
+from harness import registry
+from harness.errors import ConfigError
+from harness.scenario.load import deep_merge, load_scenario, resolve_path
+from harness.scenario.model import Body, Checkpoint, Load, Phases, Readers, Strict, Workload
+from harness.units import parse_size_bytes
+from harness.workload.shapes import MENDOZA_1X_ENTITIES
+
+PLAN_VERSION = 1
+
+
+class RunPlan(Strict):
+    version: int = PLAN_VERSION
+    run_id: str
+    scenario: str
+    scenario_file: str
+    profile: str
+    engine: str
+    engine_settings: dict
+    runtime: Literal["local", "docker"]
+    mem_limit_bytes: Optional[int] = None
+    scale: float
+    load_entities: int
+    workload: Workload
+    load: Load
+    phases: Phases
+    readers: Readers
+    checkpoint: Checkpoint
+    thresholds: list[str] = Field(default_factory=list)
+    integrity: Literal["model", "counts"]
+    run_dir: str
+    data_dir: str
+    keep_data: bool = False
+
+    def write(self, path: Path) -> None:
+        path.write_text(yaml.safe_dump(self.model_dump(mode="json", by_alias=True), sort_keys=False))
+
+    @classmethod
+    def read(cls, path: Path) -> "RunPlan":
+        return cls.model_validate(yaml.safe_load(path.read_text()))
+
+
+def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scale: float | None = None,
+                 duration_s: float | None = None, mem: str | None = None, runtime: str = "local",
+                 results_root: Path = Path("results"), data_root: Path | None = None,
+                 keep_data: bool = False) -> RunPlan:
+    if engine not in registry.ENGINE_NAMES:
+        raise ConfigError(f"unknown engine {engine!r}; allowed: {', '.join(registry.ENGINE_NAMES)}")
+    path = resolve_path(scenario)
+    sc, raw = load_scenario(path)
+    profile = profile or (sc.default_profile if sc.profiles else None)
+    if profile and profile not in sc.profiles:
+        raise ConfigError(f"{path}: profile {profile!r} not defined; allowed: {', '.join(sc.profiles) or '(none)'}")
+    base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
+    body = Body.model_validate(deep_merge(base, sc.profiles[profile]) if profile else base)
+
+    if scale is not None and scale < 0:
+        raise ConfigError(f"SCALE: must be >= 0, got {scale}")
+    if duration_s is not None and duration_s <= 0:
+        raise ConfigError(f"DURATION: must be > 0 seconds, got {duration_s}")
+    mem_limit_bytes = None
+    if mem:
+        try:
+            mem_limit_bytes = parse_size_bytes(mem)
+        except ValueError as e:
+            raise ConfigError(f"MEM: {e}") from None
+        if mem_limit_bytes < 16 << 20:
+            raise ConfigError(f"MEM: {mem} is below 16 MiB; a Python runner cannot even start in that")
+        host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if mem_limit_bytes > host_bytes:
+            raise ConfigError(f"MEM: {mem} is more than this machine's RAM ({host_bytes >> 20} MiB); "
+                              "such a limit would never bind and would measure nothing")
+
+    caps = registry.capabilities(engine)
+    if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
+        raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
+                          f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
+    settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
+    phases = body.phases if duration_s is None else body.phases.model_copy(update={"measure_s": duration_s})
+    load = body.load if scale is None else body.load.model_copy(update={"scale": scale})
+
+    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{engine}-{sc.name}-{profile or 'base'}-{secrets.token_hex(2)}"
+    run_dir = (results_root / run_id).resolve()
+    data_dir = ((data_root or Path("data")) / run_id).resolve()
+    return RunPlan(
+        run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
+        engine_settings=settings_obj.model_dump(mode="json"), runtime=runtime,  # type: ignore[arg-type]
+        mem_limit_bytes=mem_limit_bytes, scale=load.scale,
+        load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
+        phases=phases, readers=body.readers, checkpoint=body.checkpoint, thresholds=body.thresholds,
+        integrity=body.integrity, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)

@@ -1,0 +1,116 @@
+"""k6-like thresholds: `p99(commit_ms) < 500`, `rate(rows) > 5000`, `max(wal_bytes) < 100MB`,
+`p99(commit_ms) over 60s < 500`. Parsed when a scenario is validated; evaluated after a run, each
+stored with its measured value."""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from harness.units import parse_size_bytes
+
+# metric name -> (kind, unit). Latencies are in ms, sizes in bytes, counters are totals.
+METRICS: dict[str, str] = {
+    "commit_ms": "latency",    # commit end - intended start (coordinated-omission correct)
+    "service_ms": "latency",   # commit end - actual start
+    "lag_ms": "latency",       # how far the writer started behind schedule (head lag)
+    "read_ms": "latency",      # reader query latency from its intended start
+    "rows": "counter",
+    "blocks": "counter",
+    "reads": "counter",
+    "wal_bytes": "gauge",
+    "db_bytes": "gauge",
+    "mem_bytes": "gauge",
+    "rss_bytes": "gauge",
+    "bloat_ratio": "gauge",
+}
+_AGGS_BY_KIND = {
+    "latency": "pNN (p50, p99, p99.9), max, min, mean, count",
+    "counter": "rate (per second of the measured phase), count",
+    "gauge": "max, min, mean, last",
+}
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+}
+_EXPR_RE = re.compile(
+    r"^\s*(?P<agg>p\d{1,2}(?:\.\d+)?|max|min|mean|count|rate|last)\s*\(\s*(?P<metric>[a-z_]+)\s*\)"
+    r"(?:\s+over\s+(?P<window>\d+)\s*s)?"
+    r"\s*(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z]*)\s*$"
+)
+GRAMMAR = "AGG(METRIC) [over Ns] OP NUMBER[UNIT], e.g. 'p99(commit_ms) < 500' or 'max(wal_bytes) < 100MB'"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    expr: str
+    agg: str            # "p99", "max", "rate", ...
+    metric: str
+    op: str
+    limit: float        # in the metric's own unit (ms, bytes, per second)
+    window_s: int | None = None
+
+    @property
+    def percentile(self) -> float | None:
+        return float(self.agg[1:]) if self.agg.startswith("p") else None
+
+    def passes(self, value: float) -> bool:
+        return _OPS[self.op](value, self.limit)
+
+
+def parse_threshold(expr: str) -> Threshold:
+    """Parse one expression; raise ValueError with what is allowed."""
+    m = _EXPR_RE.match(expr)
+    if not m:
+        raise ValueError(f"malformed threshold {expr!r}; expected {GRAMMAR}")
+    agg, metric, unit = m["agg"], m["metric"], m["unit"]
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r} in {expr!r}; allowed: {', '.join(METRICS)}")
+    kind = METRICS[metric]
+    allowed = {"latency": agg.startswith("p") or agg in ("max", "min", "mean", "count"),
+               "counter": agg in ("rate", "count"),
+               "gauge": agg in ("max", "min", "mean", "last")}[kind]
+    if not allowed:
+        raise ValueError(f"{agg}() does not apply to {metric} in {expr!r}; allowed: {_AGGS_BY_KIND[kind]}")
+    if agg.startswith("p") and not 0 < float(agg[1:]) < 100:
+        raise ValueError(f"percentile {agg} out of range in {expr!r}; use p1..p99.999")
+    window = int(m["window"]) if m["window"] else None
+    if window is not None and kind != "latency":
+        raise ValueError(f"'over {window}s' applies to latency metrics only, not {metric}, in {expr!r}")
+    if window is not None and window <= 0:
+        raise ValueError(f"window must be positive in {expr!r}")
+    return Threshold(expr=expr.strip(), agg=agg, metric=metric, op=m["op"],
+                     limit=_to_metric_unit(float(m["value"]), unit, kind, expr, agg), window_s=window)
+
+
+def _to_metric_unit(value: float, unit: str, kind: str, expr: str, agg: str) -> float:
+    if not unit or agg == "count":
+        if unit and agg == "count":
+            raise ValueError(f"count() takes a plain number in {expr!r}")
+        return value
+    if kind == "latency":
+        factors = {"ms": 1.0, "s": 1000.0, "us": 0.001}
+        if unit not in factors:
+            raise ValueError(f"unit {unit!r} is not a time in {expr!r}; use ms, s or us")
+        return value * factors[unit]
+    if kind == "gauge":
+        try:
+            return float(parse_size_bytes(f"{value}{unit}"))
+        except ValueError:
+            raise ValueError(f"unit {unit!r} is not a size in {expr!r}; use B, KB, MB, GB") from None
+    raise ValueError(f"{kind} metrics take a plain number, not {unit!r}, in {expr!r}")
+
+
+# (agg, metric, window_s) -> measured value, or None when the run did not produce that metric.
+MetricSource = Callable[[str, str, "int | None"], "float | None"]
+
+
+def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
+    """Each threshold with its measured value; a metric the run did not produce fails, never passes."""
+    out = []
+    for t in thresholds:
+        value = source(t.agg, t.metric, t.window_s)
+        out.append({"expr": t.expr, "value": value,
+                    "passed": value is not None and t.passes(value),
+                    **({"error": f"the run produced no {t.metric} values"} if value is None else {})})
+    return out

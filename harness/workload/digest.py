@@ -1,0 +1,67 @@
+"""Order-independent digest of a table's rows: the sum of per-row 128-bit hashes (mod 2**128) and a count.
+Additive, so the model updates it per row as blocks are generated, and an engine's full scan gives the
+same value whatever order rows come back in."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+_MOD = 1 << 128
+
+
+def row_hash(row: tuple) -> int:
+    h = hashlib.blake2b(digest_size=16)
+    for v in row:
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            b = bytes(v)
+            h.update(b"B%d:" % len(b))
+            h.update(b)
+        elif isinstance(v, int):
+            h.update(b"I%d;" % v)
+        elif isinstance(v, str):
+            b = v.encode()
+            h.update(b"S%d:" % len(b))
+            h.update(b)
+        elif v is None:
+            h.update(b"N;")
+        else:
+            raise TypeError(f"unsupported value type in a row: {type(v).__name__}")
+    return int.from_bytes(h.digest(), "big")
+
+
+@dataclass
+class TableDigest:
+    total: int = 0
+    count: int = 0
+
+    def add(self, row: tuple) -> None:
+        self.total = (self.total + row_hash(row)) % _MOD
+        self.count += 1
+
+    def remove(self, row: tuple) -> None:
+        self.total = (self.total - row_hash(row)) % _MOD
+        self.count -= 1
+
+    def hexdigest(self) -> str:
+        return f"{self.count}:{self.total:032x}"
+
+
+@dataclass
+class StateDigest:
+    tables: dict[str, TableDigest] = field(default_factory=dict)
+
+    def table(self, name: str) -> TableDigest:
+        return self.tables.setdefault(name, TableDigest())
+
+    def as_dict(self) -> dict[str, str]:
+        return {name: d.hexdigest() for name, d in sorted(self.tables.items())}
+
+
+def digest_rows(tables: dict[str, "object"]) -> dict[str, str]:
+    """Digest engine rows: {table: iterable of rows} -> {table: 'count:sum'}."""
+    sd = StateDigest()
+    for name, rows in tables.items():
+        t = sd.table(name)
+        for row in rows:
+            t.add(row)
+    return sd.as_dict()

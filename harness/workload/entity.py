@@ -1,0 +1,94 @@
+"""Deterministic entity versions: every row of a version derives from (seed, entity id, nonces), so the
+model keeps a few integers per live entity instead of its rows, and can rebuild any version's rows."""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+from harness.workload.block import MAX_BLOCK
+from harness.workload.shapes import ATTRIBUTE_NAMES, SYSTEM_NUMERIC_KEYS, SYSTEM_STRING_KEYS, Shape
+
+VALUES_PER_KEY = 64          # small vocabulary per string attribute so attribute scans find rows
+CONTENT_TYPES = ("application/json", "application/octet-stream", "text/plain", "image/png")
+_USER_NAMES = [f"attr_{i:03d}" for i in range(ATTRIBUTE_NAMES)]
+
+
+def entity_key(seed: int, entity_id: int) -> bytes:
+    return hashlib.blake2b(f"{seed}:{entity_id}".encode(), digest_size=32).digest()
+
+
+def owner_address(owner_id: int) -> str:
+    return f"0x{owner_id:040x}"
+
+
+def _rng(seed: int, entity_id: int, nonce: int, stream: int) -> random.Random:
+    return random.Random((((seed * 1_000_003) ^ entity_id) * 1_000_033 + nonce) * 4 + stream)
+
+
+class EntityState:
+    """The current version of a live entity. A version's rows are a pure function of these fields."""
+
+    __slots__ = ("id", "key", "from_block", "names_nonce", "value_nonce", "owner", "creator",
+                 "expiration", "created_at")
+
+    def __init__(self, entity_id: int, key: bytes, from_block: int, names_nonce: int, value_nonce: int,
+                 owner: int, expiration: int) -> None:
+        self.id, self.key, self.from_block = entity_id, key, from_block
+        self.names_nonce, self.value_nonce = names_nonce, value_nonce
+        self.owner = self.creator = owner
+        self.expiration, self.created_at = expiration, from_block
+
+    def copy(self) -> "EntityState":
+        c = EntityState.__new__(EntityState)
+        for s in EntityState.__slots__:
+            setattr(c, s, getattr(self, s))
+        return c
+
+
+def version_rows(st: EntityState, shape: Shape, seed: int, variant: str,
+                 to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+    """All rows of the entity's current version, in the variant's DDL column order."""
+    names = _rng(seed, st.id, st.names_nonce, 0)
+    vals = _rng(seed, st.id, st.value_nonce, 1)
+    n_sys_s = min(len(SYSTEM_STRING_KEYS), shape.string_attrs)
+    n_sys_n = min(len(SYSTEM_NUMERIC_KEYS), shape.numeric_attrs)
+    user_keys = names.sample(_USER_NAMES, (shape.string_attrs - n_sys_s) + (shape.numeric_attrs - n_sys_n))
+    s_user, n_user = user_keys[: shape.string_attrs - n_sys_s], user_keys[shape.string_attrs - n_sys_s:]
+    payload_len = names.randint(shape.payload_bytes_min, shape.payload_bytes_max)
+    content_type = CONTENT_TYPES[names.randrange(len(CONTENT_TYPES))]
+
+    sys_s = {"$owner": owner_address(st.owner), "$creator": owner_address(st.creator),
+             "$key": "0x" + st.key.hex()}
+    sys_n = {"$expiration": st.expiration, "$createdAtBlock": st.created_at, "$sequence": st.id}
+    strings = [(k, sys_s[k]) for k in SYSTEM_STRING_KEYS[:n_sys_s]]
+    strings += [(k, f"v{vals.randrange(VALUES_PER_KEY)}") for k in s_user]
+    numerics = [(k, sys_n[k]) for k in SYSTEM_NUMERIC_KEYS[:n_sys_n]]
+    numerics += [(k, vals.randrange(1 << 40)) for k in n_user]
+    payload = vals.randbytes(payload_len)
+    s_json = json.dumps(dict(strings), separators=(",", ":"), sort_keys=True)
+    n_json = json.dumps(dict(numerics), separators=(",", ":"), sort_keys=True)
+
+    ek, fb = st.key, st.from_block
+    if variant == "bitemporal":
+        return {
+            "string_attributes": [(ek, fb, to_block, k, v) for k, v in strings],
+            "numeric_attributes": [(ek, fb, to_block, k, v) for k, v in numerics],
+            "payloads": [(ek, fb, to_block, payload, content_type, s_json, n_json)],
+        }
+    return {
+        "string_attributes": [(ek, fb, k, v) for k, v in strings],
+        "numeric_attributes": [(ek, fb, k, v) for k, v in numerics],
+        "payloads": [(ek, fb, payload, content_type, s_json, n_json)],
+    }
+
+
+def primary_keys(rows: dict[str, list[tuple]], variant: str) -> dict[str, list[tuple]]:
+    """The primary keys of `rows` (see block.py for the layouts)."""
+    if variant == "bitemporal":
+        return {"string_attributes": [(r[0], r[3], r[1]) for r in rows["string_attributes"]],
+                "numeric_attributes": [(r[0], r[3], r[1]) for r in rows["numeric_attributes"]],
+                "payloads": [(r[0], r[1]) for r in rows["payloads"]]}
+    return {"string_attributes": [(r[0], r[2]) for r in rows["string_attributes"]],
+            "numeric_attributes": [(r[0], r[2]) for r in rows["numeric_attributes"]],
+            "payloads": [(r[0],) for r in rows["payloads"]]}

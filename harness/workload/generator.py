@@ -1,0 +1,108 @@
+"""Seeded, deterministic stream of blocks (arkiv semantics) built by mutating the LiveModel."""
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+from typing import Iterator
+
+from harness.workload.block import Block
+from harness.workload.model import LONG_LIVED_BTL, LiveModel
+from harness.workload.shapes import SHAPES
+
+OPS = ("create", "update", "delete", "extend", "change_owner")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    shape: str
+    seed: int
+    variant: str                      # "bitemporal" | "simple"
+    rows_per_block: int               # row budget: rows inserted + terminated + deleted
+    op_weights: dict[str, float]      # over OPS; expiries come from $expiration, not from weights
+    reorg_fraction: float             # share of blocks that are reorgs (delete + re-insert same keys)
+    ephemeral_btl_blocks: tuple[int, int]
+    extend_blocks: tuple[int, int] = (10, 100)
+    long_lived_fraction: float | None = None
+
+
+class BlockGenerator:
+    def __init__(self, spec: WorkloadSpec):
+        self.spec = spec
+        self.shape = SHAPES[spec.shape]
+        self.model = LiveModel(self.shape, spec.seed, spec.variant, spec.long_lived_fraction)
+        self.block_number = 0
+        ops = [(op, w) for op, w in spec.op_weights.items() if w > 0]
+        self._ops = [op for op, _ in ops]
+        self._cum = list(itertools.accumulate(w for _, w in ops))
+
+    def _new_block(self, kind: str) -> Block:
+        self.block_number += 1
+        return Block(number=self.block_number, kind=kind, variant=self.spec.variant)
+
+    def load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
+        """Create-only blocks that build the starting database. Ephemeral entities expire uniformly over
+        the `expiry_spread_blocks` after the load, so the measured phase sees a steady trickle of expiries
+        rather than all of them at once."""
+        m = self.model
+        per_block = max(1, batch_rows // self.shape.rows_per_entity)
+        load_end = self.block_number + -(-entities // per_block)
+        made = 0
+        while made < entities:
+            block = self._new_block("load")
+            for _ in range(min(per_block, entities - made)):
+                btl = LONG_LIVED_BTL if m.rng.random() < m.long_lived_fraction else \
+                    load_end + m.rng.randint(1, max(1, expiry_spread_blocks)) - block.number
+                block.rows_written += m.create(block, btl)
+                block.ops["create"] += 1
+                made += 1
+            yield block
+
+    def next_block(self) -> Block:
+        m, spec = self.model, self.spec
+        if spec.reorg_fraction > 0 and m.live_ids and m.rng.random() < spec.reorg_fraction:
+            return self._reorg_block()
+        block = self._new_block("ops")
+        touched: set[int] = set()
+        for st in m.due_expiries(block.number):      # mandatory work first
+            touched.add(st.id)
+            block.rows_written += m.delete(block, st)
+            block.ops["expire"] += 1
+        lo, hi = spec.ephemeral_btl_blocks
+        while block.rows_written < spec.rows_per_block and self._ops:
+            op = self._ops[bisect.bisect_right(self._cum, m.rng.random() * self._cum[-1])]
+            st = None if op == "create" else m.random_live(touched)
+            if st is None:
+                op = "create"
+                block.rows_written += m.create(block, m.btl(lo, hi))
+                touched.add(m._next_id - 1)
+            else:
+                touched.add(st.id)
+                if op == "update":
+                    block.rows_written += m.update(block, st, m.rng.randint(lo, hi))
+                elif op == "delete":
+                    block.rows_written += m.delete(block, st)
+                elif op == "extend":
+                    block.rows_written += m.extend(block, st, m.rng.randint(*spec.extend_blocks))
+                else:
+                    block.rows_written += m.change_owner(block, st)
+            block.ops[op] += 1
+        return block
+
+    def _reorg_block(self) -> Block:
+        """DELETE rows by existing primary keys + INSERT the same keys with new values (the reference's
+        validation test). rows_per_block rows are deleted and as many re-inserted."""
+        m = self.model
+        block = self._new_block("reorg")
+        touched: set[int] = set()
+        deleted = 0
+        while deleted < self.spec.rows_per_block:
+            st = m.random_live(touched)
+            if st is None:
+                break
+            touched.add(st.id)
+            n = m.reorg(block, st)
+            deleted += n // 2
+            block.rows_written += n
+            block.ops["reorg"] += 1
+        return block
