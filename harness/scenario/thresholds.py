@@ -75,8 +75,10 @@ def parse_threshold(expr: str) -> Threshold:
     if agg.startswith("p") and not 0 < float(agg[1:]) < 100:
         raise ValueError(f"percentile {agg} out of range in {expr!r}; use p1..p99.999")
     window = int(m["window"]) if m["window"] else None
-    if window is not None and kind != "latency":
-        raise ValueError(f"'over {window}s' applies to latency metrics only, not {metric}, in {expr!r}")
+    if window is not None and metric not in ("commit_ms", "service_ms"):
+        raise ValueError(f"'over {window}s' applies to commit_ms and service_ms only, not {metric}, in {expr!r}")
+    if window is not None and not (agg.startswith("p") or agg == "max"):
+        raise ValueError(f"'over {window}s' takes a percentile or max, not {agg}(), in {expr!r}")
     if window is not None and window <= 0:
         raise ValueError(f"window must be positive in {expr!r}")
     return Threshold(expr=expr.strip(), agg=agg, metric=metric, op=m["op"],

@@ -29,18 +29,26 @@ def row_hash(row: tuple) -> int:
     return int.from_bytes(h.digest(), "big")
 
 
+def row_nbytes(row: tuple) -> int:
+    """Logical size of a row: its values' bytes, 8 per integer (the denominator of storage bloat)."""
+    return sum(8 if isinstance(v, int) else len(v) for v in row)
+
+
 @dataclass
 class TableDigest:
     total: int = 0
     count: int = 0
+    nbytes: int = 0
 
     def add(self, row: tuple) -> None:
         self.total = (self.total + row_hash(row)) % _MOD
         self.count += 1
+        self.nbytes += row_nbytes(row)
 
     def remove(self, row: tuple) -> None:
         self.total = (self.total - row_hash(row)) % _MOD
         self.count -= 1
+        self.nbytes -= row_nbytes(row)
 
     def hexdigest(self) -> str:
         return f"{self.count}:{self.total:032x}"
@@ -52,6 +60,10 @@ class StateDigest:
 
     def table(self, name: str) -> TableDigest:
         return self.tables.setdefault(name, TableDigest())
+
+    @property
+    def logical_bytes(self) -> int:
+        return sum(d.nbytes for d in self.tables.values())
 
     def as_dict(self) -> dict[str, str]:
         return {name: d.hexdigest() for name, d in sorted(self.tables.items())}

@@ -1,0 +1,92 @@
+"""harness run | validate — errors are one line (traceback with -v); exit codes as in DESIGN.md."""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from harness.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, HarnessError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness", description="arkbench: one scenario, one engine, honest numbers")
+    p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a scenario against an engine")
+    r.add_argument("--engine", required=True)
+    r.add_argument("--scenario", required=True, help="a name under scenarios/ or a path to a .yaml file")
+    r.add_argument("--profile", help="smoke | quick | full (default: the scenario's default_profile)")
+    r.add_argument("--mem", help="memory limit, e.g. 512m or 8g (enforced, or the run is refused)")
+    r.add_argument("--scale", type=float, help="fraction of mendoza 1x (800K entities)")
+    r.add_argument("--duration", type=float, help="measured phase, seconds")
+    r.add_argument("--runtime", default="local", choices=["local"])
+    r.add_argument("--results", default="results", type=Path)
+    r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
+    r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
+    v = sub.add_parser("validate", help="validate scenario files")
+    v.add_argument("paths", nargs="+", type=Path)
+    i = sub.add_parser("_runner", help=argparse.SUPPRESS)
+    i.add_argument("plan", type=Path)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except HarnessError as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_RUN_FAILED
+
+
+def _dispatch(args) -> int:
+    if args.cmd == "validate":
+        from harness.scenario.load import validate_paths
+        results = validate_paths(args.paths)
+        if not results:
+            print("error: no scenario files found", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        for f, err in results:
+            print(f"ok    {f}" if err is None else f"FAIL  {err}", file=sys.stdout if err is None else sys.stderr)
+        return EXIT_BAD_INPUT if any(err for _, err in results) else 0
+    if args.cmd == "_runner":
+        from harness.runner.run import run
+        from harness.scenario.plan import RunPlan
+        return run(RunPlan.read(args.plan))
+    from harness.runtime.local import run_local
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
+                        duration_s=args.duration, mem=args.mem, runtime=args.runtime,
+                        results_root=args.results, data_root=args.data, keep_data=args.keep_data)
+    rc = run_local(plan)
+    result = Path(plan.run_dir) / "result.json"
+    if result.exists():
+        _summary(result)
+        print(result)            # the last line: where the result is
+    return rc
+
+
+def _summary(path: Path) -> None:
+    import json
+    r = json.loads(path.read_text())
+    m, c = r["metrics"], r["metrics"].get("commit_latency_ms") or {}
+    fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+    print(f"{r['engine']} {r['scenario']}/{r['profile']}: status {r['status']}"
+          f"{' (' + r['error'] + ')' if r.get('error') else ''}", file=sys.stderr)
+    print(f"  commit ms p50 {fmt(c.get('p50'))} p99 {fmt(c.get('p99'))} max {fmt(c.get('max'))} "
+          f"(n={c.get('count')}), rows/s {fmt(m.get('rows_per_s'))}, integrity "
+          f"{(r.get('integrity') or {}).get('ok')}", file=sys.stderr)
+    for t in r.get("thresholds", []):
+        print(f"  {'PASS' if t['passed'] else 'FAIL'} {t['expr']}  (measured {fmt(t['value'])})", file=sys.stderr)
+    for w in r.get("warnings", []):
+        print(f"  warning: {w}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""What every result carries about where it was measured (pyperf-style metadata, collected automatically)."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import harness
+from harness.runtime import cgroup
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+
+def git_commit() -> str | None:
+    if os.environ.get("ARKBENCH_GIT_COMMIT"):
+        return os.environ["ARKBENCH_GIT_COMMIT"]
+    try:
+        out = subprocess.run(["git", "-C", str(PROJECT_DIR), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(PROJECT_DIR), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def ram_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def filesystem(path: Path) -> dict:
+    """The mount holding `path`: longest mount-point prefix in /proc/mounts."""
+    path = path.resolve()
+    best = {"mount": "/", "fstype": "unknown", "device": "unknown"}
+    try:
+        for line in Path("/proc/mounts").read_text().splitlines():
+            dev, mnt, fstype = line.split()[:3]
+            if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) >= len(best["mount"]):
+                best = {"mount": mnt, "fstype": fstype, "device": dev}
+    except OSError:
+        pass
+    return best
+
+
+def fsync_floor(data_dir: Path, samples: int = 200, budget_s: float = 2.0) -> dict:
+    """p50/p99 of a 4 KiB append + fsync in the data directory: the floor under any durable commit."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    probe = data_dir / ".fsync-probe"
+    block = os.urandom(4096)
+    lat_us: list[float] = []
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        deadline = time.perf_counter() + budget_s
+        while len(lat_us) < samples and time.perf_counter() < deadline:
+            t = time.perf_counter()
+            os.write(fd, block)
+            os.fsync(fd)
+            lat_us.append((time.perf_counter() - t) * 1e6)
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+    lat_us.sort()
+    q = statistics.quantiles(lat_us, n=100, method="inclusive") if len(lat_us) > 1 else lat_us * 99
+    return {"samples": len(lat_us), "p50_us": round(q[49], 1), "p99_us": round(q[98], 1),
+            "max_us": round(lat_us[-1], 1)}
+
+
+def capture(data_dir: Path, runtime: str) -> dict:
+    mem_dir = cgroup.own_memory_dir()
+    return {
+        "harness_version": harness.__version__,
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "kernel": platform.release(),
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "ram_bytes": ram_bytes(),
+        "cgroup_version": cgroup.version(),
+        "memory_limit_bytes_seen": cgroup.limit_bytes(mem_dir),
+        # set by the runtime that applied the limit (cgroup-v1, cgroup-v2, docker); "none" otherwise
+        "memory_enforcement": os.environ.get("ARKBENCH_MEM_ENFORCEMENT", "none"),
+        "runtime": runtime,
+        "data_dir": str(data_dir),
+        "filesystem": filesystem(data_dir),
+        "fsync_floor": fsync_floor(data_dir),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

@@ -1,0 +1,155 @@
+"""Latency recording: HdrHistogram in microseconds (3 significant digits), a cumulative histogram per
+phase plus an interval histogram the 1 s sampler swaps out and logs to an .hlog file."""
+from __future__ import annotations
+
+import threading
+from array import array
+from typing import IO
+
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogWriter
+
+HIGHEST_US = 3_600_000_000          # one hour: anything longer is clamped and counted
+PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(1, HIGHEST_US, 3)
+
+
+def summary_ms(h: HdrHistogram) -> dict:
+    n = h.get_total_count()
+    if not n:
+        return {"count": 0, "p50": None, "p95": None, "p99": None, "p999": None, "max": None, "mean": None}
+    pv = h.get_percentile_to_value_dict(list(PERCENTILES))
+    return {"count": n, "p50": pv[50.0] / 1000, "p95": pv[95.0] / 1000, "p99": pv[99.0] / 1000,
+            "p999": pv[99.9] / 1000, "max": h.get_max_value() / 1000, "mean": round(h.get_mean_value() / 1000, 3),
+            "stdev": round(h.get_stddev() / 1000, 3)}
+
+
+def quick_summary_ms(values_us: list[int]) -> dict:
+    """p50/p99/max of one sampler interval from its raw values: exact, and microseconds of work, where
+    HdrHistogram's pure-Python percentile and mean walks cost milliseconds while holding the GIL the
+    writer needs."""
+    if not values_us:
+        return {"count": 0, "p50": None, "p99": None, "max": None}
+    v = sorted(values_us)
+    n = len(v)
+    at = lambda q: v[min(n - 1, max(0, -(-q * n // 100) - 1))] / 1000  # noqa: E731  nearest-rank
+    return {"count": n, "p50": at(50), "p99": at(99), "max": v[-1] / 1000}
+
+
+class Recorder:
+    """Thread-safe recorder: the writer (or a reader thread) records, the sampler swaps the interval.
+    Summaries of the cumulative histogram are computed once, after the run, never on the timed path."""
+
+    def __init__(self) -> None:
+        self.total = new_histogram()
+        self.interval = new_histogram()
+        self.interval_values: list[int] = []
+        self.clamped = 0
+        self._lock = threading.Lock()
+
+    def record_us(self, value_us: int) -> None:
+        v = 1 if value_us < 1 else value_us
+        if v > HIGHEST_US:
+            v, clamped = HIGHEST_US, 1
+        else:
+            clamped = 0
+        with self._lock:
+            self.total.record_value(v)
+            self.interval.record_value(v)
+            self.interval_values.append(v)
+            self.clamped += clamped
+
+    def swap_interval(self) -> tuple[HdrHistogram, list[int]]:
+        fresh = new_histogram()
+        with self._lock:
+            h, self.interval = self.interval, fresh
+            values, self.interval_values = self.interval_values, []
+        return h, values
+
+    def reset(self) -> None:
+        """Start a new phase (warmup -> measure): the cumulative histogram starts over."""
+        with self._lock:
+            self.total = new_histogram()
+            self.clamped = 0
+
+
+class IntervalLog:
+    """HdrHistogram interval log (the .hlog format HdrHistogram's tools read), times relative to start."""
+
+    def __init__(self, f: IO[str], start_epoch_s: float, comment: str) -> None:
+        self.f = f
+        self.w = HistogramLogWriter(f)
+        self.w.output_comment(comment)
+        self.w.output_log_format_version()
+        self.w.output_base_time(start_epoch_s * 1000)
+        self.w.output_legend()
+
+    def write(self, h: HdrHistogram, start_s: float, end_s: float) -> None:
+        if h.get_total_count():
+            # timestamps are offsets from the run start; values in us, max reported in ms
+            self.w.output_interval_histogram(h, start_s, end_s, max_value_unit_ratio=1000.0)
+            self.f.flush()
+
+
+def summary_from_hlog(path) -> dict | None:
+    """Rebuild a latency summary from an interval log (for a run killed before it could summarise)."""
+    from hdrh.log import HistogramLogReader
+    try:
+        reader = HistogramLogReader(str(path), new_histogram())
+        total = new_histogram()
+        while (h := reader.get_next_interval_histogram()) is not None:
+            total.add(h)
+        reader.close()
+    except (OSError, ValueError):
+        return None
+    return summary_ms(total)
+
+
+class BlockLog:
+    """One record per measured block, compact, for windowed thresholds and plots (blocks.csv)."""
+
+    def __init__(self) -> None:
+        self.due_s = array("d")
+        self.start_s = array("d")
+        self.end_s = array("d")
+        self.rows = array("l")
+        self.kinds: list[str] = []
+
+    def add(self, due_s: float, start_s: float, end_s: float, rows: int, kind: str) -> None:
+        self.due_s.append(due_s)
+        self.start_s.append(start_s)
+        self.end_s.append(end_s)
+        self.rows.append(rows)
+        self.kinds.append(kind)
+
+    def __len__(self) -> int:
+        return len(self.end_s)
+
+    def write_csv(self, f: IO[str]) -> None:
+        f.write("block_index,kind,due_s,start_s,end_s,commit_ms,service_ms,rows\n")
+        for i in range(len(self)):
+            d, s, e = self.due_s[i], self.start_s[i], self.end_s[i]
+            f.write(f"{i},{self.kinds[i]},{d:.6f},{s:.6f},{e:.6f},{(e - d) * 1000:.3f},{(e - s) * 1000:.3f},{self.rows[i]}\n")
+
+    def worst_window_percentile_ms(self, percentile: float, window_s: float, metric: str) -> float | None:
+        """The highest pNN of commit (or service) latency over any sliding window of `window_s`, windows
+        anchored at each block's end time. Exact (sorted values per window), computed after the run."""
+        import bisect
+        n = len(self)
+        if not n:
+            return None
+        base = self.due_s if metric == "commit_ms" else self.start_s
+        vals = [(self.end_s[i] - base[i]) * 1000 for i in range(n)]
+        window: list[float] = []
+        worst, lo = 0.0, 0
+        for hi in range(n):
+            bisect.insort(window, vals[hi])
+            while self.end_s[hi] - self.end_s[lo] > window_s:
+                window.pop(bisect.bisect_left(window, vals[lo]))
+                lo += 1
+            k = max(0, min(len(window) - 1, int(-(-percentile * len(window) // 100)) - 1))
+            worst = max(worst, window[k])
+        return worst

@@ -1,0 +1,157 @@
+"""One run, inside the memory-limited process: open -> load -> warmup + measure -> verify -> result.json.
+Whatever happens, result.json is written (status error with the partial numbers if the run broke)."""
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from harness import registry
+from harness.environment import capture
+from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
+from harness.runner.readers import ReaderPool
+from harness.runner.result import build_metrics, metric_source, write_result
+from harness.runner.sampler import Sampler
+from harness.runner.state import RunState
+from harness.runner.writer import Prefetcher, write_blocks
+from harness.scenario.plan import RunPlan
+from harness.scenario.thresholds import evaluate, parse_threshold
+from harness.workload.digest import digest_rows
+from harness.workload.generator import BlockGenerator, WorkloadSpec
+
+LOAD_PROGRESS_EVERY_S = 5.0
+
+
+def workload_spec(plan: RunPlan) -> WorkloadSpec:
+    w = plan.workload
+    return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
+                        op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,
+                        ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
+                        long_lived_fraction=w.long_lived_fraction)
+
+
+def log(plan: RunPlan, msg: str) -> None:
+    print(f"[{plan.scenario}/{plan.engine}] {msg}", file=sys.stderr, flush=True)
+
+
+def load_phase(engine, gen: BlockGenerator, plan: RunPlan) -> dict:
+    t0 = time.perf_counter()
+    last_print, rows, blocks = t0, 0, 0
+    for block in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
+        engine.apply_block(block)
+        rows += block.rows_written
+        blocks += 1
+        now = time.perf_counter()
+        if now - last_print >= LOAD_PROGRESS_EVERY_S:
+            last_print = now
+            done = len(gen.model.live_ids)
+            log(plan, f"load {done}/{plan.load_entities} entities, {rows} rows, {rows / (now - t0):.0f} rows/s")
+    secs = time.perf_counter() - t0
+    return {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
+            "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None}
+
+
+def verify(engine, plan: RunPlan, expected: dict) -> dict:
+    if plan.integrity == "model":
+        actual = digest_rows({t: engine.iter_rows(t) for t in expected})
+    else:   # counts only: for scales where a full scan per table is too slow
+        counts = engine.row_counts()
+        actual = {t: f"{counts[t]}:*" for t in expected}
+        expected = {t: f"{v.split(':')[0]}:*" for t, v in expected.items()}
+    mismatched = sorted(t for t in expected if expected[t] != actual.get(t))
+    return {"ok": not mismatched, "method": plan.integrity, "expected": expected, "actual": actual,
+            **({"mismatched_tables": mismatched} if mismatched else {})}
+
+
+def run(plan: RunPlan) -> int:
+    run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = RunState()
+    ctx: dict = {"plan": plan, "state": state, "environment": capture(data_dir, plan.runtime)}
+    (run_dir / "environment.json").write_text(json.dumps(ctx["environment"], indent=2))
+    seen = ctx["environment"]["memory_limit_bytes_seen"]
+    if plan.mem_limit_bytes and (seen is None or seen > plan.mem_limit_bytes):
+        # Never run unlimited while claiming a limit.
+        log(plan, f"refusing: a {plan.mem_limit_bytes}-byte limit was asked but this process sees {seen}")
+        return EXIT_BAD_INPUT
+    engine = registry.engine_class(plan.engine)()
+    try:
+        return _run(plan, engine, state, ctx)
+    except BaseException as e:
+        ctx["status"] = "error"
+        ctx["error"] = "interrupted" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
+        (run_dir / "runner.log").write_text(traceback.format_exc())
+        log(plan, f"run failed: {ctx['error']}")
+        write_result(run_dir, ctx)
+        return EXIT_RUN_FAILED
+    finally:
+        gc.enable()
+        try:
+            engine.close()
+        except Exception:
+            pass
+        if not plan.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
+    run_dir = Path(plan.run_dir)
+    engine.open(plan.engine_settings, Path(plan.data_dir))
+    engine.create_schema(plan.workload.variant)
+    ctx["engine_info"] = engine.info()
+    gen = BlockGenerator(workload_spec(plan))
+
+    log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
+    ctx["load"] = load_phase(engine, gen, plan)
+    after_load = engine.storage()
+    ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
+                       logical_bytes=gen.model.digest.logical_bytes)
+
+    # Nothing the harness allocates may trigger a collection pause on the timed path.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    pre = Prefetcher(gen)
+    pre.start()
+    readers = ReaderPool(engine, plan.readers, gen.model, state, plan.workload.seed)
+    sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
+                      plan.phases.warmup_s + plan.phases.measure_s)
+    try:
+        state.phase = "warmup"
+        sampler.start()
+        readers.start()
+        last = write_blocks(engine, pre, state, interval_ms=plan.workload.block_interval_ms,
+                            warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
+                            checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode)
+    finally:
+        readers.stop()
+        pre.stop()
+        state.phase = "verify"
+        sampler.stop()
+        gc.enable()
+    ctx["sampler_error"] = sampler.storage_error
+    ctx["long_reads"] = readers.long_reads
+
+    expected = last.digest_after if last else gen.model.digest.as_dict()
+    logical = last.logical_bytes_after if last else gen.model.digest.logical_bytes
+    final = engine.storage()
+    ctx["final_storage"] = {"db_bytes": final.db_bytes, "wal_bytes": final.wal_bytes,
+                            "checkpoints": final.checkpoints + state.manual_checkpoints,
+                            "logical_bytes": logical, "row_counts": engine.row_counts()}
+    log(plan, "verifying integrity")
+    ctx["integrity"] = verify(engine, plan, expected)
+    with open(run_dir / "blocks.csv", "w") as f:
+        state.block_log.write_csv(f)
+
+    ctx["metrics"] = build_metrics(state, ctx)
+    ctx["thresholds"] = evaluate([parse_threshold(t) for t in plan.thresholds], metric_source(state, ctx))
+    if not ctx["integrity"]["ok"]:
+        ctx["status"], ctx["error"] = "error", "integrity check failed: the engine's rows differ from the model"
+    else:
+        ctx["status"] = "passed" if all(t["passed"] for t in ctx["thresholds"]) else "failed"
+    write_result(run_dir, ctx)
+    return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(ctx["status"], EXIT_RUN_FAILED)

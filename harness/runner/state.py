@@ -1,0 +1,59 @@
+"""Counters and recorders shared by the writer, the readers and the sampler of one run."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from harness.runner.metrics import BlockLog, Recorder
+
+
+@dataclass
+class RunState:
+    t0_ns: int = field(default_factory=time.monotonic_ns)   # the schedule's origin: block i due at t0 + i*interval
+    phase: str = "load"               # load | warmup | measure | verify
+    commit: Recorder = field(default_factory=Recorder)     # commit end - due time
+    service: Recorder = field(default_factory=Recorder)    # commit end - actual start
+    lag: Recorder = field(default_factory=Recorder)        # actual start - due time
+    read: Recorder = field(default_factory=Recorder)       # reader: end - intended start
+    blocks: int = 0                   # measured blocks committed
+    rows: int = 0                     # measured rows written
+    reads: int = 0                    # measured reads completed
+    read_errors: int = 0
+    read_error: str | None = None
+    next_due_ns: int = 0              # due time of the block the writer will start next
+    manual_checkpoints: int = 0
+    checkpoint_ms: list[float] = field(default_factory=list)
+    generator_wait_s: float = 0.0     # writer time spent waiting for the block generator (harness cost)
+    measure_start_ns: int | None = None
+    measure_end_ns: int | None = None
+    block_log: BlockLog = field(default_factory=BlockLog)
+    peaks: dict = field(default_factory=dict)              # gauge maxima seen by the sampler
+    gauges: dict = field(default_factory=dict)             # gauge sums/min/last for mean/min/last
+
+    def elapsed_s(self, now_ns: int | None = None) -> float:
+        return ((now_ns or time.monotonic_ns()) - self.t0_ns) / 1e9
+
+    def start_measure(self, now_ns: int) -> None:
+        self.phase = "measure"
+        self.measure_start_ns = now_ns
+        for r in (self.commit, self.service, self.lag, self.read):
+            r.reset()
+        self.blocks = self.rows = self.reads = self.read_errors = 0
+        self.peaks.clear()
+        self.gauges.clear()
+
+    def measured_s(self) -> float:
+        if self.measure_start_ns is None:
+            return 0.0
+        end = self.measure_end_ns or time.monotonic_ns()
+        return max(1e-9, (end - self.measure_start_ns) / 1e9)
+
+    def observe_gauge(self, name: str, value: float | None) -> None:
+        if value is None:
+            return
+        self.peaks[name] = max(self.peaks.get(name, value), value)
+        g = self.gauges.setdefault(name, {"sum": 0.0, "n": 0, "min": value, "last": value})
+        g["sum"] += value
+        g["n"] += 1
+        g["min"] = min(g["min"], value)
+        g["last"] = value

@@ -1,0 +1,132 @@
+"""Memory cgroups, v1 or v2, whichever the machine has: create one with a hard limit and no swap, put a
+child in it before it runs anything, read usage and OOM kills, remove it afterwards."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+UNLIMITED = 1 << 62
+
+
+def version() -> str | None:
+    if (ROOT / "cgroup.controllers").exists():
+        return "v2"
+    if (ROOT / "memory" / "memory.limit_in_bytes").exists():
+        return "v1"
+    return None
+
+
+def own_memory_dir() -> Path | None:
+    """The memory cgroup this process is in (inside a container: the container's own)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        if rel == "/":   # the root cgroup's usage is the whole machine's, not ours
+            continue
+        if "memory" in controllers.split(","):
+            for base in (ROOT / "memory" / rel.lstrip("/"), ROOT / "memory"):
+                if (base / "memory.usage_in_bytes").exists():
+                    return base
+        if controllers == "" and (ROOT / "cgroup.controllers").exists():
+            for base in (ROOT / rel.lstrip("/"), ROOT):
+                if (base / "memory.current").exists():
+                    return base
+    return None
+
+
+def _read_int(p: Path) -> int | None:
+    try:
+        text = p.read_text().strip()
+    except OSError:
+        return None
+    return None if text == "max" else int(text)
+
+
+def usage_bytes(d: Path | None) -> int | None:
+    if d is None:
+        return None
+    return _read_int(d / "memory.usage_in_bytes") if (d / "memory.usage_in_bytes").exists() \
+        else _read_int(d / "memory.current")
+
+
+def limit_bytes(d: Path | None) -> int | None:
+    """The effective hard limit of cgroup `d`, None when unlimited."""
+    if d is None:
+        return None
+    v = _read_int(d / "memory.limit_in_bytes") if (d / "memory.limit_in_bytes").exists() \
+        else _read_int(d / "memory.max")
+    return None if v is None or v >= UNLIMITED else v
+
+
+def oom_kills(d: Path) -> int:
+    """OOM kills inside cgroup `d` (v2 memory.events; v1 memory.oom_control on newer kernels)."""
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            for line in (d / name).read_text().splitlines():
+                k, _, v = line.partition(" ")
+                if k == "oom_kill":
+                    return int(v)
+        except OSError:
+            continue
+    return 0
+
+
+def failcnt(d: Path) -> int:
+    return _read_int(d / "memory.failcnt") or 0
+
+
+class MemoryCgroup:
+    """A fresh memory cgroup with a hard limit and no swap. Raises PermissionError/OSError when it cannot
+    be made or the limit does not read back, so the caller can refuse rather than run unlimited."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        self.version = version()
+        if self.version is None:
+            raise OSError("no memory cgroup controller is mounted under /sys/fs/cgroup")
+        if self.version == "v1":
+            self.path = ROOT / "memory" / "arkbench" / name
+            self.path.mkdir(parents=True, exist_ok=False)
+            (self.path / "memory.limit_in_bytes").write_text(str(limit))
+            if (self.path / "memory.memsw.limit_in_bytes").exists():
+                (self.path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+            (self.path / "memory.swappiness").write_text("0")
+        else:
+            parent = ROOT / "arkbench"
+            parent.mkdir(exist_ok=True)
+            (parent / "cgroup.subtree_control").write_text("+memory")
+            self.path = parent / name
+            self.path.mkdir(exist_ok=False)
+            (self.path / "memory.max").write_text(str(limit))
+            if (self.path / "memory.swap.max").exists():
+                (self.path / "memory.swap.max").write_text("0")
+        got = limit_bytes(self.path)
+        if got is None or abs(got - limit) > 4096 * 2:
+            self.remove()
+            raise OSError(f"the cgroup limit did not take: asked {limit}, reads {got}")
+        self.limit = got
+
+    @property
+    def enforcement(self) -> str:
+        return f"cgroup-{self.version}"
+
+    def add_self(self) -> None:
+        """Called in the child between fork and exec, so nothing runs outside the limit."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def oom_killed(self) -> bool:
+        return oom_kills(self.path) > 0
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.path.exists():
+            try:
+                self.path.rmdir()
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
