@@ -12,13 +12,15 @@ PROFILE ?=
 MEM ?=
 SCALE ?=
 DURATION ?=
+SET ?=
 RUNTIME ?= local
 RESULTS ?= results
 PYTEST_ARGS ?=
 
 RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
   $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
-  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION))
+  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) \
+  $(foreach s,$(SET),--set $(s))
 
 .PHONY: help install run validate test test-fast clean
 
@@ -34,7 +36,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
 
-run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s]
+run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
 
 validate: $(STAMP) ## validate every scenario under scenarios/

@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--results", default="results", type=Path)
     r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
     r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
     v = sub.add_parser("validate", help="validate scenario files")
     v.add_argument("paths", nargs="+", type=Path)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
@@ -63,7 +65,8 @@ def _dispatch(args) -> int:
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
                         duration_s=args.duration, mem=args.mem, runtime=args.runtime,
-                        results_root=args.results, data_root=args.data, keep_data=args.keep_data)
+                        results_root=args.results, data_root=args.data, keep_data=args.keep_data,
+                        overrides=args.overrides)
     rc = run_local(plan)
     result = Path(plan.run_dir) / "result.json"
     if result.exists():

@@ -38,13 +38,14 @@ def log(plan: RunPlan, msg: str) -> None:
     print(f"[{plan.scenario}/{plan.engine}] {msg}", file=sys.stderr, flush=True)
 
 
-def load_phase(engine, gen: BlockGenerator, plan: RunPlan) -> dict:
+def load_phase(engine, gen: BlockGenerator, plan: RunPlan, state: RunState) -> dict:
     t0 = time.perf_counter()
     last_print, rows, blocks = t0, 0, 0
     for block in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
         engine.apply_block(block)
         rows += block.rows_written
         blocks += 1
+        state.rows, state.blocks = rows, blocks      # the sampler's load-phase rows
         now = time.perf_counter()
         if now - last_print >= LOAD_PROGRESS_EVERY_S:
             last_print = now
@@ -105,31 +106,33 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     ctx["engine_info"] = engine.info()
     gen = BlockGenerator(workload_spec(plan))
 
-    log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
-    ctx["load"] = load_phase(engine, gen, plan)
-    after_load = engine.storage()
-    ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
-                       logical_bytes=gen.model.digest.logical_bytes)
-
-    # Nothing the harness allocates may trigger a collection pause on the timed path.
-    gc.collect()
-    gc.freeze()
-    gc.disable()
-    pre = Prefetcher(gen)
-    pre.start()
-    readers = ReaderPool(engine, plan.readers, gen.model, state, plan.workload.seed)
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s)
+    sampler.start()       # from the start, so a run killed during the load keeps its time series
+    pre = None
+    readers = ReaderPool(engine, plan.readers, gen.model, state, plan.workload.seed)
     try:
+        log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
+        ctx["load"] = load_phase(engine, gen, plan, state)
+        after_load = engine.storage()
+        ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
+                           logical_bytes=gen.model.digest.logical_bytes)
+
+        # Nothing the harness allocates may trigger a collection pause on the timed path.
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        pre = Prefetcher(gen)
+        pre.start()
         state.phase = "warmup"
-        sampler.start()
         readers.start()
         last = write_blocks(engine, pre, state, interval_ms=plan.workload.block_interval_ms,
                             warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
                             checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode)
     finally:
         readers.stop()
-        pre.stop()
+        if pre:
+            pre.stop()
         state.phase = "verify"
         sampler.stop()
         gc.enable()

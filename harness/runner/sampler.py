@@ -51,7 +51,8 @@ class Sampler(threading.Thread):
 
     def stop(self) -> None:
         self._stop_evt.set()
-        self.join(timeout=10)
+        if self.is_alive():
+            self.join(timeout=10)
         self.sample()          # the final partial interval
         self.ts.close()
         self.commit_log.f.close()
@@ -117,5 +118,7 @@ class Sampler(threading.Thread):
             return
         self._last_print = now
         p99s = f"{p99:.1f}ms" if p99 is not None else "-"
+        if self.state.phase == "load":
+            return            # the load phase prints its own progress
         print(f"[{self.label}] {self.state.phase:7s} {now:6.1f}s/{self.duration_s:.0f}s  blocks {self.state.blocks}"
               f"  p99 {p99s}  wal {format_bytes(wal)}  lag {lag_ms:.0f}ms", file=sys.stderr, flush=True)

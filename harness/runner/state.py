@@ -9,7 +9,7 @@ from harness.runner.metrics import BlockLog, Recorder
 
 @dataclass
 class RunState:
-    t0_ns: int = field(default_factory=time.monotonic_ns)   # the schedule's origin: block i due at t0 + i*interval
+    t0_ns: int = field(default_factory=time.monotonic_ns)   # the run's clock (timeseries t_s, blocks.csv times)
     phase: str = "load"               # load | warmup | measure | verify
     commit: Recorder = field(default_factory=Recorder)     # commit end - due time
     service: Recorder = field(default_factory=Recorder)    # commit end - actual start

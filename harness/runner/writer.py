@@ -61,7 +61,8 @@ def write_blocks(engine, pre: Prefetcher, state: RunState, *, interval_ms: float
                  measure_s: float, checkpoint_every: int, checkpoint_mode: str) -> Built | None:
     """Run warmup then the measured phase on one continuous schedule; return the last applied block."""
     interval_ns = int(interval_ms * 1e6)
-    t0 = state.t0_ns = time.monotonic_ns()
+    t0 = time.monotonic_ns()          # the schedule's origin; state.t0_ns is the run's clock
+    run0 = state.t0_ns
     warm_end, end = t0 + int(warmup_s * 1e9), t0 + int((warmup_s + measure_s) * 1e9)
     state.phase = "warmup" if warmup_s > 0 else "measure"
     if state.phase == "measure":
@@ -96,7 +97,7 @@ def write_blocks(engine, pre: Prefetcher, state: RunState, *, interval_ms: float
         if state.phase == "measure":
             state.blocks += 1
             state.rows += built.block.rows_written
-            state.block_log.add((due - t0) / 1e9, (start - t0) / 1e9, (end_ns - t0) / 1e9,
+            state.block_log.add((due - run0) / 1e9, (start - run0) / 1e9, (end_ns - run0) / 1e9,
                                 built.block.rows_written, built.block.kind)
         i += 1
         if checkpoint_every and i % checkpoint_every == 0:

@@ -98,7 +98,7 @@ EngineSettings = create_model(
 class Body(Strict):
     """Everything a profile may override."""
     description: str = ""
-    workload: Workload = Workload()
+    workload: Workload
     load: Load = Load()
     phases: Phases = Phases()
     readers: Readers = Readers()
@@ -123,7 +123,7 @@ PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 class Scenario(Body):
     name: str
-    default_profile: str = "quick"
+    default_profile: Optional[str] = None     # default: quick if defined, else the first profile
     profiles: dict[str, dict] = {}
 
     @model_validator(mode="after")
@@ -131,7 +131,12 @@ class Scenario(Body):
         for p in self.profiles:
             if not PROFILE_NAME.match(p):
                 raise ValueError(f"profiles: bad profile name {p!r}; use lowercase letters, digits, _")
-        if self.profiles and self.default_profile not in self.profiles:
+        if self.default_profile is not None and self.default_profile not in self.profiles:
             raise ValueError(f"default_profile: {self.default_profile!r} is not one of the profiles "
-                             f"({', '.join(self.profiles)})")
+                             f"({', '.join(self.profiles) or 'none defined'})")
         return self
+
+    def pick_profile(self, asked: str | None) -> str | None:
+        if asked or not self.profiles:
+            return asked
+        return self.default_profile or ("quick" if "quick" in self.profiles else next(iter(self.profiles)))

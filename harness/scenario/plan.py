@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import yaml
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.scenario.load import deep_merge, load_scenario, resolve_path
+from harness.scenario.load import deep_merge, format_error, load_scenario, resolve_path
 from harness.scenario.model import Body, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.units import parse_size_bytes
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
@@ -52,19 +52,42 @@ class RunPlan(Strict):
         return cls.model_validate(yaml.safe_load(path.read_text()))
 
 
+def parse_overrides(items: list[str]) -> dict:
+    """['engines.sqlite.cache_size=1GB', 'phases.measure_s=30'] -> nested dict; values are YAML scalars."""
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"--set {item!r}: expected dotted.key=value, e.g. engines.sqlite.cache_size=1GB")
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {part} is already set to a value")
+        node[leaf] = yaml.safe_load(value) if value else ""
+    return out
+
+
 def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scale: float | None = None,
                  duration_s: float | None = None, mem: str | None = None, runtime: str = "local",
                  results_root: Path = Path("results"), data_root: Path | None = None,
-                 keep_data: bool = False) -> RunPlan:
+                 keep_data: bool = False, overrides: list[str] = ()) -> RunPlan:
     if engine not in registry.ENGINE_NAMES:
         raise ConfigError(f"unknown engine {engine!r}; allowed: {', '.join(registry.ENGINE_NAMES)}")
     path = resolve_path(scenario)
     sc, raw = load_scenario(path)
-    profile = profile or (sc.default_profile if sc.profiles else None)
+    profile = sc.pick_profile(profile)
     if profile and profile not in sc.profiles:
         raise ConfigError(f"{path}: profile {profile!r} not defined; allowed: {', '.join(sc.profiles) or '(none)'}")
     base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
-    body = Body.model_validate(deep_merge(base, sc.profiles[profile]) if profile else base)
+    merged = deep_merge(base, sc.profiles[profile]) if profile else base
+    if overrides:
+        merged = deep_merge(merged, parse_overrides(overrides))
+    try:
+        body = Body.model_validate(merged)
+    except ValidationError as e:
+        raise ConfigError(format_error(path, e, Body, prefix="(with --set)" if overrides else "")) from None
 
     if scale is not None and scale < 0:
         raise ConfigError(f"SCALE: must be >= 0, got {scale}")

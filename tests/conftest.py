@@ -1,0 +1,38 @@
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import registry
+from harness.runtime import cgroup
+from harness.workload.generator import WorkloadSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mixed_spec(variant: str = "bitemporal", seed: int = 11, reorg: float = 0.2) -> WorkloadSpec:
+    """Every operation, short BTLs so expiries happen within a few blocks, some reorg blocks."""
+    return WorkloadSpec(shape="mendoza", seed=seed, variant=variant, rows_per_block=400,
+                        op_weights=dict(create=0.4, update=0.25, delete=0.1, extend=0.15, change_owner=0.1),
+                        reorg_fraction=reorg, ephemeral_btl_blocks=(2, 6), extend_blocks=(1, 4))
+
+
+@pytest.fixture(params=registry.ENGINE_NAMES)
+def engine_name(request):
+    return request.param
+
+
+def can_use_cgroups() -> str | None:
+    """None when memory cgroups can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "memory cgroups need root"
+    if cgroup.version() is None:
+        return "no memory cgroup controller mounted"
+    return None
+
+
+def harness_cmd() -> list[str]:
+    exe = shutil.which("harness", path=str(Path(sys.executable).parent))
+    return [exe] if exe else [sys.executable, "-m", "harness.cli"]

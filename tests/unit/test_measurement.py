@@ -1,0 +1,107 @@
+"""Coordinated-omission-correct latency, and the harness staying off the timed path.
+The engines here are fakes on purpose: they test the runner's own logic, not a database."""
+import threading
+import time
+
+from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
+from harness.runner.sampler import Sampler
+from harness.runner.state import RunState
+from harness.runner.writer import Prefetcher, write_blocks
+from harness.engine_api import StorageStats
+from harness.workload.generator import BlockGenerator
+from tests.conftest import mixed_spec
+
+INTERVAL_MS, STALL_MS = 50, 400
+
+
+class StallingEngine:
+    """Applies a block in ~1 ms, except block `stall_at`, which takes STALL_MS."""
+
+    def __init__(self, stall_at: int):
+        self.stall_at, self.applied = stall_at, 0
+
+    def apply_block(self, block):
+        time.sleep(STALL_MS / 1000 if self.applied == self.stall_at else 0.001)
+        self.applied += 1
+
+    def storage(self):
+        return StorageStats(0, 0, 0)
+
+
+def run_writer(engine, measure_s=1.5):
+    gen = BlockGenerator(mixed_spec(reorg=0.0))
+    for _ in gen.load_blocks(20, 500, 10):
+        pass
+    pre = Prefetcher(gen)
+    pre.start()
+    state = RunState()
+    try:
+        write_blocks(engine, pre, state, interval_ms=INTERVAL_MS, warmup_s=0, measure_s=measure_s,
+                     checkpoint_every=0, checkpoint_mode="PASSIVE")
+    finally:
+        pre.stop()
+    return state
+
+
+def test_a_stall_counts_against_the_blocks_queued_behind_it():
+    state = run_writer(StallingEngine(stall_at=5))
+    log = state.block_log
+    commit = [(log.end_s[i] - log.due_s[i]) * 1000 for i in range(len(log))]
+    service = [(log.end_s[i] - log.start_s[i]) * 1000 for i in range(len(log))]
+    assert service[5] >= STALL_MS * 0.95 and commit[5] >= STALL_MS * 0.95
+    behind = range(6, 6 + STALL_MS // INTERVAL_MS - 2)
+    # the blocks due during the stall waited for it: their latency carries the queueing delay ...
+    for i in behind:
+        assert commit[i] >= (STALL_MS - (i - 5) * INTERVAL_MS) * 0.8, (i, commit[i])
+    # ... but not their service time
+    assert max(service[i] for i in behind) < 50
+    # and the schedule is open-loop: blocks stay due every interval, whatever the engine did
+    dues = [log.due_s[i] for i in range(len(log))]
+    assert all(abs((b - a) * 1000 - INTERVAL_MS) < 1e-6 for a, b in zip(dues, dues[1:]))
+    h = state.commit.total
+    assert h.get_value_at_percentile(99) / 1000 >= STALL_MS * 0.9
+    assert state.service.total.get_value_at_percentile(50) / 1000 < 20
+
+
+def test_without_stall_latency_is_service_time():
+    state = run_writer(StallingEngine(stall_at=-1), measure_s=1.0)
+    assert state.commit.total.get_max_value() / 1000 < INTERVAL_MS
+
+
+def test_sampler_tick_is_cheap():
+    """A sampler tick once cost ~400 ms of GIL (HdrHistogram mean/stddev in Python) and stalled the
+    writer every second; it must stay a few milliseconds with full histograms."""
+    import tempfile
+    from pathlib import Path
+    state = RunState()
+    state.phase = "measure"
+    for r in (state.commit, state.service, state.lag, state.read):
+        for v in range(1, 400_000, 97):
+            r.record_us(v)
+    with tempfile.TemporaryDirectory() as d:
+        s = Sampler(state, StallingEngine(-1), Path(d), "test", 1.0)
+        t = time.perf_counter()
+        s.sample()
+        took_ms = (time.perf_counter() - t) * 1000
+        s.stop()
+    assert took_ms < 25, f"a sampler tick took {took_ms:.1f} ms"
+
+
+def test_quick_summary_nearest_rank():
+    s = quick_summary_ms(list(range(1000, 101_000, 1000)))   # 1..100 ms
+    assert (s["p50"], s["p99"], s["max"], s["count"]) == (50.0, 99.0, 100.0, 100)
+
+
+def test_recorder_clamps_and_counts_out_of_range():
+    r = Recorder()
+    r.record_us(10 ** 13)
+    assert r.clamped == 1 and r.total.get_total_count() == 1
+
+
+def test_worst_window_percentile():
+    log = BlockLog()
+    for i in range(100):                      # one block per second, 10 ms each, but 1 s spike at t=50
+        lat = 1.0 if i == 50 else 0.010
+        log.add(i, i, i + lat, 1, "ops")
+    assert abs(log.worst_window_percentile_ms(100, 10, "commit_ms") - 1000) < 1e-6
+    assert abs(log.worst_window_percentile_ms(50, 10, "commit_ms") - 10) < 1e-6

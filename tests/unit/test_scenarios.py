@@ -1,0 +1,125 @@
+"""Scenario validation: bad files are rejected before anything runs, with one line naming the file,
+the field path and what is allowed."""
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.scenario.load import load_scenario, validate_paths
+from harness.scenario.plan import resolve_plan
+from tests.conftest import ROOT
+
+GOOD = """
+workload:
+  schema: bitemporal
+  shape: mendoza
+  rows_per_block: 100
+  ops: {create: 1}
+phases: {warmup_s: 0, measure_s: 1}
+thresholds: ["p99(commit_ms) < 500"]
+profiles:
+  smoke: {phases: {measure_s: 2}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return p
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as e:
+        load_scenario(write(tmp_path, text))
+    msg = str(e.value)
+    assert "\n" not in msg, "an error is one line"
+    assert str(tmp_path / "s.yaml") in msg, "the error names the file"
+    return msg
+
+
+def test_good_scenario_loads(tmp_path):
+    sc, _ = load_scenario(write(tmp_path, GOOD))
+    assert sc.workload.rows_per_block == 100 and sc.name == "s"
+
+
+def test_misspelled_key_names_field_and_allowed(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("rows_per_block", "rows_per_blok"))
+    assert "workload.rows_per_blok" in msg and "unknown field" in msg
+    assert "rows_per_block" in msg, "lists what is allowed"
+
+
+def test_wrong_type(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("rows_per_block: 100", "rows_per_block: lots"))
+    assert "workload.rows_per_block" in msg and "integer" in msg and "'lots'" in msg
+
+
+def test_missing_field(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("phases: {warmup_s: 0, measure_s: 1}",
+                                          "readers: {threads: 1, rate_per_s: 5, long_read: {every_s: 3}}"))
+    assert "readers.long_read.hold_s" in msg and "missing" in msg
+
+
+def test_unknown_engine(tmp_path):
+    msg = error_of(tmp_path, GOOD + "engines:\n  sqlit: {journal_mode: WAL}\n")
+    assert "engines.sqlit" in msg and "sqlite" in msg
+
+
+def test_unknown_engine_setting(tmp_path):
+    msg = error_of(tmp_path, GOOD + "engines:\n  sqlite: {jurnal_mode: WAL}\n")
+    assert "engines.sqlite.jurnal_mode" in msg and "journal_mode" in msg
+
+
+def test_bad_setting_value_lists_allowed(tmp_path):
+    msg = error_of(tmp_path, GOOD + "engines:\n  sqlite: {synchronous: SOMETIMES}\n")
+    assert "engines.sqlite.synchronous" in msg and "'NORMAL'" in msg
+
+
+def test_malformed_threshold(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("p99(commit_ms) < 500", "p99(commit_ms) << 500"))
+    assert "thresholds" in msg and "malformed threshold" in msg
+
+
+def test_threshold_unknown_metric(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("p99(commit_ms) < 500", "p99(comit_ms) < 500"))
+    assert "unknown metric 'comit_ms'" in msg and "commit_ms" in msg
+
+
+def test_profile_error_is_prefixed(tmp_path):
+    msg = error_of(tmp_path, GOOD.replace("smoke: {phases: {measure_s: 2}}", "smoke: {phases: {measure: 2}}"))
+    assert "profiles.smoke.phases.measure" in msg
+
+
+def test_not_yaml(tmp_path):
+    msg = error_of(tmp_path, "workload: [unclosed")
+    assert "not valid YAML" in msg
+
+
+def test_shipped_scenarios_are_valid_and_have_three_profiles():
+    results = validate_paths([ROOT / "scenarios"])
+    assert {f.stem for f, _ in results} >= {"reorg", "checkpoint_storm", "p99_5x"}
+    assert [err for _, err in results if err] == []
+    for f, _ in results:
+        sc, _ = load_scenario(f)
+        assert {"smoke", "quick", "full"} <= set(sc.profiles), f
+
+
+def test_plan_resolves_profile_and_overrides(tmp_path):
+    plan = resolve_plan("reorg", "sqlite", profile="smoke", duration_s=3, scale=0.0005,
+                        results_root=tmp_path, overrides=["engines.sqlite.cache_size=64MB"])
+    assert plan.phases.measure_s == 3 and plan.scale == 0.0005 and plan.load_entities == 400
+    assert plan.engine_settings["cache_size"] == -(64 * 1024), "a size becomes SQLite's negative KiB"
+    assert plan.workload.reorg_fraction == 1.0
+
+
+def test_plan_rejects_bad_override_and_engine(tmp_path):
+    with pytest.raises(ConfigError, match=r"engines\.sqlite\.cache_sise"):
+        resolve_plan("reorg", "sqlite", results_root=tmp_path, overrides=["engines.sqlite.cache_sise=1"])
+    with pytest.raises(ConfigError, match="unknown engine 'oracle'; allowed: sqlite"):
+        resolve_plan("reorg", "oracle", results_root=tmp_path)
+    with pytest.raises(ConfigError, match="unknown scenario"):
+        resolve_plan("reorgg", "sqlite", results_root=tmp_path)
+
+
+def test_plan_refuses_memory_above_host_ram(tmp_path):
+    with pytest.raises(ConfigError, match="more than this machine's RAM"):
+        resolve_plan("reorg", "sqlite", mem="4096g", results_root=tmp_path)
