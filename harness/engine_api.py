@@ -39,13 +39,24 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+class EngineBase:
+    """Defaults shared by the adapters."""
+
+    def prepare_block(self, block: Block) -> object:
+        """Convert a block to the engine's native input (Arrow tables, column arrays). Called by the
+        generator thread, ahead of time, so conversion stays off the timed path; apply_block receives
+        the result. Must not touch the engine's connection."""
+        return block
+
+
 class Engine(Protocol):
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None: ...
     def create_schema(self, variant: str) -> None: ...          # "bitemporal" | "simple"
-    def apply_block(self, block: Block) -> None: ...             # ONE transaction; the runner times it
+    def prepare_block(self, block: Block) -> object: ...         # off the timed path (see EngineBase)
+    def apply_block(self, prepared: object) -> None: ...         # ONE transaction; the runner times it
     def reader(self) -> Reader: ...
     def checkpoint(self, mode: str) -> None: ...
     def storage(self) -> StorageStats: ...                       # cheap; called by the 1 s sampler thread

@@ -6,7 +6,7 @@ import importlib
 
 from pydantic import BaseModel
 
-ENGINE_NAMES: tuple[str, ...] = ("sqlite",)
+ENGINE_NAMES: tuple[str, ...] = ("sqlite", "libsql")
 
 
 def settings_model(name: str) -> type[BaseModel]:

@@ -12,7 +12,7 @@ from typing import ClassVar, Iterator, Mapping
 
 from engines.sqlite import dialect
 from engines.sqlite.settings import CAPABILITIES
-from harness.engine_api import TABLES, Capabilities, EngineInfo, StorageStats
+from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
 from harness.workload.block import Block
 
 _DDL_DIR = Path(__file__).parent
@@ -21,7 +21,7 @@ _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 1
 _WAL_HEADER = struct.Struct(">IIII")  # magic, version, page size, checkpoint sequence
 
 
-class SQLiteEngine:
+class SQLiteEngine(EngineBase):
     name: ClassVar[str] = "sqlite"
     capabilities: ClassVar[Capabilities] = CAPABILITIES
     db_filename: ClassVar[str] = "arkiv.db"

@@ -42,7 +42,7 @@ def load_phase(engine, gen: BlockGenerator, plan: RunPlan, state: RunState) -> d
     t0 = time.perf_counter()
     last_print, rows, blocks = t0, 0, 0
     for block in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
-        engine.apply_block(block)
+        engine.apply_block(engine.prepare_block(block))
         rows += block.rows_written
         blocks += 1
         state.rows, state.blocks = rows, blocks      # the sampler's load-phase rows
@@ -122,7 +122,7 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
         gc.collect()
         gc.freeze()
         gc.disable()
-        pre = Prefetcher(gen)
+        pre = Prefetcher(gen, engine.prepare_block)
         pre.start()
         state.phase = "warmup"
         readers.start()

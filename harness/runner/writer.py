@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from harness.runner.state import RunState
 from harness.workload.block import Block
@@ -18,14 +19,15 @@ PREFETCH_BLOCKS = 8
 @dataclass
 class Built:
     block: Block
+    prepared: object            # what the engine's apply_block takes (engine.prepare_block(block))
     digest_after: dict          # the model's per-table digest once this block is applied
     logical_bytes_after: int
 
 
 class Prefetcher(threading.Thread):
-    def __init__(self, gen: BlockGenerator) -> None:
+    def __init__(self, gen: BlockGenerator, prepare: Callable[[Block], object] = lambda b: b) -> None:
         super().__init__(name="block-generator", daemon=True)
-        self.gen, self.q = gen, queue.Queue(maxsize=PREFETCH_BLOCKS)
+        self.gen, self.prepare, self.q = gen, prepare, queue.Queue(maxsize=PREFETCH_BLOCKS)
         self._stop_evt = threading.Event()
         self.error: BaseException | None = None
 
@@ -34,7 +36,7 @@ class Prefetcher(threading.Thread):
             while not self._stop_evt.is_set():
                 b = self.gen.next_block()
                 d = self.gen.model.digest
-                item = Built(b, d.as_dict(), d.logical_bytes)
+                item = Built(b, self.prepare(b), d.as_dict(), d.logical_bytes)
                 while not self._stop_evt.is_set():
                     try:
                         self.q.put(item, timeout=0.1)
@@ -88,7 +90,7 @@ def write_blocks(engine, pre: Prefetcher, state: RunState, *, interval_ms: float
         elif state.phase == "measure" and waited > 0 and now > due:
             state.generator_wait_s += min(waited, now - due) / 1e9   # only waits that made us late
         start = time.monotonic_ns()
-        engine.apply_block(built.block)
+        engine.apply_block(built.prepared)
         end_ns = time.monotonic_ns()
         last = built
         state.commit.record_us((end_ns - due) // 1000)

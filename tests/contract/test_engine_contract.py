@@ -25,6 +25,10 @@ def open_engine(engine_name, tmp_path):
         e.close()
 
 
+def apply(engine, block) -> None:
+    engine.apply_block(engine.prepare_block(block))
+
+
 def engine_digest(engine) -> dict:
     return digest_rows({t: engine.iter_rows(t) for t in TABLES})
 
@@ -34,12 +38,12 @@ def test_same_stream_same_digest_as_model(open_engine, variant):
     engine = open_engine(variant)
     gen = BlockGenerator(mixed_spec(variant=variant, reorg=0.25))
     for b in gen.load_blocks(150, 2000, 15):
-        engine.apply_block(b)
+        apply(engine, b)
     ops = set()
     for _ in range(50):
         b = gen.next_block()
         ops |= set(b.ops)
-        engine.apply_block(b)
+        apply(engine, b)
     assert ops >= {"create", "update", "delete", "expire", "extend", "change_owner", "reorg"}
     assert engine_digest(engine) == gen.model.digest.as_dict()
     counts = engine.row_counts()
@@ -51,7 +55,7 @@ def test_storage_grows_with_rows(open_engine):
     gen = BlockGenerator(mixed_spec())
     before = engine.storage()
     for b in gen.load_blocks(400, 2000, 15):
-        engine.apply_block(b)
+        apply(engine, b)
     after = engine.storage()
     logical = gen.model.digest.logical_bytes
     assert after.db_bytes + after.wal_bytes > before.db_bytes + before.wal_bytes
@@ -64,7 +68,7 @@ def test_failed_block_rolls_back_completely(open_engine):
     engine = open_engine("bitemporal")
     gen = BlockGenerator(mixed_spec(reorg=0.0))
     for b in gen.load_blocks(50, 2000, 15):
-        engine.apply_block(b)
+        apply(engine, b)
     before = engine_digest(engine)
     good = gen.next_block()
     # the same good block plus a row whose primary key is already stored: the whole block must fail
@@ -73,9 +77,9 @@ def test_failed_block_rolls_back_completely(open_engine):
                 terminate_keys=good.terminate_keys,
                 inserts={**good.inserts, "string_attributes": good.inserts.get("string_attributes", []) + [dup]})
     with pytest.raises(Exception):
-        engine.apply_block(bad)
+        apply(engine, bad)
     assert engine_digest(engine) == before, "nothing of the failed block may remain"
-    engine.apply_block(good)            # and the engine is usable afterwards
+    apply(engine, good)            # and the engine is usable afterwards
     assert engine_digest(engine) == gen.model.digest.as_dict()
 
 
@@ -83,7 +87,7 @@ def test_reader_queries_return_rows(open_engine):
     engine = open_engine("bitemporal")
     gen = BlockGenerator(mixed_spec())
     for b in gen.load_blocks(100, 2000, 15):
-        engine.apply_block(b)
+        apply(engine, b)
     st = gen.model.live[gen.model.live_ids[0]]
     reader = engine.reader()
     try:
