@@ -90,6 +90,7 @@ def run(plan: RunPlan) -> int:
         write_result(run_dir, ctx)
         return EXIT_RUN_FAILED
     finally:
+        gc.unfreeze()
         gc.enable()
         try:
             engine.close()
@@ -135,6 +136,7 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
             pre.stop()
         state.phase = "verify"
         sampler.stop()
+        gc.unfreeze()
         gc.enable()
     ctx["sampler_error"] = sampler.storage_error
     ctx["long_reads"] = readers.long_reads
