@@ -3,6 +3,7 @@ child in it before it runs anything, read usage and OOM kills, remove it afterwa
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -121,7 +122,20 @@ class MemoryCgroup:
     def oom_killed(self) -> bool:
         return oom_kills(self.path) > 0
 
-    def remove(self, timeout_s: float = 5.0) -> None:
+    def kill_all(self) -> None:
+        """SIGKILL whatever is left in the cgroup (a database server orphaned when its runner died)."""
+        try:
+            pids = [int(x) for x in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def remove(self, timeout_s: float = 10.0) -> None:
+        self.kill_all()
         deadline = time.monotonic() + timeout_s
         while self.path.exists():
             try:

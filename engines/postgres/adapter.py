@@ -1,0 +1,176 @@
+"""PostgreSQL through psycopg 3. A private server per run (server.py). Each block is one transaction
+sent in pipeline mode: per table one set-based statement over unnest()ed column arrays for the reorg
+deletes, the terminations and the inserts. The arrays are built in prepare_block, off the timed path."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Iterator, Mapping
+
+import psycopg
+
+from engines.postgres.server import PostgresServer
+from engines.postgres.settings import CAPABILITIES, Settings
+from engines.sqlite import dialect
+from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
+from harness.workload.block import Block
+
+_DDL_DIR = Path(__file__).parent
+_TEXT = {"key", "content_type", "string_attributes", "numeric_attributes"}
+
+
+def _pg_type(table: str, column: str) -> str:
+    if column in ("entity_key", "payload"):
+        return "bytea"
+    if column in _TEXT or (column == "value" and table == "string_attributes"):
+        return "text"
+    return "bigint"
+
+
+def _unnest(table: str, columns: tuple[str, ...]) -> str:
+    return "unnest(" + ", ".join(f"%s::{_pg_type(table, c)}[]" for c in columns) + ")"
+
+
+@dataclass
+class Prepared:
+    block: Block
+    deletes: dict[str, list[list]] = field(default_factory=dict)    # table -> one list per PK column
+    inserts: dict[str, list[list]] = field(default_factory=dict)    # table -> one list per column
+
+
+class PostgresEngine(EngineBase):
+    name: ClassVar[str] = "postgres"
+    capabilities: ClassVar[Capabilities] = CAPABILITIES
+
+    def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
+        s = Settings.model_validate(dict(settings))
+        self.server = PostgresServer(Path(data_dir), s.server_conf(), s.bin_dir, s.os_user)
+        try:
+            self.server.start()
+            self.conn = psycopg.connect(self.server.conninfo(), autocommit=True)
+            self._stats_conn = psycopg.connect(self.server.conninfo(), autocommit=True)
+        except BaseException:
+            self.server.stop()
+            raise
+        self._stats_lock = threading.Lock()
+        self.settings_names = list(s.server_conf())
+        self.variant: str | None = None
+        self._ckpt_at_open = self._checkpoint_counter()
+
+    def create_schema(self, variant: str) -> None:
+        self.conn.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())
+        self._prepare_sql(variant)
+
+    def attach_schema(self, variant: str) -> None:
+        self._prepare_sql(variant)
+
+    def _prepare_sql(self, variant: str) -> None:
+        self.variant = variant
+        self._insert, self._delete, self._terminate = {}, {}, {}
+        for t in TABLES:
+            cols, pk = dialect.columns(variant, t), dialect.primary_key(variant, t)
+            self._insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {_unnest(t, cols)}"
+            self._delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {_unnest(t, pk)})"
+            self._terminate[t] = (f"UPDATE {t} SET to_block = %s WHERE entity_key = ANY(%s::bytea[]) "
+                                  f"AND from_block <= %s AND to_block > %s") if variant == "bitemporal" \
+                else f"DELETE FROM {t} WHERE entity_key = ANY(%s::bytea[])"
+
+    def prepare_block(self, block: Block) -> Prepared:
+        return Prepared(block=block,
+                        deletes={t: [list(c) for c in zip(*pks)] for t, pks in block.deletes.items() if pks},
+                        inserts={t: [list(c) for c in zip(*rows)] for t, rows in block.inserts.items() if rows})
+
+    def apply_block(self, p: Prepared) -> None:
+        b, keys = p.block.number, p.block.terminate_keys
+        with self.conn.pipeline(), self.conn.transaction():
+            cur = self.conn.cursor()
+            for t, cols in p.deletes.items():
+                cur.execute(self._delete[t], cols)
+            if keys:
+                params = (b, keys, b, b) if self.variant == "bitemporal" else (keys,)
+                for t in TABLES:
+                    cur.execute(self._terminate[t], params)
+            for t, cols in p.inserts.items():
+                cur.execute(self._insert[t], cols)
+
+    def reader(self) -> "PostgresReader":
+        return PostgresReader(psycopg.connect(self.server.conninfo(), autocommit=True), self.variant or "bitemporal")
+
+    def checkpoint(self, mode: str) -> None:
+        if mode not in self.capabilities.checkpoint_modes:
+            raise ValueError(f"checkpoint mode {mode!r}; allowed: {', '.join(self.capabilities.checkpoint_modes)}")
+        self.conn.execute("CHECKPOINT")
+
+    def _checkpoint_counter(self) -> int:
+        with self._stats_lock:
+            try:
+                row = self._stats_conn.execute(
+                    "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter").fetchone()
+            except psycopg.errors.UndefinedColumn:        # PostgreSQL 17+: pg_stat_checkpointer
+                row = self._stats_conn.execute(
+                    "SELECT num_timed + num_requested FROM pg_stat_checkpointer").fetchone()
+        return int(row[0])
+
+    def storage(self) -> StorageStats:
+        """db: pg_database_size; WAL: bytes written since the last checkpoint's redo point (what crash
+        recovery would replay, the analogue of SQLite's un-checkpointed WAL); checkpoints completed."""
+        with self._stats_lock:
+            db, wal = self._stats_conn.execute(
+                "SELECT pg_database_size(current_database()), "
+                "pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint()))"
+            ).fetchone()
+        return StorageStats(db_bytes=int(db), wal_bytes=int(wal),
+                            checkpoints=self._checkpoint_counter() - self._ckpt_at_open)
+
+    def row_counts(self) -> dict[str, int]:
+        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+    def iter_rows(self, table: str) -> Iterator[tuple]:
+        with psycopg.connect(self.server.conninfo()) as conn:
+            with conn.cursor(name="dump") as cur:
+                cur.itersize = 2000
+                cur.execute(dialect.select_all_sql(self.variant or "bitemporal", table))
+                yield from cur
+
+    def info(self) -> EngineInfo:
+        version = self.conn.execute("SHOW server_version").fetchone()[0]
+        eff = {n: self.conn.execute(f"SHOW {n}").fetchone()[0] for n in self.settings_names}
+        eff["server_user"] = self.server.user
+        return EngineInfo(version=f"PostgreSQL {version} (psycopg {psycopg.__version__})", settings=eff)
+
+    def close(self) -> None:
+        for c in (getattr(self, "conn", None), getattr(self, "_stats_conn", None)):
+            if c is not None:
+                c.close()
+        self.conn = None
+        server = getattr(self, "server", None)
+        if server is not None:
+            server.stop()
+
+
+class PostgresReader:
+    def __init__(self, conn, variant: str):
+        self.conn = conn
+        sql = dialect.reader_sql(variant)
+        self._fetch = [q.replace("?", "%s") for q in sql["entity_fetch"]]
+        self._scan = sql["attribute_scan"].replace("?", "%s")
+
+    def entity_fetch(self, entity_key: bytes) -> int:
+        return sum(len(self.conn.execute(q, (entity_key,)).fetchall()) for q in self._fetch)
+
+    def attribute_scan(self, key: str, value: str) -> int:
+        return len(self.conn.execute(self._scan, (key, value)).fetchall())
+
+    def hold_snapshot(self, duration_s: float) -> None:
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1) s").fetchone()
+            time.sleep(duration_s)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+ENGINE = PostgresEngine

@@ -1,0 +1,62 @@
+"""postgresql.conf values a scenario may set. Defaults: the reference's tuning for embedded use
+(shared_buffers 256MB, checkpoint_timeout 5min, checkpoint_completion_target 0.9, max_wal_size 1GB)
+and PostgreSQL's own for the rest."""
+import re
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from harness.engine_api import Capabilities
+
+# The server holds the data; readers are ordinary connections. A manual checkpoint is CHECKPOINT.
+CAPABILITIES = Capabilities(server=True, wal=True, mvcc=True, readers_in_process_only=False,
+                            checkpoint_modes=("FULL",))
+_SIZE = re.compile(r"^\d+\s*(B|kB|MB|GB|TB)?$")
+_DURATION = re.compile(r"^\d+\s*(us|ms|s|min|h|d)?$")
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    shared_buffers: str = "256MB"
+    synchronous_commit: Literal["on", "off", "local", "remote_write", "remote_apply"] = "on"
+    checkpoint_timeout: str = "5min"
+    checkpoint_completion_target: float = Field(0.9, ge=0, le=1)
+    max_wal_size: str = "1GB"
+    min_wal_size: str = "80MB"
+    wal_buffers: str = "-1"
+    work_mem: str = "4MB"
+    maintenance_work_mem: str = "64MB"
+    effective_cache_size: str = "4GB"
+    wal_compression: Literal["on", "off", "pglz", "lz4", "zstd"] = "off"
+    full_page_writes: Literal["on", "off"] = "on"
+    autovacuum: Literal["on", "off"] = "on"
+    fsync: Literal["on", "off"] = "on"
+    bin_dir: Optional[str] = Field(None, description="PostgreSQL's bin directory; default: the newest under /usr/lib/postgresql")
+    os_user: str = Field("arkbench", description="the non-root user the server runs as (created if missing)")
+
+    @field_validator("shared_buffers", "max_wal_size", "min_wal_size", "work_mem", "maintenance_work_mem",
+                     "effective_cache_size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        if not _SIZE.match(v):
+            raise ValueError("a PostgreSQL size such as 256MB or 1GB (units B, kB, MB, GB, TB)")
+        return v
+
+    @field_validator("wal_buffers")
+    @classmethod
+    def _wal_buffers(cls, v: str) -> str:
+        if v != "-1" and not _SIZE.match(v):
+            raise ValueError("-1 (auto) or a PostgreSQL size such as 16MB")
+        return v
+
+    @field_validator("checkpoint_timeout")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        if not _DURATION.match(v):
+            raise ValueError("a PostgreSQL duration such as 5min or 300s")
+        return v
+
+    def server_conf(self) -> dict[str, str]:
+        skip = {"bin_dir", "os_user"}
+        return {k: str(v) for k, v in self.model_dump().items() if k not in skip and v is not None}
