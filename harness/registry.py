@@ -6,7 +6,7 @@ import importlib
 
 from pydantic import BaseModel
 
-ENGINE_NAMES: tuple[str, ...] = ("sqlite", "libsql", "postgres", "duckdb")
+ENGINE_NAMES: tuple[str, ...] = ("sqlite", "libsql", "postgres", "duckdb", "turso")
 
 
 def settings_model(name: str) -> type[BaseModel]:

@@ -24,6 +24,17 @@ def engine_name(request):
     return request.param
 
 
+def engine_setting_cases() -> list:
+    """(engine, overrides) for every engine's defaults plus its CONTRACT_SETTINGS (e.g. turso's mvcc)."""
+    import importlib
+    cases = []
+    for name in registry.ENGINE_NAMES:
+        cases.append(pytest.param(name, {}, id=name))
+        extra = getattr(importlib.import_module(f"engines.{name}.settings"), "CONTRACT_SETTINGS", {})
+        cases += [pytest.param(name, over, id=f"{name}-{label}") for label, over in extra.items()]
+    return cases
+
+
 def can_use_cgroups() -> str | None:
     """None when memory cgroups can be made here, else why not."""
     if os.geteuid() != 0:

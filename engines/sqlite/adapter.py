@@ -25,6 +25,7 @@ class SQLiteEngine(EngineBase):
     name: ClassVar[str] = "sqlite"
     capabilities: ClassVar[Capabilities] = CAPABILITIES
     db_filename: ClassVar[str] = "arkiv.db"
+    begin_sql: str = "BEGIN IMMEDIATE"
 
     # --- connection plumbing, overridden by SQLite-family engines (libsql, turso) ------------------
     def _connect(self, path: Path, read_only: bool = False):
@@ -70,7 +71,7 @@ class SQLiteEngine(EngineBase):
 
     def apply_block(self, block: Block) -> None:
         c = self.conn
-        c.execute("BEGIN IMMEDIATE")
+        c.execute(self.begin_sql)
         try:
             for table, pks in block.deletes.items():
                 c.executemany(self._delete[table], pks)
@@ -110,7 +111,11 @@ class SQLiteEngine(EngineBase):
 
     def info(self) -> EngineInfo:
         version = self.conn.execute("select sqlite_version()").fetchone()[0]
-        eff = {p: self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in PRAGMAS + ("page_size",)}
+        eff = {}
+        for p in PRAGMAS + ("page_size",):
+            row = self.conn.execute(f"PRAGMA {p}").fetchone()
+            if row is not None:          # turso answers nothing for pragmas it ignores
+                eff[p] = row[0]
         return EngineInfo(version=f"SQLite {version}", settings=eff)
 
     def close(self) -> None:

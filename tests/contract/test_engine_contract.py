@@ -7,16 +7,16 @@ from harness.engine_api import TABLES
 from harness.workload.block import Block
 from harness.workload.digest import digest_rows
 from harness.workload.generator import BlockGenerator
-from tests.conftest import mixed_spec
+from tests.conftest import engine_setting_cases, mixed_spec
 
 
 @pytest.fixture
-def open_engine(engine_name, tmp_path):
+def make_engine(tmp_path):
     engines = []
 
-    def make(variant: str):
-        e = registry.engine_class(engine_name)()
-        e.open(registry.settings_model(engine_name)().model_dump(mode="json"), tmp_path / variant)
+    def make(name: str, variant: str, overrides: dict | None = None):
+        e = registry.engine_class(name)()
+        e.open(registry.settings_model(name)(**(overrides or {})).model_dump(mode="json"), tmp_path / variant)
         e.create_schema(variant)
         engines.append(e)
         return e
@@ -33,9 +33,10 @@ def engine_digest(engine) -> dict:
     return digest_rows({t: engine.iter_rows(t) for t in TABLES})
 
 
+@pytest.mark.parametrize("name,overrides", engine_setting_cases())
 @pytest.mark.parametrize("variant", ["bitemporal", "simple"])
-def test_same_stream_same_digest_as_model(open_engine, variant):
-    engine = open_engine(variant)
+def test_same_stream_same_digest_as_model(make_engine, variant, name, overrides):
+    engine = make_engine(name, variant, overrides)
     gen = BlockGenerator(mixed_spec(variant=variant, reorg=0.25))
     for b in gen.load_blocks(150, 2000, 15):
         apply(engine, b)
@@ -50,8 +51,8 @@ def test_same_stream_same_digest_as_model(open_engine, variant):
     assert counts == {t: d.count for t, d in gen.model.digest.tables.items()}
 
 
-def test_storage_grows_with_rows(open_engine):
-    engine = open_engine("bitemporal")
+def test_storage_grows_with_rows(make_engine, engine_name):
+    engine = make_engine(engine_name, "bitemporal")
     gen = BlockGenerator(mixed_spec())
     before = engine.storage()
     for b in gen.load_blocks(400, 2000, 15):
@@ -64,8 +65,8 @@ def test_storage_grows_with_rows(open_engine):
     assert engine.info().version
 
 
-def test_failed_block_rolls_back_completely(open_engine):
-    engine = open_engine("bitemporal")
+def test_failed_block_rolls_back_completely(make_engine, engine_name):
+    engine = make_engine(engine_name, "bitemporal")
     gen = BlockGenerator(mixed_spec(reorg=0.0))
     for b in gen.load_blocks(50, 2000, 15):
         apply(engine, b)
@@ -83,8 +84,8 @@ def test_failed_block_rolls_back_completely(open_engine):
     assert engine_digest(engine) == gen.model.digest.as_dict()
 
 
-def test_reader_queries_return_rows(open_engine):
-    engine = open_engine("bitemporal")
+def test_reader_queries_return_rows(make_engine, engine_name):
+    engine = make_engine(engine_name, "bitemporal")
     gen = BlockGenerator(mixed_spec())
     for b in gen.load_blocks(100, 2000, 15):
         apply(engine, b)

@@ -123,3 +123,24 @@ def test_plan_rejects_bad_override_and_engine(tmp_path):
 def test_plan_refuses_memory_above_host_ram(tmp_path):
     with pytest.raises(ConfigError, match="more than this machine's RAM"):
         resolve_plan("reorg", "sqlite", mem="4096g", results_root=tmp_path)
+
+
+def test_turso_rejects_ignored_pragma_with_reason(tmp_path):
+    msg = error_of(tmp_path, GOOD + "engines:\n  turso: {wal_autocheckpoint: 1000}\n")
+    assert "engines.turso" in msg and "turso ignores the wal_autocheckpoint pragma" in msg
+
+
+@pytest.mark.parametrize("engine,setting,value,allowed", [
+    ("postgres", "shared_buffers", "lots", "256MB"),
+    ("duckdb", "memory_limit", "much", "2GB"),
+    ("postgres", "shared_bufers", "1GB", "shared_buffers"),
+])
+def test_engine_setting_errors_name_setting(tmp_path, engine, setting, value, allowed):
+    msg = error_of(tmp_path, GOOD + f"engines:\n  {engine}: {{{setting}: {value}}}\n")
+    assert f"engines.{engine}.{setting}" in msg and allowed in msg
+
+
+def test_checkpoint_mode_checked_against_engine(tmp_path):
+    p = write(tmp_path, GOOD + "checkpoint: {every_blocks: 5, mode: TRUNCATE}\n")
+    with pytest.raises(ConfigError, match="TRUNCATE is not supported by postgres; allowed: FULL"):
+        resolve_plan(str(p), "postgres", results_root=tmp_path)
