@@ -22,7 +22,9 @@ RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --resu
   $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) \
   $(foreach s,$(SET),--set $(s))
 
-.PHONY: help install run validate test test-fast clean
+ENGINES ?=
+
+.PHONY: help install run validate test test-fast clean bench-overhead
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -46,6 +48,10 @@ install: $(STAMP) ## create .venv and install the harness and its drivers
 
 run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
+
+bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s]
+	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) \
+	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
 
 validate: $(STAMP) ## validate every scenario under scenarios/
 	@$(HARNESS) validate scenarios/

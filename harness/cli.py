@@ -28,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
     v = sub.add_parser("validate", help="validate scenario files")
     v.add_argument("paths", nargs="+", type=Path)
+    b = sub.add_parser("bench-overhead", help="harness rows/s vs a hand-written loop, per engine")
+    b.add_argument("--engines", nargs="+", default=None)
+    b.add_argument("--scenario", default="p99_5x")
+    b.add_argument("--profile", default="quick")
+    b.add_argument("--duration", type=float)
+    b.add_argument("--results", default="results", type=Path)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)
     return p
@@ -57,6 +63,11 @@ def _dispatch(args) -> int:
         for f, err in results:
             print(f"ok    {f}" if err is None else f"FAIL  {err}", file=sys.stdout if err is None else sys.stderr)
         return EXIT_BAD_INPUT if any(err for _, err in results) else 0
+    if args.cmd == "bench-overhead":
+        from harness import registry
+        from harness.overhead import bench_overhead
+        return bench_overhead(args.engines or list(registry.ENGINE_NAMES), args.scenario, args.profile,
+                              args.duration, args.results)
     if args.cmd == "_runner":
         from harness.runner.run import run
         from harness.scenario.plan import RunPlan

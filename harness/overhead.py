@@ -1,0 +1,80 @@
+"""`make bench-overhead`: is the harness ever the bottleneck it measures? For each engine, the harness
+runs the scenario unthrottled (block_interval_ms=0), and a minimal hand-written loop (engines/<name>/
+baseline.py: the raw driver, the same SQL) applies the same seeded blocks after the same load, timing
+only its own apply calls. ratio = harness rows/s ÷ loop rows/s; both sides' raw figures are kept."""
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.runner.run import workload_spec
+from harness.runtime.local import run_local
+from harness.scenario.plan import RunPlan, resolve_plan
+from harness.workload.generator import BlockGenerator
+
+TARGET_RATIO = 0.9
+
+
+def loop_side(plan: RunPlan) -> dict:
+    """The same blocks as the harness (same seed), applied by the engine's hand-written loop."""
+    loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
+    data_dir = Path(plan.data_dir + "-loop")
+    gen = BlockGenerator(workload_spec(plan))
+    loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
+    try:
+        for b in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
+            loop.apply(b)
+        rows = blocks = 0
+        apply_s = 0.0
+        wall_end = time.perf_counter() + plan.phases.warmup_s + plan.phases.measure_s
+        warm_end = time.perf_counter() + plan.phases.warmup_s
+        while time.perf_counter() < wall_end:
+            b = gen.next_block()                     # generation is not timed
+            t = time.perf_counter()
+            loop.apply(b)
+            dt = time.perf_counter() - t
+            if t >= warm_end:
+                apply_s, rows, blocks = apply_s + dt, rows + b.rows_written, blocks + 1
+    finally:
+        loop.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return {"rows": rows, "blocks": blocks, "apply_s": round(apply_s, 3),
+            "rows_per_s": round(rows / apply_s, 1) if apply_s else None}
+
+
+def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: float | None,
+                   results_root: Path) -> int:
+    out = {"scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO, "engines": {}}
+    lines = []
+    for engine in engines:
+        plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s, results_root=results_root,
+                            overrides=["workload.block_interval_ms=0"])
+        if plan.workload.variant != "bitemporal":
+            raise ConfigError("bench-overhead's control loops implement the bitemporal schema only")
+        print(f"[bench-overhead] {engine}: harness run", file=sys.stderr, flush=True)
+        run_local(plan)
+        result = json.loads((Path(plan.run_dir) / "result.json").read_text())
+        harness_side = {"status": result["status"], "rows": result["metrics"].get("rows"),
+                        "rows_per_s": result["metrics"].get("rows_per_s"),
+                        "generator_wait_s": (result["metrics"].get("harness") or {}).get("generator_wait_s"),
+                        "result": str(Path(plan.run_dir) / "result.json")}
+        print(f"[bench-overhead] {engine}: hand-written loop", file=sys.stderr, flush=True)
+        loop = loop_side(plan)
+        ratio = (harness_side["rows_per_s"] / loop["rows_per_s"]
+                 if harness_side["rows_per_s"] and loop["rows_per_s"] else None)
+        out["engines"][engine] = {"harness": harness_side, "loop": loop,
+                                  "ratio": round(ratio, 3) if ratio is not None else None}
+        lines.append(f"{engine} ratio {ratio:.3f}" if ratio is not None else f"{engine} ratio n/a")
+    results_root.mkdir(parents=True, exist_ok=True)
+    path = results_root / f"overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(out, indent=2))
+    for line in lines:
+        print(line)
+    print(path)
+    ok = all(e["ratio"] is not None and e["ratio"] >= TARGET_RATIO for e in out["engines"].values())
+    return 0 if ok else 1
