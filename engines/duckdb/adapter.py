@@ -182,28 +182,14 @@ class DuckDBEngine(EngineBase):
             con.close()
 
 
-class DuckDBReader:
-    def __init__(self, cur, variant: str):
-        self.cur = cur
-        sql = dialect.reader_sql(variant)
-        self._fetch, self._scan = sql["entity_fetch"], sql["attribute_scan"]
-
-    def entity_fetch(self, entity_key: bytes) -> int:
-        return sum(len(self.cur.execute(q, [entity_key]).fetchall()) for q in self._fetch)
-
-    def attribute_scan(self, key: str, value: str) -> int:
-        return len(self.cur.execute(self._scan, [key, value]).fetchall())
-
+class DuckDBReader(dialect.QueryReader):
     def hold_snapshot(self, duration_s: float) -> None:
-        self.cur.execute("BEGIN TRANSACTION")
+        self.handle.execute("BEGIN TRANSACTION")
         try:
-            self.cur.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchall()
+            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchall()
             time.sleep(duration_s)
         finally:
-            self.cur.execute("COMMIT")
-
-    def close(self) -> None:
-        self.cur.close()
+            self.handle.execute("COMMIT")
 
 
 ENGINE = DuckDBEngine

@@ -150,27 +150,14 @@ class PostgresEngine(EngineBase):
             server.stop()
 
 
-class PostgresReader:
-    def __init__(self, conn, variant: str):
-        self.conn = conn
-        sql = dialect.reader_sql(variant)
-        self._fetch = [q.replace("?", "%s") for q in sql["entity_fetch"]]
-        self._scan = sql["attribute_scan"].replace("?", "%s")
-
-    def entity_fetch(self, entity_key: bytes) -> int:
-        return sum(len(self.conn.execute(q, (entity_key,)).fetchall()) for q in self._fetch)
-
-    def attribute_scan(self, key: str, value: str) -> int:
-        return len(self.conn.execute(self._scan, (key, value)).fetchall())
+class PostgresReader(dialect.QueryReader):
+    placeholder = "%s"
 
     def hold_snapshot(self, duration_s: float) -> None:
-        with self.conn.transaction():
-            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1) s").fetchone()
+        with self.handle.transaction():
+            self.handle.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1) s").fetchone()
             time.sleep(duration_s)
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 ENGINE = PostgresEngine

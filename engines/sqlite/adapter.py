@@ -160,28 +160,14 @@ class SQLiteEngine(EngineBase):
             return self._ckpt_count
 
 
-class SQLiteReader:
-    def __init__(self, conn, variant: str):
-        self.conn = conn
-        sql = dialect.reader_sql(variant)
-        self._fetch, self._scan = sql["entity_fetch"], sql["attribute_scan"]
-
-    def entity_fetch(self, entity_key: bytes) -> int:
-        return sum(len(self.conn.execute(q, (entity_key,)).fetchall()) for q in self._fetch)
-
-    def attribute_scan(self, key: str, value: str) -> int:
-        return len(self.conn.execute(self._scan, (key, value)).fetchall())
-
+class SQLiteReader(dialect.QueryReader):
     def hold_snapshot(self, duration_s: float) -> None:
-        self.conn.execute("BEGIN")
+        self.handle.execute("BEGIN")
         try:
-            self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchone()
+            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchone()
             time.sleep(duration_s)
         finally:
-            self.conn.execute("COMMIT")
-
-    def close(self) -> None:
-        self.conn.close()
+            self.handle.execute("COMMIT")
 
 
 def _size(path: Path) -> int:

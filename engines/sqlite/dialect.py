@@ -68,9 +68,30 @@ def reader_sql(variant: str) -> dict[str, list[str] | str]:
     }
 
 
+class QueryReader:
+    """The reference's read queries over any DB-API handle whose execute() returns a cursor. Engines
+    differ only in placeholder style and in how they hold a snapshot open."""
+    placeholder = "?"
+
+    def __init__(self, handle, variant: str):
+        self.handle = handle
+        sql = reader_sql(variant)
+        self._fetch = [q.replace("?", self.placeholder) for q in sql["entity_fetch"]]
+        self._scan = sql["attribute_scan"].replace("?", self.placeholder)
+
+    def entity_fetch(self, entity_key: bytes) -> int:
+        return sum(len(self.handle.execute(q, (entity_key,)).fetchall()) for q in self._fetch)
+
+    def attribute_scan(self, key: str, value: str) -> int:
+        return len(self.handle.execute(self._scan, (key, value)).fetchall())
+
+    def close(self) -> None:
+        self.handle.close()
+
+
 def select_all_sql(variant: str, table: str) -> str:
     return f"SELECT {', '.join(columns(variant, table))} FROM {table}"
 
 
 __all__ = ["TABLES", "columns", "primary_key", "insert_sql", "delete_by_pk_sql", "terminate_sql",
-           "terminate_params", "reader_sql", "select_all_sql"]
+           "terminate_params", "reader_sql", "select_all_sql", "QueryReader"]

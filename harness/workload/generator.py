@@ -75,7 +75,7 @@ class BlockGenerator:
             if st is None:
                 op = "create"
                 block.rows_written += m.create(block, m.btl(lo, hi))
-                touched.add(m._next_id - 1)
+                touched.add(m.live_ids[-1])          # the entity just created
             else:
                 touched.add(st.id)
                 if op == "update":
