@@ -70,9 +70,6 @@ class DuckDBEngine(EngineBase):
         self.con.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())
         self._prepare_sql(variant)
 
-    def attach_schema(self, variant: str) -> None:
-        self._prepare_sql(variant)
-
     def _prepare_sql(self, variant: str) -> None:
         self.variant = variant
         cols = {t: dialect.columns(variant, t) for t in TABLES}

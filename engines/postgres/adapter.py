@@ -63,9 +63,6 @@ class PostgresEngine(EngineBase):
         self.conn.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())
         self._prepare_sql(variant)
 
-    def attach_schema(self, variant: str) -> None:
-        self._prepare_sql(variant)
-
     def _prepare_sql(self, variant: str) -> None:
         self.variant = variant
         self._insert, self._delete, self._terminate = {}, {}, {}

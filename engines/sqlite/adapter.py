@@ -59,10 +59,6 @@ class SQLiteEngine(EngineBase):
         self.conn.executescript((_DDL_DIR / f"ddl-{variant}.sql").read_text())
         self._prepare(variant)
 
-    def attach_schema(self, variant: str) -> None:
-        """Use an existing database (a reader process, or a re-opened run)."""
-        self._prepare(variant)
-
     def _prepare(self, variant: str) -> None:
         self.variant = variant
         self._insert = {t: dialect.insert_sql(variant, t) for t in TABLES}
