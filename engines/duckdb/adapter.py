@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
@@ -136,8 +135,8 @@ class DuckDBEngine(EngineBase):
                 self._checkpoints += 1
             self._wal_seen = size
 
-    def reader(self) -> "DuckDBReader":
-        return DuckDBReader(self.con.cursor(), self.variant or "bitemporal")
+    def reader(self) -> dialect.QueryReader:
+        return dialect.QueryReader(self.con.cursor(), self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
         if mode not in self.capabilities.checkpoint_modes:
@@ -177,16 +176,6 @@ class DuckDBEngine(EngineBase):
         con, self.con = getattr(self, "con", None), None
         if con is not None:
             con.close()
-
-
-class DuckDBReader(dialect.QueryReader):
-    def hold_snapshot(self, duration_s: float) -> None:
-        self.handle.execute("BEGIN TRANSACTION")
-        try:
-            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchall()
-            time.sleep(duration_s)
-        finally:
-            self.handle.execute("COMMIT")
 
 
 ENGINE = DuckDBEngine

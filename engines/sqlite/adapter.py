@@ -6,7 +6,6 @@ import os
 import sqlite3
 import struct
 import threading
-import time
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
@@ -83,10 +82,10 @@ class SQLiteEngine(EngineBase):
                 c.execute("ROLLBACK")
             raise
 
-    def reader(self) -> "SQLiteReader":
+    def reader(self) -> dialect.QueryReader:
         conn = self._connect(self.path, read_only=True)
         self._apply_pragmas(conn, self.settings, writer=False)
-        return SQLiteReader(conn, self.variant or "bitemporal")
+        return dialect.QueryReader(conn, self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
         if mode not in self.capabilities.checkpoint_modes:
@@ -154,16 +153,6 @@ class SQLiteEngine(EngineBase):
                 self._ckpt_count += seq - self._ckpt_seen
                 self._ckpt_seen = seq
             return self._ckpt_count
-
-
-class SQLiteReader(dialect.QueryReader):
-    def hold_snapshot(self, duration_s: float) -> None:
-        self.handle.execute("BEGIN")
-        try:
-            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1)").fetchone()
-            time.sleep(duration_s)
-        finally:
-            self.handle.execute("COMMIT")
 
 
 def _size(path: Path) -> int:

@@ -1,6 +1,7 @@
 """SQL for the SQLite family (sqlite, libsql, turso share it): qmark parameters, one statement per
 (variant, table, operation). Row and key layouts are those of harness/workload/block.py."""
-from harness.engine_api import TABLES
+import time
+
 from harness.workload.block import MAX_BLOCK
 
 _COLUMNS = {
@@ -85,6 +86,15 @@ class QueryReader:
     def attribute_scan(self, key: str, value: str) -> int:
         return len(self.handle.execute(self._scan, (key, value)).fetchall())
 
+    def hold_snapshot(self, duration_s: float) -> None:
+        """A long-running read transaction: it pins a snapshot (and so the WAL) until it ends."""
+        self.handle.execute("BEGIN")
+        try:
+            self.handle.execute("SELECT count(*) FROM (SELECT 1 FROM payloads LIMIT 1) s").fetchall()
+            time.sleep(duration_s)
+        finally:
+            self.handle.execute("COMMIT")
+
     def close(self) -> None:
         self.handle.close()
 
@@ -93,5 +103,5 @@ def select_all_sql(variant: str, table: str) -> str:
     return f"SELECT {', '.join(columns(variant, table))} FROM {table}"
 
 
-__all__ = ["TABLES", "columns", "primary_key", "insert_sql", "delete_by_pk_sql", "terminate_sql",
+__all__ = ["columns", "primary_key", "insert_sql", "delete_by_pk_sql", "terminate_sql",
            "terminate_params", "reader_sql", "select_all_sql", "QueryReader"]

@@ -29,8 +29,8 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
         "rows": state.rows,
         "rows_per_s": round(state.rows / secs, 1) if secs else None,
         "blocks_per_s": round(state.blocks / secs, 3) if secs else None,
-        "db_bytes_max": max(filter(None, [state.peaks.get("db_bytes"), final.get("db_bytes")]), default=None),
-        "wal_bytes_max": max(filter(lambda v: v is not None, [state.peaks.get("wal_bytes"), final.get("wal_bytes")]),
+        "db_bytes_max": max(filter(None, [state.peak("db_bytes"), final.get("db_bytes")]), default=None),
+        "wal_bytes_max": max(filter(lambda v: v is not None, [state.peak("wal_bytes"), final.get("wal_bytes")]),
                              default=None),
         "db_bytes_after_load": load.get("db_bytes"),
         "db_bytes_final": final.get("db_bytes"),
@@ -41,8 +41,8 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
         "checkpoints": int(ck["last"] - ck["min"]) if ck else None,
         "manual_checkpoint_ms": {"count": len(state.checkpoint_ms),
                                  "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
-        "mem_bytes_max": state.peaks.get("mem_bytes"),
-        "rss_bytes_max": state.peaks.get("rss_bytes"),
+        "mem_bytes_max": state.peak("mem_bytes"),
+        "rss_bytes_max": state.peak("rss_bytes"),
         "harness": {"generator_wait_s": round(state.generator_wait_s, 4),
                     "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
                     "latency_values_clamped": state.commit.clamped + state.read.clamped},
@@ -102,7 +102,7 @@ def metric_source(state: RunState, ctx: dict):
         g = state.gauges.get(metric)
         if not g:
             return None
-        return {"max": state.peaks[metric], "min": g["min"], "mean": g["sum"] / g["n"], "last": g["last"]}[agg]
+        return {"max": g["max"], "min": g["min"], "mean": g["sum"] / g["n"], "last": g["last"]}[agg]
     return source
 
 

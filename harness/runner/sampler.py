@@ -108,7 +108,7 @@ class Sampler(threading.Thread):
         # counters only: latency summaries of a killed run come from commit.hlog
         snap = {"t_s": round(now, 3), "phase": st.phase, "blocks": st.blocks, "rows": st.rows,
                 "measured_s": round(st.measured_s(), 3), "db_bytes": db, "wal_bytes": wal,
-                "checkpoints": ckpt, "peaks": dict(st.peaks)}
+                "checkpoints": ckpt, "peaks": st.peaks()}
         tmp = self.run_dir / "progress.json.tmp"
         tmp.write_text(json.dumps(snap))
         os.replace(tmp, self.run_dir / "progress.json")

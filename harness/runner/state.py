@@ -27,8 +27,7 @@ class RunState:
     measure_start_ns: int | None = None
     measure_end_ns: int | None = None
     block_log: BlockLog = field(default_factory=BlockLog)
-    peaks: dict = field(default_factory=dict)              # gauge maxima seen by the sampler
-    gauges: dict = field(default_factory=dict)             # gauge sums/min/last for mean/min/last
+    gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
 
     def elapsed_s(self, now_ns: int | None = None) -> float:
         return ((now_ns or time.monotonic_ns()) - self.t0_ns) / 1e9
@@ -39,7 +38,6 @@ class RunState:
         for r in (self.commit, self.service, self.lag, self.read):
             r.reset()
         self.blocks = self.rows = self.reads = self.read_errors = 0
-        self.peaks.clear()
         self.gauges.clear()
 
     def measured_s(self) -> float:
@@ -51,9 +49,14 @@ class RunState:
     def observe_gauge(self, name: str, value: float | None) -> None:
         if value is None:
             return
-        self.peaks[name] = max(self.peaks.get(name, value), value)
-        g = self.gauges.setdefault(name, {"sum": 0.0, "n": 0, "min": value, "last": value})
+        g = self.gauges.setdefault(name, {"max": value, "min": value, "sum": 0.0, "n": 0, "last": value})
         g["sum"] += value
         g["n"] += 1
-        g["min"] = min(g["min"], value)
-        g["last"] = value
+        g["max"], g["min"], g["last"] = max(g["max"], value), min(g["min"], value), value
+
+    def peak(self, name: str) -> float | None:
+        g = self.gauges.get(name)
+        return g["max"] if g else None
+
+    def peaks(self) -> dict:
+        return {k: g["max"] for k, g in self.gauges.items()}

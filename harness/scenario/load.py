@@ -2,6 +2,7 @@
 file, the field path and what is allowed (exit 2)."""
 from __future__ import annotations
 
+import types
 import typing
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
 def _unwrap(t: object) -> object:
     """Optional[X] -> X."""
     args = [a for a in typing.get_args(t) if a is not type(None)]
-    if typing.get_origin(t) in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1:
+    if typing.get_origin(t) in (typing.Union, types.UnionType) and len(args) == 1:
         return args[0]
     return t
 

@@ -1,6 +1,5 @@
 """Coordinated-omission-correct latency, and the harness staying off the timed path.
 The engines here are fakes on purpose: they test the runner's own logic, not a database."""
-import threading
 import time
 
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
