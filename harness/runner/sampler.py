@@ -36,7 +36,7 @@ class Sampler(threading.Thread):
         self.state, self.engine, self.run_dir, self.label = state, engine, run_dir, label
         self.duration_s, self.interval_s = duration_s, interval_s
         self._stop_evt = threading.Event()
-        self.mem_dir = cgroup.own_memory_dir()
+        self.mem_dir = cgroup.run_memory_dir()
         self.ts = open(run_dir / "timeseries.csv", "w", buffering=1)
         self.ts.write(",".join(COLUMNS) + "\n")
         start_epoch = time.time() - state.elapsed_s()

@@ -40,6 +40,15 @@ def own_memory_dir() -> Path | None:
     return None
 
 
+def run_memory_dir() -> Path | None:
+    """The cgroup whose usage is this run's own: only when a runtime made one for it (MEM in the local
+    runtime, the container under docker). Otherwise the process shares a cgroup with whatever else
+    the machine or session runs, and its usage says nothing about the run."""
+    if os.environ.get("ARKBENCH_MEM_ENFORCEMENT", "none") == "none":
+        return None
+    return own_memory_dir()
+
+
 def _read_int(p: Path) -> int | None:
     try:
         text = p.read_text().strip()
