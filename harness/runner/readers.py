@@ -5,17 +5,18 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Callable
 
 from harness.runner.state import RunState
 from harness.scenario.model import Readers
 from harness.workload.entity import VALUES_PER_KEY
-from harness.workload.model import LiveModel
 from harness.workload.shapes import ATTRIBUTE_NAMES
 
 
 class ReaderPool:
-    def __init__(self, engine, cfg: Readers, model: LiveModel, state: RunState, seed: int) -> None:
-        self.engine, self.cfg, self.model, self.state, self.seed = engine, cfg, model, state, seed
+    def __init__(self, engine, cfg: Readers, keys: Callable[[], list[bytes]], state: RunState, seed: int) -> None:
+        # keys(): a recent sample of live entity keys (the block feed refreshes it every few blocks)
+        self.engine, self.cfg, self.keys, self.state, self.seed = engine, cfg, keys, state, seed
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.long_reads = 0
@@ -48,15 +49,8 @@ class ReaderPool:
             t.join(timeout=30)
 
     def _pick_key(self, rng: random.Random) -> bytes | None:
-        ids = self.model.live_ids
-        for _ in range(4):
-            try:
-                st = self.model.live.get(ids[rng.randrange(len(ids))])
-            except (IndexError, ValueError):   # the writer's generator changed the list under us
-                continue
-            if st is not None:
-                return st.key
-        return None
+        keys = self.keys()
+        return keys[rng.randrange(len(keys))] if keys else None
 
     def _loop(self, rng: random.Random, period_ns: int, offset_ns: int) -> None:
         reader = self.engine.reader()

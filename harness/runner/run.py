@@ -17,11 +17,12 @@ from harness.runner.readers import ReaderPool
 from harness.runner.result import build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.writer import Prefetcher, write_blocks
+from harness.runner.feed import BlockFeed, LoadArgs
+from harness.runner.writer import write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
 from harness.workload.digest import digest_rows
-from harness.workload.generator import BlockGenerator, WorkloadSpec
+from harness.workload.generator import WorkloadSpec
 
 LOAD_PROGRESS_EVERY_S = 5.0
 # The writer gives up the GIL inside every driver call; with the block generator thread busy, CPython
@@ -42,19 +43,19 @@ def log(plan: RunPlan, msg: str) -> None:
     print(f"[{plan.scenario}/{plan.engine}] {msg}", file=sys.stderr, flush=True)
 
 
-def load_phase(engine, gen: BlockGenerator, plan: RunPlan, state: RunState) -> dict:
+def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
     t0 = time.perf_counter()
     last_print, rows, blocks = t0, 0, 0
-    for block in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
-        engine.apply_block(engine.prepare_block(block))
-        rows += block.rows_written
+    for built in feed.load_blocks():
+        engine.apply_block(built.prepared)
+        rows += built.block.rows_written
         blocks += 1
         state.rows, state.blocks = rows, blocks      # the sampler's load-phase rows
         now = time.perf_counter()
         if now - last_print >= LOAD_PROGRESS_EVERY_S:
             last_print = now
-            done = len(gen.model.live_ids)
-            log(plan, f"load {done}/{plan.load_entities} entities, {rows} rows, {rows / (now - t0):.0f} rows/s")
+            log(plan, f"load {built.live_entities}/{plan.load_entities} entities, {rows} rows, "
+                      f"{rows / (now - t0):.0f} rows/s")
     secs = time.perf_counter() - t0
     return {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
             "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None}
@@ -110,36 +111,34 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     engine.open(plan.engine_settings, Path(plan.data_dir))
     engine.create_schema(plan.workload.variant)
     ctx["engine_info"] = engine.info()
-    gen = BlockGenerator(workload_spec(plan))
+    feed = BlockFeed(workload_spec(plan),
+                     LoadArgs(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks),
+                     plan.engine).start()
 
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s)
     sampler.start()       # from the start, so a run killed during the load keeps its time series
-    pre = None
-    readers = ReaderPool(engine, plan.readers, gen.model, state, plan.workload.seed)
+    readers = ReaderPool(engine, plan.readers, lambda: feed.live_keys, state, plan.workload.seed)
     try:
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
-        ctx["load"] = load_phase(engine, gen, plan, state)
+        ctx["load"] = load_phase(engine, feed, plan, state)
         after_load = engine.storage()
         ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
-                           logical_bytes=gen.model.digest.logical_bytes)
+                           logical_bytes=feed.after_load.logical_bytes_after)
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()
         gc.freeze()
         gc.disable()
         sys.setswitchinterval(TIMED_SWITCH_INTERVAL_S)
-        pre = Prefetcher(gen, engine.prepare_block)
-        pre.start()
         state.phase = "warmup"
         readers.start()
-        last = write_blocks(engine, pre, state, interval_ms=plan.workload.block_interval_ms,
+        last = write_blocks(engine, feed, state, interval_ms=plan.workload.block_interval_ms,
                             warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
                             checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode)
     finally:
         readers.stop()
-        if pre:
-            pre.stop()
+        feed.stop()
         state.phase = "verify"
         sys.setswitchinterval(default_switch_s)
         sampler.stop()
@@ -148,8 +147,8 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     ctx["sampler_error"] = sampler.storage_error
     ctx["long_reads"] = readers.long_reads
 
-    expected = last.digest_after if last else gen.model.digest.as_dict()
-    logical = last.logical_bytes_after if last else gen.model.digest.logical_bytes
+    last = last or feed.after_load
+    expected, logical = last.digest_after, last.logical_bytes_after
     final = engine.storage()
     ctx["final_storage"] = {"db_bytes": final.db_bytes, "wal_bytes": final.wal_bytes,
                             "checkpoints": final.checkpoints + state.manual_checkpoints,

@@ -1,65 +1,15 @@
 """The open-loop block writer. Block i is due at t0 + i*interval; commit latency = end - due (a stall is
-charged to every block queued behind it), service time = end - start. Blocks are built ahead by a
-generator thread, so generation stays off the timed path; any wait for it is measured separately."""
+charged to every block queued behind it), service time = end - start. Blocks are built ahead by the
+block feed process, so generation stays off the timed path; any wait for it is measured separately."""
 from __future__ import annotations
 
-import queue
-import threading
 import time
-from dataclasses import dataclass
-from typing import Callable
 
+from harness.runner.feed import BlockFeed, Built
 from harness.runner.state import RunState
-from harness.workload.block import Block
-from harness.workload.generator import BlockGenerator
-
-PREFETCH_BLOCKS = 8
 
 
-@dataclass
-class Built:
-    block: Block
-    prepared: object            # what the engine's apply_block takes (engine.prepare_block(block))
-    digest_after: dict          # the model's per-table digest once this block is applied
-    logical_bytes_after: int
-
-
-class Prefetcher(threading.Thread):
-    def __init__(self, gen: BlockGenerator, prepare: Callable[[Block], object] = lambda b: b) -> None:
-        super().__init__(name="block-generator", daemon=True)
-        self.gen, self.prepare, self.q = gen, prepare, queue.Queue(maxsize=PREFETCH_BLOCKS)
-        self._stop_evt = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            while not self._stop_evt.is_set():
-                b = self.gen.next_block()
-                d = self.gen.model.digest
-                item = Built(b, self.prepare(b), d.as_dict(), d.logical_bytes)
-                while not self._stop_evt.is_set():
-                    try:
-                        self.q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as e:  # surfaced to the writer, which fails the run with it
-            self.error = e
-
-    def get(self) -> Built:
-        while True:
-            try:
-                return self.q.get(timeout=0.5)
-            except queue.Empty:
-                if self.error:
-                    raise RuntimeError(f"block generator failed: {self.error!r}") from self.error
-
-    def stop(self) -> None:
-        self._stop_evt.set()
-        self.join(timeout=10)
-
-
-def write_blocks(engine, pre: Prefetcher, state: RunState, *, interval_ms: float, warmup_s: float,
+def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float, warmup_s: float,
                  measure_s: float, checkpoint_every: int, checkpoint_mode: str) -> Built | None:
     """Run warmup then the measured phase on one continuous schedule; return the last applied block."""
     interval_ns = int(interval_ms * 1e6)

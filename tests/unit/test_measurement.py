@@ -5,9 +5,9 @@ import time
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.writer import Prefetcher, write_blocks
+from harness.runner.feed import BlockFeed, LoadArgs
+from harness.runner.writer import write_blocks
 from harness.engine_api import StorageStats
-from harness.workload.generator import BlockGenerator
 from tests.conftest import mixed_spec
 
 INTERVAL_MS, STALL_MS = 50, 400
@@ -28,11 +28,9 @@ class StallingEngine:
 
 
 def run_writer(engine, measure_s=1.5):
-    gen = BlockGenerator(mixed_spec(reorg=0.0))
-    for _ in gen.load_blocks(20, 500, 10):
+    pre = BlockFeed(mixed_spec(reorg=0.0), LoadArgs(20, 500, 10)).start()
+    for _ in pre.load_blocks():
         pass
-    pre = Prefetcher(gen)
-    pre.start()
     state = RunState()
     try:
         write_blocks(engine, pre, state, interval_ms=INTERVAL_MS, warmup_s=0, measure_s=measure_s,
@@ -104,3 +102,36 @@ def test_worst_window_percentile():
         log.add(i, i, i + lat, 1, "ops")
     assert abs(log.worst_window_percentile_ms(100, 10, "commit_ms") - 1000) < 1e-6
     assert abs(log.worst_window_percentile_ms(50, 10, "commit_ms") - 10) < 1e-6
+
+
+def test_the_feed_process_ships_the_generators_exact_stream():
+    """Blocks built in the feed process are the ones the in-process generator builds from the same
+    seed, digests included, so moving generation out of the runner changed no workload."""
+    from harness.workload.generator import BlockGenerator
+    spec = mixed_spec(reorg=0.2)
+    gen = BlockGenerator(spec)
+    local_load = list(gen.load_blocks(30, 400, 10))
+    feed = BlockFeed(spec, LoadArgs(30, 400, 10)).start()
+    try:
+        shipped_load = list(feed.load_blocks())
+        assert [b.block for b in shipped_load] == local_load
+        assert feed.after_load.digest_after == gen.model.digest.as_dict()
+        assert len(feed.live_keys) == min(512, len(gen.model.live_ids))
+        for _ in range(20):
+            local, shipped = gen.next_block(), feed.get()
+            assert shipped.block == local
+            assert shipped.digest_after == gen.model.digest.as_dict()
+    finally:
+        feed.stop()
+
+
+def test_a_feed_failure_reaches_the_writer():
+    import dataclasses
+    import pytest
+    bad = dataclasses.replace(mixed_spec(reorg=0.0), shape="no-such-shape")
+    feed = BlockFeed(bad).start()
+    try:
+        with pytest.raises(RuntimeError, match="no-such-shape"):
+            feed.get()
+    finally:
+        feed.stop()

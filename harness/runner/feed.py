@@ -1,0 +1,172 @@
+"""The block feed: a separate process that generates, prepares and digests every block (load and
+measured) and ships it to the runner ready to apply. As a thread, the generator shared the GIL with
+in-process drivers (sqlite, libsql, duckdb) and held the writer back: bench-overhead measured 0.78-0.84
+of a hand-written loop's rows/s. In its own process only unpickling (C code) is left in the runner."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import random
+import signal
+import threading
+from dataclasses import dataclass
+
+from harness.workload.block import Block
+from harness.workload.generator import BlockGenerator, WorkloadSpec
+
+# Blocks in flight per queue (the feed's pipe and the runner's local queue). All of it counts against
+# the run's memory limit: a mendoza load block (1,000 entities) is ~10 MB as Python objects, so the
+# depth stays small; bench-overhead's generator_wait_s shows whether it ever starves the writer.
+PREFETCH_BLOCKS = 2
+KEY_SAMPLE = 512            # live entity keys shipped for the readers to pick from
+KEY_SAMPLE_EVERY_BLOCKS = 8
+_PUT_TIMEOUT_S = 0.2
+
+
+@dataclass
+class Built:
+    block: Block | None         # None: the end-of-load marker (its digest is the starting database's)
+    prepared: object            # what the engine's apply_block takes (engine.prepare_block(block))
+    digest_after: dict          # the model's per-table digest once this block is applied
+    logical_bytes_after: int
+    live_entities: int
+    live_keys: list[bytes] | None = None   # a fresh sample of live keys, every few blocks
+
+
+@dataclass(frozen=True)
+class LoadArgs:
+    entities: int
+    batch_rows: int
+    expiry_spread_blocks: int
+
+
+@dataclass
+class FeedError:
+    message: str
+
+
+def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Random, with_keys: bool) -> Built:
+    m = gen.model
+    keys = None
+    if with_keys and m.live_ids:
+        ids = key_rng.sample(m.live_ids, min(KEY_SAMPLE, len(m.live_ids)))
+        keys = [m.live[i].key for i in ids]
+    return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes, len(m.live_ids), keys)
+
+
+def _feed_main(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q, stop, parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runner handles Ctrl-C and stops us
+    try:
+        _feed(spec, load, engine_name, q, stop, parent_pid)
+    except BaseException as e:
+        q.put(FeedError(f"block feed failed: {type(e).__name__}: {e}"))
+        raise
+
+
+def _feed(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q, stop, parent_pid: int) -> None:
+    if engine_name:
+        from harness import registry
+        prepare = registry.engine_class(engine_name)().prepare_block   # conversion only, never opened
+    else:
+        prepare = lambda b: b                                          # noqa: E731 (harness-logic tests)
+    gen = BlockGenerator(spec)
+    key_rng = random.Random(spec.seed ^ 0x5EED)      # its own stream: the workload's rng is untouched
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            if os.getppid() != parent_pid:
+                return False                        # the runner is gone (killed): nothing to feed
+            try:
+                q.put(item, timeout=_PUT_TIMEOUT_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    if load:
+        blocks = gen.load_blocks(load.entities, load.batch_rows, load.expiry_spread_blocks)
+        for b in blocks:
+            if not put(_build(gen, b, prepare, key_rng, with_keys=False)):
+                return
+        if not put(_build(gen, None, prepare, key_rng, with_keys=True)):
+            return
+    n = 0
+    while put(_build(gen, gen.next_block(), prepare, key_rng, with_keys=n % KEY_SAMPLE_EVERY_BLOCKS == 0)):
+        n += 1
+
+
+class BlockFeed:
+    """Runner side: a receiver thread unpickles what the feed process ships into a local queue, so the
+    writer's get() is a queue pop. Errors in the feed process surface as a RuntimeError on get()."""
+
+    def __init__(self, spec: WorkloadSpec, load: LoadArgs | None = None, engine_name: str | None = None) -> None:
+        ctx = mp.get_context("spawn")       # no fork of a process holding open engine connections/threads
+        self._mpq = ctx.Queue(maxsize=PREFETCH_BLOCKS)
+        self._stop = ctx.Event()
+        self._proc = ctx.Process(target=_feed_main, name="block-feed", daemon=True,
+                                 args=(spec, load, engine_name, self._mpq, self._stop, os.getpid()))
+        self._local: queue.Queue = queue.Queue(maxsize=PREFETCH_BLOCKS)
+        self._recv = threading.Thread(target=self._receive, name="block-feed-recv", daemon=True)
+        self.live_keys: list[bytes] = []       # the latest sample; readers pick from it
+        self.error: str | None = None
+        self.after_load: Built | None = None
+
+    def start(self) -> "BlockFeed":
+        self._proc.start()
+        self._recv.start()
+        return self
+
+    def _receive(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self._mpq.get(timeout=0.5)
+            except queue.Empty:
+                if not self._proc.is_alive():
+                    self.error = f"block feed process exited with code {self._proc.exitcode}"
+                    return
+                continue
+            except Exception as e:
+                self.error = f"block feed: {type(e).__name__}: {e}"
+                return
+            if isinstance(item, FeedError):
+                self.error = item.message
+                return
+            if item.live_keys:
+                self.live_keys = item.live_keys
+            while not self._stop.is_set():
+                try:
+                    self._local.put(item, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+
+    def get(self) -> Built:
+        """The next Built: the load blocks, the end-of-load marker (block None), then measured blocks."""
+        while True:
+            try:
+                return self._local.get(timeout=0.5)
+            except queue.Empty:
+                if self.error:
+                    raise RuntimeError(self.error)
+                if not self._proc.is_alive():
+                    # Killed mid-message (OOM), the receiver can block forever on a partial read.
+                    code = self._proc.exitcode
+                    raise RuntimeError(f"block feed process died (exit code {code}"
+                                       f"{', SIGKILL: out of memory?' if code == -9 else ''})")
+
+    def load_blocks(self):
+        """Yield the load blocks; the end-of-load marker is kept as self.after_load."""
+        while (item := self.get()).block is not None:
+            yield item
+        self.after_load = item
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._recv.join(timeout=5)
+        self._proc.join(timeout=5)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout=5)
+        self._mpq.cancel_join_thread()
+        self._mpq.close()
