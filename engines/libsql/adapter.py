@@ -1,17 +1,19 @@
 """Embedded libSQL through the `libsql` package: libSQL's own build of the engine (its
 `sqlite_version()` differs from the system SQLite's), driven exactly like SQLite. Never libsql-client
-with a file: URL, which silently runs the stdlib sqlite3."""
+with a file: URL, which silently runs the stdlib sqlite3. With a server URL set, every call goes to
+remote.RemoteLibSQL instead (libsql-client against sqld)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Iterator, Mapping
 
 import libsql
 
 from engines.libsql.settings import CAPABILITIES
-from engines.sqlite.adapter import SQLiteEngine
-from harness.engine_api import Capabilities, EngineInfo
+from engines.sqlite.adapter import _DDL_DIR, SQLiteEngine
+from harness.engine_api import Capabilities, EngineInfo, StorageStats
 from harness.workload.block import Block
 
 # libsql 0.1.x binds a Python int above 2**53 through a double: 2**63-1 is stored as REAL and 2**53+1
@@ -28,24 +30,73 @@ class LibSQLEngine(SQLiteEngine):
     name: ClassVar[str] = "libsql"
     capabilities: ClassVar[Capabilities] = CAPABILITIES
 
+    remote = None      # a remote.RemoteLibSQL in server mode
+
+    def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
+        if not settings.get("url"):
+            return super().open(settings, data_dir)
+        from engines.libsql.remote import RemoteLibSQL
+        self.settings, self.variant = dict(settings), None
+        self.remote = RemoteLibSQL(str(settings["url"]), os.environ.get("LIBSQL_AUTH_TOKEN"))
+
+    def create_schema(self, variant: str) -> None:
+        if not self.remote:
+            return super().create_schema(variant)
+        self.remote.create_schema((_DDL_DIR / f"ddl-{variant}.sql").read_text())
+        self._prepare(variant)
+
+    def apply_block(self, block: Block) -> None:
+        (self.remote or super()).apply_block(block)
+
+    def reader(self):
+        return self.remote.reader(self.variant or "bitemporal") if self.remote else super().reader()
+
+    def checkpoint(self, mode: str) -> None:
+        if not self.remote:
+            return super().checkpoint(mode)
+        self.remote.handle.execute(f"PRAGMA wal_checkpoint({mode})")
+
+    def storage(self) -> StorageStats:
+        return self.remote.storage() if self.remote else super().storage()
+
+    def row_counts(self) -> dict[str, int]:
+        return self.remote.row_counts() if self.remote else super().row_counts()
+
+    def iter_rows(self, table: str) -> Iterator[tuple]:
+        if self.remote:
+            return self.remote.iter_rows(self.variant or "bitemporal", table)
+        return super().iter_rows(table)
+
+    def close(self) -> None:
+        remote, self.remote = self.remote, None
+        if remote:
+            remote.close()
+        super().close()
+
     def _connect(self, path: Path, read_only: bool = False):
         # libsql.connect has no uri= flag; readers get their own read-write handle and only read.
         return libsql.connect(str(path), isolation_level=None)
 
     def prepare_block(self, block: Block) -> Block:
+        # Also in server mode (the feed process never opens the engine): the text is stored as INTEGER.
         return dataclasses.replace(
             block, inserts={t: [_exact(r) for r in rows] for t, rows in block.inserts.items()},
             deletes={t: [_exact(k) for k in keys] for t, keys in block.deletes.items()})
 
     def info(self) -> EngineInfo:
+        if self.remote:
+            version = self.remote.scalar("select sqlite_version()")
+            return EngineInfo(version=f"libSQL server (SQLite {version}) at {self.remote.url}, "
+                                      f"libsql-client {_package_version('libsql-client')}",
+                              settings={"url": self.remote.url})
         base = super().info()
         return EngineInfo(version=f"libSQL (SQLite {base.version.split()[-1]}, libsql package "
-                                  f"{_package_version()})", settings=base.settings)
+                                  f"{_package_version('libsql')})", settings=base.settings)
 
 
-def _package_version() -> str:
+def _package_version(dist: str) -> str:
     from importlib.metadata import version
-    return version("libsql")
+    return version(dist)
 
 
 ENGINE = LibSQLEngine
