@@ -13,7 +13,7 @@ MEM ?=
 SCALE ?=
 DURATION ?=
 SET ?=
-RUNTIME ?= local
+RUNTIME ?= auto
 RESULTS ?= results
 PYTEST_ARGS ?=
 
@@ -23,8 +23,11 @@ RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --resu
   $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE_ENGINES ?= sqlite libsql postgres duckdb turso
+WHEELHOUSE := build/wheelhouse
 
-.PHONY: help install run validate test test-fast clean bench-overhead
+.PHONY: help install run validate test test-fast clean bench-overhead images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,10 +56,22 @@ bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENG
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) \
 	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
 
+# The exact versions of .venv, as wheels, so image builds need no PyPI.
+$(WHEELHOUSE)/requirements.txt: $(STAMP)
+	@mkdir -p $(WHEELHOUSE)
+	@$(VENV)/bin/pip freeze --exclude-editable | grep -v -i '^arkbench' > $(WHEELHOUSE)/requirements.in
+	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.in
+	@mv $(WHEELHOUSE)/requirements.in $@
+
+images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=]
+	@docker/images.sh $(VERSION) "$(IMAGE_ENGINES)"
+
 validate: $(STAMP) ## validate every scenario under scenarios/
 	@$(HARNESS) validate scenarios/
 
 test: $(STAMP) ## the whole test suite (slow, cgroup and docker suites run when the machine can)
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images; \
+	  else echo "no Docker daemon answers: the docker suite will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## unit and contract tests only

@@ -20,7 +20,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--mem", help="memory limit, e.g. 512m or 8g (enforced, or the run is refused)")
     r.add_argument("--scale", type=float, help="fraction of mendoza 1x (800K entities)")
     r.add_argument("--duration", type=float, help="measured phase, seconds")
-    r.add_argument("--runtime", default="local", choices=["local"])
+    r.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"],
+                   help="auto: docker when a daemon answers and the engine's image is built, else local")
     r.add_argument("--results", default="results", type=Path)
     r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
     r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
@@ -72,13 +73,16 @@ def _dispatch(args) -> int:
         from harness.runner.run import run
         from harness.scenario.plan import RunPlan
         return run(RunPlan.read(args.plan))
-    from harness.runtime.local import run_local
+    from harness.runtime import execute
+    from harness.runtime.docker import choose_runtime
     from harness.scenario.plan import resolve_plan
+    runtime, why = choose_runtime(args.runtime, args.engine)
+    print(why, file=sys.stderr)
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
-                        duration_s=args.duration, mem=args.mem, runtime=args.runtime,
+                        duration_s=args.duration, mem=args.mem, runtime=runtime,
                         results_root=args.results, data_root=args.data, keep_data=args.keep_data,
                         overrides=args.overrides)
-    rc = run_local(plan)
+    rc = execute(plan)
     result = Path(plan.run_dir) / "result.json"
     if result.exists():
         _summary(result)

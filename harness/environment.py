@@ -97,6 +97,7 @@ def capture(data_dir: Path, runtime: str) -> dict:
         # set by the runtime that applied the limit (cgroup-v1, cgroup-v2, docker); "none" otherwise
         "memory_enforcement": os.environ.get("ARKBENCH_MEM_ENFORCEMENT", "none"),
         "runtime": runtime,
+        "image_id": os.environ.get("ARKBENCH_IMAGE_ID") or None,     # docker runtime: the engine's image
         "data_dir": str(data_dir),
         "filesystem": filesystem(data_dir),
         "fsync_floor": fsync_floor(data_dir),

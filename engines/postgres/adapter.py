@@ -3,6 +3,7 @@ sent in pipeline mode: per table one set-based statement over unnest()ed column 
 deletes, the terminations and the inserts. The arrays are built in prepare_block, off the timed path."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import ClassVar, Iterator, Mapping
 
 import psycopg
 
-from engines.postgres.server import PostgresServer
+from engines.postgres.server import ExternalServer, PostgresServer
 from engines.postgres.settings import CAPABILITIES, Settings
 from engines.sqlite import dialect
 from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
@@ -46,7 +47,10 @@ class PostgresEngine(EngineBase):
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
         s = Settings.model_validate(dict(settings))
-        self.server = PostgresServer(Path(data_dir), s.server_conf(), s.bin_dir, s.os_user)
+        if os.environ.get("ARKBENCH_PG_HOST"):   # docker runtime: the server has its own container
+            self.server = ExternalServer(os.environ["ARKBENCH_PG_HOST"], os.environ["ARKBENCH_PG_PASSWORD"], s.os_user)
+        else:
+            self.server = PostgresServer(Path(data_dir), s.server_conf(), s.bin_dir, s.os_user)
         try:
             self.server.start()
             self.conn = psycopg.connect(self.server.conninfo(), autocommit=True)

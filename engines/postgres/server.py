@@ -1,5 +1,7 @@
 """A private PostgreSQL server for one run: Debian's binaries, a dedicated non-root user (PostgreSQL
-refuses root), a Unix socket only (no TCP listener at all), stopped afterwards whatever happened."""
+refuses root), a Unix socket only (no TCP listener at all), stopped afterwards whatever happened.
+In the docker runtime the server has its own container (serve.py): it then also listens on the
+container's internal network, with a per-run password (scram-sha-256) for TCP connections."""
 from __future__ import annotations
 
 import os
@@ -58,9 +60,12 @@ def _traversable_by(path: Path, uid: int, gid: int) -> bool:
 
 
 class PostgresServer:
-    def __init__(self, data_dir: Path, conf: dict[str, str], bin_dir: str | None, os_user: str) -> None:
+    def __init__(self, data_dir: Path, conf: dict[str, str], bin_dir: str | None, os_user: str,
+                 listen: str = "", password: str | None = None) -> None:
+        if listen and not password:
+            raise ServerError("a TCP listener needs a password (ARKBENCH_PG_PASSWORD)")
         self.bin = find_bin_dir(bin_dir)
-        self.conf = conf
+        self.conf, self.listen, self.password = conf, listen, password
         self._tmp: list[Path] = []
         if os.geteuid() == 0:
             pw = ensure_user(os_user)
@@ -98,13 +103,24 @@ class PostgresServer:
         self.pgdata.mkdir(mode=0o700)
         self._chown(self.pgdata)
         self._chown(self.socket_dir)
+        auth = ["--auth", "trust"]
+        if self.password:
+            pwfile = self.socket_dir / "pw"
+            pwfile.write_text(self.password)
+            self._chown(pwfile)
+            auth = ["--auth-local", "trust", "--auth-host", "scram-sha-256", f"--pwfile={pwfile}"]
         init = subprocess.run([str(self.bin / "initdb"), "-D", str(self.pgdata), "--username", self.user,
-                               "--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-instructions"],
+                               *auth, "--encoding", "UTF8", "--locale", "C", "--no-instructions"],
                               preexec_fn=self._demote(), capture_output=True, text=True, cwd="/")
+        if self.password:
+            pwfile.unlink()
         if init.returncode:
             raise ServerError(f"initdb failed ({init.returncode}): {init.stderr.strip()[-2000:]}")
+        if self.listen:   # the compose network is internal; every TCP client must still give the password
+            with open(self.pgdata / "pg_hba.conf", "a") as f:
+                f.write("host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n")
         args = [str(self.bin / "postgres"), "-D", str(self.pgdata), "-p", str(PORT),
-                "-c", "listen_addresses=", "-c", f"unix_socket_directories={self.socket_dir}"]
+                "-c", f"listen_addresses={self.listen}", "-c", f"unix_socket_directories={self.socket_dir}"]
         for k, v in self.conf.items():
             args += ["-c", f"{k}={v}"]
         log = open(self.log_path, "ab")
@@ -145,3 +161,30 @@ class PostgresServer:
         for d in self._tmp:
             shutil.rmtree(d, ignore_errors=True)
         self._tmp.clear()
+
+
+class ExternalServer:
+    """A server this process did not start (the docker runtime's postgres-server container)."""
+
+    def __init__(self, host: str, password: str, user: str) -> None:
+        self.host, self.password, self.user = host, password, user
+
+    def start(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                psycopg.connect(self.conninfo(), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError as e:
+                if time.monotonic() > deadline:
+                    raise ServerError(f"postgres at {self.host}:{PORT} not reachable after {START_TIMEOUT_S}s: {e}") from None
+                time.sleep(0.5)
+
+    def conninfo(self) -> str:
+        return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"
+
+    def log_tail(self, n: int = 30) -> str:
+        return "(the server's log is in its container's output: compose.log)"
+
+    def stop(self) -> None:
+        pass

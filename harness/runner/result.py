@@ -130,6 +130,9 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
         "memory_limit_bytes": env.get("memory_limit_bytes_seen"),
         "memory_limit_requested_bytes": plan.mem_limit_bytes,
         "memory_enforcement": env.get("memory_enforcement", "none"),
+        "image_id": env.get("image_id"),
+        # a server engine in its own container (docker runtime): the limit that server saw itself
+        "server_environment": read_json(run_dir / "server-environment.json"),
         "scale": plan.scale,
         "engine_version": info.version if info else None,
         "engine_settings": info.settings if info else plan.engine_settings,
@@ -148,6 +151,13 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
     tmp.write_text(json.dumps(result, indent=2, default=_json_default))
     os.replace(tmp, path)
     return path
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _json_default(o):

@@ -1,0 +1,10 @@
+"""Where a run's runner executes: `local` (a child process, in a memory cgroup when MEM is given) or
+`docker` (the engine's container from compose.yaml)."""
+
+
+def execute(plan) -> int:
+    if plan.runtime == "docker":
+        from harness.runtime.docker import run_docker
+        return run_docker(plan)
+    from harness.runtime.local import run_local
+    return run_local(plan)

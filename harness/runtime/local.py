@@ -2,7 +2,6 @@
 An OOM kill becomes a result with status "oom" (exit 3), built from what the runner left behind."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -12,7 +11,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.runner.metrics import summary_from_hlog
-from harness.runner.result import write_result
+from harness.runner.result import read_json as _read_json, write_result
 from harness.runtime.cgroup import MemoryCgroup
 from harness.scenario.plan import RunPlan
 
@@ -76,10 +75,3 @@ def write_failed_result(plan: RunPlan, status: str, error: str) -> Path:
            "metrics": metrics, "warnings": [f"partial result: the runner died in phase "
                                             f"{metrics['phase_reached']!r}; timeseries.csv holds what it sampled"]}
     return write_result(run_dir, ctx)
-
-
-def _read_json(p: Path) -> dict | None:
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return None

@@ -14,7 +14,8 @@ def run_cli(args: list[str], tmp_path: Path, timeout=120) -> tuple[int, str, str
 
 
 def run_scenario(tmp_path, *extra) -> tuple[int, dict, Path, str]:
-    rc, out, err = run_cli(["run", "--engine", "sqlite", "--results", str(tmp_path / "results"),
+    # --runtime local unless `extra` says otherwise (argparse keeps the last one given)
+    rc, out, err = run_cli(["run", "--engine", "sqlite", "--runtime", "local", "--results", str(tmp_path / "results"),
                             "--data", str(tmp_path / "data"), *extra], tmp_path)
     last = out.strip().splitlines()[-1] if out.strip() else ""
     assert last.endswith("result.json"), f"last line is the result path; got {out!r} / {err[-2000:]}"

@@ -1,0 +1,163 @@
+"""RUNTIME=docker: the same runner inside the engine's container, defined by compose.yaml, with
+mem_limit = memswap_limit = MEM (no swap). The runner reads the effective limit from its own cgroup;
+an OOM kill (State.OOMKilled or exit 137) becomes status "oom" (exit 3) with the container logs kept.
+Containers and networks go away on success, failure and Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.runtime.local import write_failed_result
+from harness.scenario.plan import RunPlan
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "compose.yaml"
+CONTAINER_UID = 10001                 # the images' non-root user (docker/install-runner.sh)
+CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
+INTERRUPT_GRACE_S = 60                # the runner writes its partial result on SIGINT
+
+
+def harness_version() -> str:
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split('"')[1]
+    raise RuntimeError("no version in pyproject.toml")
+
+
+def image_tag(engine: str) -> str:
+    return f"arkbench/{engine}:{harness_version()}"
+
+
+def compose_cmd() -> list[str]:
+    """`docker compose` (v2 plugin) or the standalone docker-compose (v1), whichever is here."""
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    raise ConfigError("RUNTIME=docker needs docker compose (plugin) or docker-compose")
+
+
+def daemon_answers() -> bool:
+    try:
+        return subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def image_id(tag: str) -> str | None:
+    r = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", tag], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def choose_runtime(requested: str, engine: str) -> tuple[str, str]:
+    """RUNTIME=auto: docker when a daemon answers and the engine's image is built, else local."""
+    if requested != "auto":
+        return requested, f"RUNTIME={requested}"
+    if not daemon_answers():
+        return "local", "RUNTIME=auto: local (no Docker daemon answers)"
+    if image_id(image_tag(engine)) is None:
+        return "local", f"RUNTIME=auto: local (image {image_tag(engine)} not built; `make images`)"
+    return "docker", f"RUNTIME=auto: docker (image {image_tag(engine)})"
+
+
+def _docker(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, **kw)
+
+
+def _give_to_container_user(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, CONTAINER_UID, CONTAINER_UID)
+    else:   # a docker-group user cannot chown: let the container's user write here
+        os.chmod(path, 0o777)
+
+
+def _return_to_owner(path: Path, owner: Path) -> None:
+    """Files the container wrote are uid 10001's; hand them back to whoever owns the results folder."""
+    if os.geteuid() != 0 or not path.exists():
+        return
+    st = owner.stat()
+    for p in [path, *path.rglob("*")]:
+        try:
+            os.lchown(p, st.st_uid, st.st_gid)
+        except OSError:
+            pass
+
+
+def run_docker(plan: RunPlan) -> int:
+    service = plan.engine
+    tag = image_tag(service)
+    img = image_id(tag)
+    if img is None:
+        raise ConfigError(f"RUNTIME=docker: image {tag} is not built; run `make images`")
+    run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
+    _give_to_container_user(run_dir)
+    _give_to_container_user(data_dir)
+    plan.write(run_dir / "plan.yaml")
+    plan.model_copy(update={"run_dir": CONTAINER_RUN_DIR, "data_dir": CONTAINER_DATA_DIR}).write(
+        run_dir / "plan.container.yaml")
+    project = f"arkbench-{plan.run_id}".lower()
+    env = {**os.environ,
+           "ARKBENCH_VERSION": harness_version(), "ARKBENCH_IMAGE_ID": img,
+           "ARKBENCH_RUN_DIR": str(run_dir.resolve()), "ARKBENCH_DATA_DIR": str(data_dir.resolve()),
+           "ARKBENCH_MEM": str(plan.mem_limit_bytes or 0), "ARKBENCH_CPUS": str(os.cpu_count() or 1),
+           # per run, never in an image or a result: the postgres server's password on the private network
+           "ARKBENCH_PG_PASSWORD": secrets.token_urlsafe(24)}
+    compose = [*compose_cmd(), "-f", str(COMPOSE_FILE), "-p", project]
+    container = f"{project}-runner"
+    try:
+        up = subprocess.run([*compose, "run", "-d", "--name", container, service], env=env,
+                            capture_output=True, text=True)
+        if up.returncode:
+            raise ConfigError(f"docker compose run {service} failed: {up.stderr.strip()[-1500:]}")
+        rc = _wait(container, plan)
+        state = json.loads(_docker("inspect", "-f", "{{json .State}}", container).stdout or "{}")
+        _save_logs(compose, env, container, run_dir)
+        if state.get("OOMKilled") or rc == 137:
+            why = (f"OOM-killed at the {plan.mem_limit_bytes}-byte container memory limit"
+                   if state.get("OOMKilled") else "the container was killed (exit 137)")
+            write_failed_result(plan, "oom" if state.get("OOMKilled") or plan.mem_limit_bytes else "error", why)
+            return EXIT_RUN_FAILED
+        if not (run_dir / "result.json").exists():
+            write_failed_result(plan, "error", f"the runner container exited with {rc} and wrote no result; "
+                                               "see container.log")
+            return EXIT_RUN_FAILED
+        return rc
+    finally:
+        _docker("rm", "-f", container)
+        subprocess.run([*compose, "down", "--volumes", "--remove-orphans", "--timeout", "10"], env=env,
+                       capture_output=True)
+        _return_to_owner(run_dir, run_dir.parent)
+        if not plan.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _wait(container: str, plan: RunPlan) -> int:
+    while True:
+        try:
+            out = _docker("wait", container)
+            return int(out.stdout.strip() or -1)
+        except KeyboardInterrupt:   # let the runner write its partial result, then stop it
+            print(f"[{plan.scenario}/{plan.engine}] interrupted: stopping the container", file=sys.stderr)
+            _docker("kill", "--signal", "SIGINT", container)
+            deadline = time.monotonic() + INTERRUPT_GRACE_S
+            while time.monotonic() < deadline and _docker("inspect", "-f", "{{.State.Running}}",
+                                                          container).stdout.strip() == "true":
+                time.sleep(0.5)
+            raise
+
+
+def _save_logs(compose: list[str], env: dict, container: str, run_dir: Path) -> None:
+    logs = _docker("logs", container)
+    (run_dir / "container.log").write_text(logs.stdout + logs.stderr)
+    others = subprocess.run([*compose, "logs", "--no-color"], env=env, capture_output=True, text=True).stdout
+    if others.strip():
+        (run_dir / "compose.log").write_text(others)

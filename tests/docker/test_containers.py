@@ -1,0 +1,87 @@
+"""The docker runtime against the locally built images (`make images`): a smoke run per engine in its
+container, an OOM kill recorded as oom, and the images' own hardening checked with testcontainers
+(Ryuk disabled: its image cannot be pulled without a registry)."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import registry
+from harness.runtime.docker import daemon_answers, image_id, image_tag
+from tests.cli.test_cli_run import run_cli
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+
+def _why_not() -> str | None:
+    if not daemon_answers():
+        return "no Docker daemon answers"
+    missing = [image_tag(e) for e in registry.ENGINE_NAMES if image_id(image_tag(e)) is None]
+    return f"images not built ({', '.join(missing)}): run `make images`" if missing else None
+
+
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))]
+MEM_BYTES = 512 * 1024 * 1024
+
+
+def run_in_docker(tmp_path, *args, timeout=300):
+    rc, out, err = run_cli(["run", "--runtime", "docker", "--results", str(tmp_path / "results"),
+                            "--data", str(tmp_path / "data"), *args], tmp_path, timeout=timeout)
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    assert last.endswith("result.json"), f"no result: {out!r} / {err[-3000:]}"
+    return rc, json.loads(Path(last).read_text()), Path(last).parent
+
+
+def _leftovers(run_id: str) -> str:
+    name = f"arkbench-{run_id}".lower()
+    ps = subprocess.run(["docker", "ps", "-a", "--filter", f"name={name}", "-q"], capture_output=True, text=True)
+    nets = subprocess.run(["docker", "network", "ls", "--filter", f"name={name}", "-q"], capture_output=True, text=True)
+    return (ps.stdout + nets.stdout).strip()
+
+
+@pytest.mark.parametrize("engine", registry.ENGINE_NAMES)
+def test_smoke_run_in_the_engines_container(tmp_path, engine):
+    rc, r, run_dir = run_in_docker(tmp_path, "--engine", engine, "--scenario", "reorg", "--profile", "smoke",
+                                   "--duration", "4", "--mem", "512m")
+    assert r["integrity"]["ok"] is True, r.get("error")
+    assert r["runtime"] == "docker" and r["memory_enforcement"] == "docker"
+    assert r["memory_limit_bytes"] == MEM_BYTES, "the limit as read inside the container, from its cgroup"
+    assert r["image_id"] == image_id(image_tag(engine))
+    if registry.capabilities(engine).server:      # the server's own container saw the same limit
+        assert r["server_environment"]["memory_limit_bytes_seen"] == MEM_BYTES
+    assert rc in (0, 1) and r["metrics"]["commit_latency_ms"]["count"] > 20
+    assert (run_dir / "container.log").exists()
+    assert os.stat(run_dir / "result.json").st_uid == os.stat(run_dir.parent).st_uid, "files handed back"
+    assert _leftovers(r["run_id"]) == "", "containers and networks are removed"
+
+
+def test_a_cache_bigger_than_the_limit_is_recorded_as_oom(tmp_path):
+    # ~400K rows at scale 0.02: SQLite's page cache (1 GB allowed) outgrows a 256 MB container.
+    rc, r, run_dir = run_in_docker(tmp_path, "--engine", "sqlite", "--scenario", "p99_5x", "--profile", "quick",
+                                   "--scale", "0.02", "--duration", "5", "--mem", "256m",
+                                   "--set", "engines.sqlite.cache_size=1GB")
+    assert rc == 3 and r["status"] == "oom" and "OOM-killed" in r["error"]
+    assert (run_dir / "container.log").read_text().strip(), "the container's output is kept"
+    assert (run_dir / "timeseries.csv").exists()
+    assert _leftovers(r["run_id"]) == ""
+
+
+def test_images_run_unprivileged_and_embedded_engines_get_no_network():
+    from testcontainers.core.container import DockerContainer
+    probe = ("import json, os, pathlib; from harness.runtime import cgroup; print(json.dumps({'uid': os.getuid(), "
+             "'nets': sorted(p.name for p in pathlib.Path('/sys/class/net').iterdir()), "
+             "'limit': cgroup.limit_bytes(cgroup.own_memory_dir())}))")
+    c = (DockerContainer(image_tag("duckdb"))
+         .with_kwargs(entrypoint=["python", "-c", probe], network_mode="none", mem_limit="300m",
+                      memswap_limit="300m"))
+    c.start()
+    try:
+        assert c.get_wrapped_container().wait(timeout=60)["StatusCode"] == 0
+        seen = json.loads(c.get_logs()[0].decode())
+        assert seen == {"uid": 10001, "nets": ["lo"], "limit": 300 * 1024 * 1024}
+        cfg = c.get_wrapped_container().attrs["HostConfig"]
+        assert not cfg["Privileged"]
+    finally:
+        c.stop()
