@@ -57,6 +57,9 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
 
 def _feed_main(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q, stop, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runner handles Ctrl-C and stops us
+    # Lowest CPU priority: on a small machine the feed must not take cores from a multi-threaded engine
+    # (duckdb) while it applies a block; it runs ahead in the engine's idle time instead.
+    os.nice(19)
     try:
         _feed(spec, load, engine_name, q, stop, parent_pid)
     except BaseException as e:

@@ -10,7 +10,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
@@ -21,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose.yaml"
 CONTAINER_UID = 10001                 # the images' non-root user (docker/install-runner.sh)
 CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
-INTERRUPT_GRACE_S = 60                # the runner writes its partial result on SIGINT
 
 
 def harness_version() -> str:
@@ -141,18 +139,20 @@ def run_docker(plan: RunPlan) -> int:
 
 
 def _wait(container: str, plan: RunPlan) -> int:
+    """The container's exit code. Ctrl-C sends the runner SIGINT (it writes its partial result and
+    exits); a second Ctrl-C kills the container."""
+    interrupted = False
     while True:
         try:
-            out = _docker("wait", container)
-            return int(out.stdout.strip() or -1)
-        except KeyboardInterrupt:   # let the runner write its partial result, then stop it
-            print(f"[{plan.scenario}/{plan.engine}] interrupted: stopping the container", file=sys.stderr)
+            return int(_docker("wait", container).stdout.strip() or -1)
+        except KeyboardInterrupt:
+            if interrupted:
+                _docker("kill", container)
+                raise
+            interrupted = True
+            print(f"[{plan.scenario}/{plan.engine}] interrupted: stopping the runner (Ctrl-C again to kill it)",
+                  file=sys.stderr)
             _docker("kill", "--signal", "SIGINT", container)
-            deadline = time.monotonic() + INTERRUPT_GRACE_S
-            while time.monotonic() < deadline and _docker("inspect", "-f", "{{.State.Running}}",
-                                                          container).stdout.strip() == "true":
-                time.sleep(0.5)
-            raise
 
 
 def _save_logs(compose: list[str], env: dict, container: str, run_dir: Path) -> None:

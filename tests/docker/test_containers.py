@@ -85,3 +85,24 @@ def test_images_run_unprivileged_and_embedded_engines_get_no_network():
         assert not cfg["Privileged"]
     finally:
         c.stop()
+
+
+def test_ctrl_c_keeps_the_partial_result_and_removes_the_containers(tmp_path):
+    import signal
+    import time
+    from tests.conftest import ROOT, harness_cmd
+    p = subprocess.Popen(harness_cmd() + ["run", "--runtime", "docker", "--engine", "sqlite", "--scenario", "reorg",
+                                          "--profile", "smoke", "--duration", "60", "--results", str(tmp_path / "r"),
+                                          "--data", str(tmp_path / "d")],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "r").glob("*/progress.json")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(3)                                  # well into the measured phase
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    run_dir = next((tmp_path / "r").iterdir())
+    r = json.loads((run_dir / "result.json").read_text())
+    assert p.returncode == 3 and r["status"] == "error" and r["error"] == "interrupted", (out, err[-2000:])
+    assert r["metrics"]["commit_latency_ms"]["count"] > 0, "what was measured before Ctrl-C is kept"
+    assert _leftovers(r["run_id"]) == ""
