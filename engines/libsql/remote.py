@@ -18,11 +18,6 @@ def connect(url: str, auth_token: str | None):
     return libsql_client.create_client_sync(url, auth_token=auth_token)
 
 
-def _multirow_insert(variant: str, table: str, rows: int) -> str:
-    one = "(" + ", ".join("?" * len(dialect.columns(variant, table))) + ")"
-    return dialect.insert_sql(variant, table).rsplit(" VALUES ", 1)[0] + " VALUES " + ", ".join([one] * rows)
-
-
 def block_statements(block: Block) -> list:
     """The block as libsql-client Statements, in the order of the embedded engines' apply_block."""
     from libsql_client import Statement
@@ -38,7 +33,7 @@ def block_statements(block: Block) -> list:
     for t, rows in block.inserts.items():
         for i in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
             chunk = rows[i:i + INSERT_ROWS_PER_STATEMENT]
-            out.append(Statement(_multirow_insert(v, t, len(chunk)), [x for r in chunk for x in r]))
+            out.append(Statement(dialect.insert_sql(v, t, rows=len(chunk)), [x for r in chunk for x in r]))
     return out
 
 

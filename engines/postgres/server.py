@@ -59,6 +59,20 @@ def _traversable_by(path: Path, uid: int, gid: int) -> bool:
     return True
 
 
+def wait_ready(conninfo: str, check_alive, timeout_message) -> None:
+    """Connect until the server answers; check_alive() raises when waiting is pointless."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        check_alive()
+        try:
+            psycopg.connect(conninfo, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError as e:
+            if time.monotonic() > deadline:
+                raise ServerError(timeout_message(e)) from None
+            time.sleep(0.1)
+
+
 class PostgresServer:
     def __init__(self, data_dir: Path, conf: dict[str, str], bin_dir: str | None, os_user: str,
                  listen: str = "", password: str | None = None) -> None:
@@ -128,17 +142,11 @@ class PostgresServer:
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=self._demote(),
                                      cwd="/")
         log.close()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
+
+        def exited() -> None:
             if self.proc.poll() is not None:
                 raise ServerError(f"postgres exited with {self.proc.returncode} at start; log:\n{self.log_tail()}")
-            try:
-                psycopg.connect(self.conninfo(), connect_timeout=2).close()
-                return
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise ServerError(f"postgres not ready after {START_TIMEOUT_S}s; log:\n{self.log_tail()}") from None
-                time.sleep(0.1)
+        wait_ready(self.conninfo(), exited, lambda e: f"postgres not ready after {START_TIMEOUT_S}s; log:\n{self.log_tail()}")
 
     def conninfo(self) -> str:
         return f"host={self.socket_dir} port={PORT} user={self.user} dbname=postgres"
@@ -170,15 +178,8 @@ class ExternalServer:
         self.host, self.password, self.user = host, password, user
 
     def start(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                psycopg.connect(self.conninfo(), connect_timeout=2).close()
-                return
-            except psycopg.OperationalError as e:
-                if time.monotonic() > deadline:
-                    raise ServerError(f"postgres at {self.host}:{PORT} not reachable after {START_TIMEOUT_S}s: {e}") from None
-                time.sleep(0.5)
+        wait_ready(self.conninfo(), lambda: None,
+                   lambda e: f"postgres at {self.host}:{PORT} not reachable after {START_TIMEOUT_S}s: {e}")
 
     def conninfo(self) -> str:
         return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"

@@ -35,9 +35,10 @@ def primary_key(variant: str, table: str) -> tuple[str, ...]:
     return _PK[variant][table]
 
 
-def insert_sql(variant: str, table: str) -> str:
+def insert_sql(variant: str, table: str, rows: int = 1) -> str:
     cols = columns(variant, table)
-    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    one = f"({', '.join('?' * len(cols))})"
+    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES {', '.join([one] * rows)}"
 
 
 def delete_by_pk_sql(variant: str, table: str) -> str:

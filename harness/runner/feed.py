@@ -126,8 +126,7 @@ class BlockFeed:
                 item = self._mpq.get(timeout=0.5)
             except queue.Empty:
                 if not self._proc.is_alive():
-                    self.error = f"block feed process exited with code {self._proc.exitcode}"
-                    return
+                    return                  # get() reports how it died
                 continue
             except Exception as e:
                 self.error = f"block feed: {type(e).__name__}: {e}"

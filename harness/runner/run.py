@@ -25,9 +25,10 @@ from harness.workload.digest import digest_rows
 from harness.workload.generator import WorkloadSpec
 
 LOAD_PROGRESS_EVERY_S = 5.0
-# The writer gives up the GIL inside every driver call; with the block generator thread busy, CPython
-# hands it back only after the switch interval (5 ms by default). Measured with bench-overhead on
-# sqlite p99_5x smoke, unthrottled: harness/loop rows/s 0.59 at 5 ms, 0.79 at 0.5 ms, 0.90 at 0.1 ms.
+# The writer gives up the GIL inside every driver call; when another runner thread holds it then (the
+# feed's receiver unpickling a block, the sampler, readers), CPython hands it back only after the switch
+# interval (5 ms by default). Measured while generation was still a runner thread, sqlite p99_5x smoke
+# unthrottled: harness/loop rows/s 0.59 at 5 ms, 0.79 at 0.5 ms, 0.90 at 0.1 ms.
 TIMED_SWITCH_INTERVAL_S = 0.0001
 
 

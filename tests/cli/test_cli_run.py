@@ -13,10 +13,10 @@ def run_cli(args: list[str], tmp_path: Path, timeout=120) -> tuple[int, str, str
     return p.returncode, p.stdout, p.stderr
 
 
-def run_scenario(tmp_path, *extra) -> tuple[int, dict, Path, str]:
-    # --runtime local unless `extra` says otherwise (argparse keeps the last one given)
+def run_scenario(tmp_path, *extra, timeout=120) -> tuple[int, dict, Path, str]:
+    # sqlite, --runtime local unless `extra` says otherwise (argparse keeps the last one given)
     rc, out, err = run_cli(["run", "--engine", "sqlite", "--runtime", "local", "--results", str(tmp_path / "results"),
-                            "--data", str(tmp_path / "data"), *extra], tmp_path)
+                            "--data", str(tmp_path / "data"), *extra], tmp_path, timeout=timeout)
     last = out.strip().splitlines()[-1] if out.strip() else ""
     assert last.endswith("result.json"), f"last line is the result path; got {out!r} / {err[-2000:]}"
     return rc, json.loads(Path(last).read_text()), Path(last).parent, err

@@ -4,13 +4,12 @@ container, an OOM kill recorded as oom, and the images' own hardening checked wi
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from harness import registry
 from harness.runtime.docker import daemon_answers, image_id, image_tag
-from tests.cli.test_cli_run import run_cli
+from tests.cli.test_cli_run import run_scenario
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -26,12 +25,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.skipif(_why_not() is not None, rea
 MEM_BYTES = 512 * 1024 * 1024
 
 
-def run_in_docker(tmp_path, *args, timeout=300):
-    rc, out, err = run_cli(["run", "--runtime", "docker", "--results", str(tmp_path / "results"),
-                            "--data", str(tmp_path / "data"), *args], tmp_path, timeout=timeout)
-    last = out.strip().splitlines()[-1] if out.strip() else ""
-    assert last.endswith("result.json"), f"no result: {out!r} / {err[-3000:]}"
-    return rc, json.loads(Path(last).read_text()), Path(last).parent
+def run_in_docker(tmp_path, *args):
+    rc, r, run_dir, _ = run_scenario(tmp_path, "--runtime", "docker", *args, timeout=300)
+    return rc, r, run_dir
 
 
 def _leftovers(run_id: str) -> str:
