@@ -52,8 +52,8 @@ install: $(STAMP) ## create .venv and install the harness and its drivers
 run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
 
-bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s]
-	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) \
+bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3]
+	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \
 	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
 
 # The exact versions of .venv, as wheels, so image builds need no PyPI.

@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--profile", default="quick")
     b.add_argument("--duration", type=float)
     b.add_argument("--results", default="results", type=Path)
+    b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)
     return p
@@ -68,7 +69,7 @@ def _dispatch(args) -> int:
         from harness import registry
         from harness.overhead import bench_overhead
         return bench_overhead(args.engines or list(registry.ENGINE_NAMES), args.scenario, args.profile,
-                              args.duration, args.results)
+                              args.duration, args.results, args.repeats)
     if args.cmd == "_runner":
         from harness.runner.run import run
         from harness.scenario.plan import RunPlan

@@ -1,7 +1,9 @@
 """`make bench-overhead`: is the harness ever the bottleneck it measures? For each engine, the harness
 runs the scenario unthrottled (block_interval_ms=0), and a minimal hand-written loop (engines/<name>/
 baseline.py: the raw driver, the same SQL) applies the same seeded blocks after the same load, timing
-only its own apply calls. ratio = harness rows/s ÷ loop rows/s; both sides' raw figures are kept."""
+only its own apply calls. ratio = harness rows/s ÷ loop rows/s; both sides' raw figures are kept.
+Each engine is measured `repeats` times, the two sides interleaved and their order alternated so that
+drift on this shared machine falls on both; the verdict is on the median ratio, with its spread."""
 from __future__ import annotations
 
 import importlib
@@ -15,6 +17,7 @@ from harness.errors import ConfigError
 from harness.runner.run import workload_spec
 from harness.runtime.local import run_local
 from harness.scenario.plan import RunPlan, resolve_plan
+from harness.stats import summarize
 from harness.workload.generator import BlockGenerator
 
 TARGET_RATIO = 0.9
@@ -52,29 +55,41 @@ def loop_side(plan: RunPlan) -> dict:
             "rows_per_s": round(rows / apply_s, 1) if apply_s else None}
 
 
+def harness_side(plan: RunPlan) -> dict:
+    run_local(plan)
+    result = json.loads((Path(plan.run_dir) / "result.json").read_text())
+    m = result["metrics"]
+    return {"status": result["status"], "rows": m.get("rows"), "rows_per_s": m.get("rows_per_s"),
+            "generator_wait_s": (m.get("harness") or {}).get("generator_wait_s"),
+            "result": str(Path(plan.run_dir) / "result.json")}
+
+
 def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: float | None,
-                   results_root: Path) -> int:
-    out = {"scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO, "engines": {}}
+                   results_root: Path, repeats: int = 3) -> int:
+    if repeats < 1:
+        raise ConfigError(f"REPEATS: must be >= 1, got {repeats}")
+    out = {"scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO, "repeats": repeats,
+           "engines": {}}
     lines = []
     for engine in engines:
-        plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s, results_root=results_root,
-                            overrides=["workload.block_interval_ms=0"])
-        if plan.workload.variant != "bitemporal":
-            raise ConfigError("bench-overhead's control loops implement the bitemporal schema only")
-        print(f"[bench-overhead] {engine}: harness run", file=sys.stderr, flush=True)
-        run_local(plan)
-        result = json.loads((Path(plan.run_dir) / "result.json").read_text())
-        harness_side = {"status": result["status"], "rows": result["metrics"].get("rows"),
-                        "rows_per_s": result["metrics"].get("rows_per_s"),
-                        "generator_wait_s": (result["metrics"].get("harness") or {}).get("generator_wait_s"),
-                        "result": str(Path(plan.run_dir) / "result.json")}
-        print(f"[bench-overhead] {engine}: hand-written loop", file=sys.stderr, flush=True)
-        loop = loop_side(plan)
-        ratio = (harness_side["rows_per_s"] / loop["rows_per_s"]
-                 if harness_side["rows_per_s"] and loop["rows_per_s"] else None)
-        out["engines"][engine] = {"harness": harness_side, "loop": loop,
-                                  "ratio": round(ratio, 3) if ratio is not None else None}
-        lines.append(f"{engine} ratio {ratio:.3f}" if ratio is not None else f"{engine} ratio n/a")
+        tries = []
+        for r in range(repeats):
+            plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s,
+                                results_root=results_root, overrides=["workload.block_interval_ms=0"])
+            if plan.workload.variant != "bitemporal":
+                raise ConfigError("bench-overhead's control loops implement the bitemporal schema only")
+            sides = {}
+            for side in (("harness", "loop") if r % 2 == 0 else ("loop", "harness")):
+                print(f"[bench-overhead] {engine} {r + 1}/{repeats}: {side}", file=sys.stderr, flush=True)
+                sides[side] = harness_side(plan) if side == "harness" else loop_side(plan)
+            h, lp = sides["harness"]["rows_per_s"], sides["loop"]["rows_per_s"]
+            tries.append({**sides, "ratio": round(h / lp, 3) if h and lp else None})
+        stats = summarize([t["ratio"] for t in tries])
+        out["engines"][engine] = {"ratio": round(stats["median"], 3) if stats["median"] else None,
+                                  "ratio_stats": stats, "repeats": tries}
+        lines.append(f"{engine} ratio {stats['median']:.3f}"
+                     f" (n={stats['n']}, min {stats['min']:.3f}, max {stats['max']:.3f}"
+                     f"{', NOISY' if stats['noisy'] else ''})" if stats["median"] else f"{engine} ratio n/a")
     results_root.mkdir(parents=True, exist_ok=True)
     path = results_root / f"overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=2))
