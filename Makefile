@@ -23,11 +23,18 @@ RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --resu
   $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
+MEMS ?=
+SCALES ?=
+REPEATS ?=
+EARLY_ABORT ?=
+RUN ?=
+CELL_ARGS = --runtime $(RUNTIME) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) \
+  $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(EARLY_ABORT),--early-abort)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE_ENGINES ?= sqlite libsql postgres duckdb turso
 WHEELHOUSE := build/wheelhouse
 
-.PHONY: help install run validate test test-fast clean bench-overhead images
+.PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +58,17 @@ install: $(STAMP) ## create .venv and install the harness and its drivers
 
 run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
+
+sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1]
+	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+
+verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict + report: [PROFILE=smoke] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=1]
+	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(CELL_ARGS)
+
+report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir>
+	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
+	@$(HARNESS) report $(RUN)
 
 bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3]
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \

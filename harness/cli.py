@@ -36,9 +36,33 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--duration", type=float)
     b.add_argument("--results", default="results", type=Path)
     b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
+    s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
+    s.add_argument("--scenario", required=True)
+    s.add_argument("--engines", nargs="+", required=True)
+    s.add_argument("--mems", help='memory limits, e.g. "8g 16g 32g" (default: no limit)')
+    s.add_argument("--scales", help='scales, e.g. "0.01 0.05" (default: the profile\'s)')
+    _cell_args(s)
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
+    s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
+    d = sub.add_parser("verdict", help="walk scenarios/decision.yaml to a verdict and its report; resumable")
+    d.add_argument("--mems", help="memory limits (default: decision.yaml's for the profile)")
+    d.add_argument("--scale", type=float, help="override every criterion's scale")
+    d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
+    _cell_args(d)
+    rp = sub.add_parser("report", help="report.md and report.html for a run, sweep or verdict directory")
+    rp.add_argument("run", type=Path)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)
     return p
+
+
+def _cell_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile")
+    p.add_argument("--duration", type=float, help="measured phase, seconds")
+    p.add_argument("--repeats", type=int, default=1, help="runs per cell; the report flags a spread >= 10%%")
+    p.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"])
+    p.add_argument("--early-abort", action="store_true", help="stop a cell once a threshold can no longer pass")
+    p.add_argument("--results", default="results", type=Path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +94,23 @@ def _dispatch(args) -> int:
         from harness.overhead import bench_overhead
         return bench_overhead(args.engines or list(registry.ENGINE_NAMES), args.scenario, args.profile,
                               args.duration, args.results, args.repeats)
+    if args.cmd in ("sweep", "verdict"):
+        from harness.sweep import CellOptions, parse_list
+        opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
+                           early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())))
+        mems = parse_list(args.mems, "MEMS")
+        if args.cmd == "verdict":
+            from harness.decision import DECISION_FILE, verdict
+            return verdict(args.profile, [m for m in mems if m], opts, args.results, repeats=args.repeats,
+                           scale=args.scale, decision_path=args.decision or DECISION_FILE)
+        from harness.sweep import sweep
+        return sweep(args.scenario, args.engines, mems, parse_list(args.scales, "SCALES", float), args.repeats,
+                     opts, args.results, fresh=args.fresh)
+    if args.cmd == "report":
+        from harness.report import write_report
+        for path in write_report(args.run):
+            print(path)
+        return 0
     if args.cmd == "_runner":
         from harness.runner.run import run
         from harness.scenario.plan import RunPlan

@@ -141,6 +141,7 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
         "load": ctx.get("load"),
         "metrics": ctx["metrics"],
         "thresholds": ctx.get("thresholds", []),
+        "early_abort": ctx.get("early_abort"),      # {threshold, measured_s, block} when a cell stopped early
         "integrity": ctx.get("integrity", {"ok": None, "expected": None, "actual": None}),
         "final_storage": ctx.get("final_storage"),
         "warnings": ctx["warnings"],

@@ -13,6 +13,7 @@ from pathlib import Path
 from harness import registry
 from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
+from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.readers import ReaderPool
 from harness.runner.result import build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
@@ -120,12 +121,17 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
                       plan.phases.warmup_s + plan.phases.measure_s)
     sampler.start()       # from the start, so a run killed during the load keeps its time series
     readers = ReaderPool(engine, plan.readers, lambda: feed.live_keys, state, plan.workload.seed)
+    thresholds = [parse_threshold(t) for t in plan.thresholds]
+    abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
+                                                            plan.phases.measure_s)) if plan.early_abort else None
     try:
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
         ctx["load"] = load_phase(engine, feed, plan, state)
         after_load = engine.storage()
         ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
-                           logical_bytes=feed.after_load.logical_bytes_after)
+                           logical_bytes=feed.after_load.logical_bytes_after,
+                           # sweeps check that every cell started from the same database
+                           digest=feed.after_load.digest_after, row_counts=engine.row_counts())
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()
@@ -136,7 +142,8 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
         readers.start()
         last = write_blocks(engine, feed, state, interval_ms=plan.workload.block_interval_ms,
                             warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
-                            checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode)
+                            checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode,
+                            abort=abort)
     finally:
         readers.stop()
         feed.stop()
@@ -160,7 +167,13 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
         state.block_log.write_csv(f)
 
     ctx["metrics"] = build_metrics(state, ctx)
-    ctx["thresholds"] = evaluate([parse_threshold(t) for t in plan.thresholds], metric_source(state, ctx))
+    ctx["thresholds"] = evaluate(thresholds, metric_source(state, ctx))
+    if abort and abort.reason:
+        ctx["early_abort"] = abort.reason
+        log(plan, f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
+        for t in ctx["thresholds"]:
+            if t["expr"] == abort.reason["threshold"]:
+                t["passed"], t["early_abort"] = False, True
     if not ctx["integrity"]["ok"]:
         ctx["status"], ctx["error"] = "error", "integrity check failed: the engine's rows differ from the model"
     else:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import time
 
+from harness.runner.abort import EarlyAbort
 from harness.runner.feed import BlockFeed, Built
 from harness.runner.state import RunState
 
 
 def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float, warmup_s: float,
-                 measure_s: float, checkpoint_every: int, checkpoint_mode: str) -> Built | None:
-    """Run warmup then the measured phase on one continuous schedule; return the last applied block."""
+                 measure_s: float, checkpoint_every: int, checkpoint_mode: str,
+                 abort: EarlyAbort | None = None) -> Built | None:
+    """Run warmup then the measured phase on one continuous schedule; return the last applied block.
+    With `abort`, the measured phase ends early once a threshold can no longer pass (abort.reason)."""
     interval_ns = int(interval_ms * 1e6)
     t0 = time.monotonic_ns()          # the schedule's origin; state.t0_ns is the run's clock
     run0 = state.t0_ns
@@ -51,6 +54,9 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
             state.rows += built.block.rows_written
             state.block_log.add((due - run0) / 1e9, (start - run0) / 1e9, (end_ns - run0) / 1e9,
                                 built.block.rows_written, built.block.kind)
+            if abort and abort.check((end_ns - run0) / 1e9, (end_ns - due) / 1e6, (end_ns - start) / 1e6,
+                                     (end_ns - state.measure_start_ns) / 1e9, state.blocks):
+                break
         i += 1
         if checkpoint_every and i % checkpoint_every == 0:
             c0 = time.monotonic_ns()

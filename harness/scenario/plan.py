@@ -40,6 +40,7 @@ class RunPlan(Strict):
     checkpoint: Checkpoint
     thresholds: list[str] = Field(default_factory=list)
     integrity: Literal["model", "counts"]
+    early_abort: bool = False        # stop the measured phase once a threshold can no longer pass
     run_dir: str
     data_dir: str
     keep_data: bool = False
@@ -72,7 +73,9 @@ def parse_overrides(items: list[str]) -> dict:
 def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scale: float | None = None,
                  duration_s: float | None = None, mem: str | None = None, runtime: str = "local",
                  results_root: Path = Path("results"), data_root: Path | None = None,
-                 keep_data: bool = False, overrides: list[str] = ()) -> RunPlan:
+                 keep_data: bool = False, overrides: list[str] = (), thresholds: list[str] | None = None,
+                 early_abort: bool = False) -> RunPlan:
+    """thresholds, when given, replace the scenario's (a decision tree's criteria)."""
     if engine not in registry.ENGINE_NAMES:
         raise ConfigError(f"unknown engine {engine!r}; allowed: {', '.join(registry.ENGINE_NAMES)}")
     path = resolve_path(scenario)
@@ -84,6 +87,8 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     merged = deep_merge(base, sc.profiles[profile]) if profile else base
     if overrides:
         merged = deep_merge(merged, parse_overrides(overrides))
+    if thresholds is not None:
+        merged = {**merged, "thresholds": list(thresholds)}
     try:
         body = Body.model_validate(merged)
     except ValidationError as e:
@@ -123,4 +128,4 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         mem_limit_bytes=mem_limit_bytes, scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
         phases=phases, readers=body.readers, checkpoint=body.checkpoint, thresholds=body.thresholds,
-        integrity=body.integrity, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)
+        integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)

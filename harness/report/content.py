@@ -1,0 +1,162 @@
+"""What the report says, in order: first line the scale and duration caveat, then the verdict and the path
+through the tree, a table per scenario (engine × memory), the plots, warnings, and every cell's environment."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.report import plots
+from harness.report.collect import CellData, ReportData, group_stats
+from harness.stats import NOISY_SPREAD
+from harness.units import format_bytes
+
+
+@dataclass
+class Block:
+    kind: str                   # h1 h2 h3 p verdict caveat alarm list table plot
+    text: str = ""
+    headers: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    items: list = field(default_factory=list)
+    name: str = ""              # plot file name
+    svg: str = ""
+
+
+def _f(v, digits: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def first_line(data: ReportData) -> Block:
+    if data.kind == "verdict":
+        cav = data.meta.get("caveats") or []
+        if cav:
+            return Block("caveat", "this verdict was reached at a smaller scale or a shorter duration than its "
+                                   "criteria ask, so it does not yet answer them: " + "; ".join(cav) + ".")
+        return Block("p", "Reached at the scale and duration the criteria ask for.")
+    scales = sorted({c.result["scale"] for c in data.cells})
+    secs = sorted({c.measure_s for c in data.cells})
+    return Block("caveat", f"measured at scale {', '.join(f'{s:g}' for s in scales)} of mendoza 1x (800K entities) "
+                           f"with {', '.join(f'{s:g}' for s in secs)} s measured; the reference's criterion is p99 "
+                           "< 500 ms at 5x for an hour. Compare data-to-memory ratios, not sizes.")
+
+
+def verdict_blocks(meta: dict) -> list[Block]:
+    v = meta.get("verdict")
+    if not v:
+        return [Block("alarm", "the walk did not finish; run the same make verdict again to resume it.")]
+    out = [Block("verdict", f"Verdict: {v['decision']}"),
+           Block("p", f"Profile {meta['profile']}, memory limits {', '.join(meta['mems'])}, "
+                      f"{meta.get('repeats', 1)} run(s) per cell. An engine passes when every threshold of every "
+                      "criterion holds at every memory limit, with integrity intact."),
+           Block("h2", "Path through the decision tree")]
+    for step in meta["steps"]:
+        failing = [f"{c['scenario']} @ {c['mem']}: {t['expr']} measured {_f(t['value'], 3)}"
+                   f"{' (early abort)' if t.get('early_abort') else ''}"
+                   for c in step["cells"] for t in c.get("thresholds") or [] if not t["passed"]]
+        dead = [f"{c['scenario']} @ {c['mem']}: {c['status']}" + (f" ({c['error']})" if c.get("error") else "")
+                for c in step["cells"] if c.get("status") not in ("passed", "failed")]
+        out.append(Block("p", f"{step['engine']}: {step['outcome'].upper()}"
+                              + (f" → {step['decision']}" if step["passed"] else "")))
+        if failing or dead:
+            out.append(Block("list", items=dead + failing))
+    return out
+
+
+def _thresholds_text(c: CellData) -> str:
+    return "; ".join(f"{'✔' if t['passed'] else '✘'} {t['expr']} = {_f(t['value'], 2)}"
+                     for t in c.result.get("thresholds", []))
+
+
+def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
+    headers = ["engine", "memory", "scale", "status", "p50 ms", "p99 ms", "max ms", "rows/s", "bloat",
+               "WAL peak", "checkpoints", "repeats (p99 spread)", "thresholds"]
+    rows, noisy = [], []
+    for group in data.groups(scenario):
+        c = group[0]
+        st = group_stats(group)
+        m = c.result.get("metrics") or {}
+        spread = st["p99"]["spread"]
+        if len(group) == 1:
+            rep = "1 (noise not measured)"
+        else:
+            rep = f"{len(group)} ({spread:.0%}{' NOISY' if st['noisy'] else ''})" if spread is not None else str(len(group))
+        if st["noisy"]:
+            noisy.append(f"{scenario} {c.engine} {c.mem_label}: p99 spread {_pct(st['p99']['spread'])}, "
+                         f"rows/s spread {_pct(st['rows_per_s']['spread'])} over {len(group)} repeats")
+        p99 = st["p99"]["median"] if len(group) > 1 else c.commit_ms.get("p99")
+        rate = st["rows_per_s"]["median"] if len(group) > 1 else m.get("rows_per_s")
+        status = "/".join(sorted({g.status for g in group}))
+        if c.result.get("early_abort"):
+            status += " (early abort)"
+        rows.append([c.engine, c.mem_label, f"{c.result['scale']:g}", status, _f(c.commit_ms.get("p50")),
+                     _f(p99), _f(c.commit_ms.get("max")), _f(rate, 0), _f(m.get("bloat_ratio"), 2),
+                     format_bytes(m.get("wal_bytes_max")), m.get("checkpoints") if m.get("checkpoints") is not None
+                     else "-", rep, _thresholds_text(c)])
+    return Block("table", headers=headers, rows=rows), noisy
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def environment_table(cells: list[CellData]) -> Block:
+    headers = ["cell", "engine version", "settings", "memory limit (enforced by)", "runtime / image", "CPU",
+               "RAM", "fsync p50/p99 µs", "scale / entities", "harness"]
+    rows = []
+    for c in cells:
+        r, env = c.result, c.result.get("environment") or {}
+        fs = env.get("fsync_floor") or {}
+        server = r.get("server_environment") or {}
+        limit = f"{format_bytes(r.get('memory_limit_bytes'))} ({r.get('memory_enforcement')})"
+        if server.get("memory_limit_bytes_seen"):
+            limit += f"; server saw {format_bytes(server['memory_limit_bytes_seen'])}"
+        settings = ", ".join(f"{k}={v}" for k, v in (r.get("engine_settings") or {}).items())
+        rows.append([f"{c.scenario}/{c.run_dir.name}", r.get("engine_version") or "-", settings or "-", limit,
+                     f"{r.get('runtime')} {(r.get('image_id') or '')[:19]}".strip(),
+                     f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
+                     format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
+                     f"{r['scale']:g} / {(r.get('plan') or {}).get('load_entities', '-')}",
+                     f"{env.get('harness_version')} {(env.get('git_commit') or '')[:12]}"])
+    return Block("table", headers=headers, rows=rows)
+
+
+def build(data: ReportData) -> list[Block]:
+    title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run"}[data.kind]
+    doc = [first_line(data), Block("h1", f"{title}: {data.dir.name}")]
+    if data.kind == "verdict":
+        doc += verdict_blocks(data.meta)
+    if not data.cells:
+        doc.append(Block("alarm", "no cell of this directory has a result yet."))
+        return doc
+    body, noisy = [], []
+    for scenario in data.scenarios():
+        cells = [c for c in data.cells if c.scenario == scenario]
+        table, n = scenario_table(data, scenario)
+        noisy += n
+        body += [Block("h2", f"Scenario {scenario}"), table]
+        body.append(plots_block(plots.latency_cdf(cells, f"{scenario}: commit latency by percentile"),
+                                f"{scenario}-cdf", "Commit latency percentile distribution per cell "
+                                "(from each measured block, intended start to commit)."))
+        if any(c.mem_limit_bytes for c in cells):
+            body.append(plots_block(plots.p99_vs_memory(cells, f"{scenario}: p99 against the memory limit"),
+                                    f"{scenario}-p99-vs-memory", "p99 commit latency per engine and memory limit; "
+                                    "an x on the axis is a cell that was OOM-killed or did not finish."))
+        body.append(plots_block(plots.sizes_over_time(cells, f"{scenario}: database and WAL size"),
+                                f"{scenario}-sizes", "Database (solid) and WAL (dashed) size over the whole run."))
+        body.append(Block("h3", "Commit latency over time"))
+        for c in cells:
+            body.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",
+                                    f"{c.label}: every measured block, checkpoint events, WAL size."))
+    if noisy:
+        doc.append(Block("alarm", f"noisy results (repeat spread ≥ {NOISY_SPREAD:.0%}): " + "; ".join(noisy)))
+    doc += body
+    warnings = [f"{c.scenario}/{c.run_dir.name}: {w}" for c in data.cells for w in c.result.get("warnings", [])]
+    if warnings:
+        doc += [Block("h2", "Warnings from the runs"), Block("list", items=warnings)]
+    doc += [Block("h2", "Environment of every cell"), environment_table(data.cells),
+            Block("p", "Each cell's result.json, plan.yaml, blocks.csv and timeseries.csv sit in its directory "
+                       "under this one.")]
+    return doc
+
+
+def plots_block(svg: str, name: str, caption: str) -> Block:
+    return Block("plot", text=caption, name=name, svg=svg)

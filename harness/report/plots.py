@@ -1,0 +1,146 @@
+"""The report's plots, as standalone SVG text (inlined in report.html, saved beside report.md): nothing to
+fetch when viewing. Every plot reads the run's own files: blocks.csv (one row per measured block) and
+timeseries.csv (one row per second, all phases, on the same run clock)."""
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
+
+from harness.report.collect import CellData  # noqa: E402
+
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
+                     "figure.dpi": 100, "svg.hashsalt": "arkbench"})   # the salt keeps ids stable
+RASTERIZE_ABOVE_POINTS = 5000     # a long unthrottled run: keep the SVG small, the points as an image
+MIB = 1 << 20
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]          # drop the XML prolog and doctype: it is inlined in HTML
+
+
+def _threshold_ms(cell: CellData) -> float | None:
+    from harness.scenario.thresholds import parse_threshold
+    limits = [parse_threshold(t["expr"]).limit for t in cell.result.get("thresholds", [])
+              if t["expr"].split("(")[1].startswith("commit_ms")]
+    return min(limits) if limits else None
+
+
+def latency_over_time(cell: CellData) -> str:
+    """Every measured block's commit latency, checkpoints as vertical lines, WAL size on the right axis."""
+    blocks, ts = cell.blocks(), cell.timeseries()
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    t0 = blocks[0]["due_s"] if blocks else 0.0
+    x = [b["end_s"] - t0 for b in blocks]
+    y = [b["commit_ms"] for b in blocks]
+    ax.scatter(x, y, s=4, color="tab:blue", label="commit latency (from intended start)",
+               rasterized=len(x) > RASTERIZE_ABOVE_POINTS)
+    limit = _threshold_ms(cell)
+    if limit:
+        ax.axhline(limit, color="tab:red", lw=1, ls="--", label=f"threshold {limit:g} ms")
+    t_end = blocks[-1]["end_s"] + 1 if blocks else float("inf")
+    timed = [r for r in ts if r.get("phase") in ("warmup", "measure") and r["t_s"] <= t_end]
+    first_ck = True
+    for prev, cur in zip(timed, timed[1:]):
+        if cur.get("checkpoints") is not None and prev.get("checkpoints") is not None \
+                and cur["checkpoints"] > prev["checkpoints"] and cur["t_s"] - t0 >= 0:
+            ax.axvline(cur["t_s"] - t0, color="tab:orange", lw=0.6, alpha=0.6,
+                       label="checkpoint(s) in this second" if first_ck else None)
+            first_ck = False
+    ax.set_xlabel("seconds since the measured phase began")
+    ax.set_ylabel("commit latency (ms)")
+    ax.set_ylim(bottom=0)
+    wal = [(r["t_s"] - t0, r["wal_bytes"] / MIB) for r in timed if r.get("wal_bytes") is not None and r["t_s"] >= t0]
+    if wal:
+        ax2 = ax.twinx()
+        ax2.plot(*zip(*wal), color="tab:green", lw=1, label="WAL size")
+        ax2.set_ylabel("WAL (MiB)")
+        ax2.set_ylim(bottom=0)
+        ax2.grid(False)
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="upper left", fontsize=7)
+    else:
+        ax.legend(loc="upper left", fontsize=7)
+    ax.set_title(f"{cell.scenario}: {cell.label}")
+    return _svg(fig)
+
+
+_PCT_TICKS = [0.5, 0.9, 0.99, 0.999, 0.9999]
+
+
+def latency_cdf(cells: list[CellData], title: str) -> str:
+    """HdrHistogram-style percentile distribution: the tail gets the room, not the median."""
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    top = 0.5
+    for c in cells:
+        vals = sorted(b["commit_ms"] for b in c.blocks())
+        n = len(vals)
+        if not n:
+            continue
+        q = [(i + 1) / (n + 1) for i in range(n)]      # plotting positions: never 1.0
+        ax.plot([1 / (1 - p) for p in q], vals, lw=1.2, label=c.label)
+        top = max(top, q[-1])
+    ticks = [1 / (1 - p) for p in _PCT_TICKS if p <= max(top, 0.9)]
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"p{100 * (1 - 1 / v):g}"))
+    ax.xaxis.set_minor_locator(FixedLocator([]))
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("commit latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title)
+    return _svg(fig)
+
+
+def p99_vs_memory(cells: list[CellData], title: str) -> str:
+    """p99 per engine against its memory limit; an OOM-killed or failed-to-run cell is an x on the axis."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for engine in dict.fromkeys(c.engine for c in cells):
+        pts = sorted((c.mem_limit_bytes / MIB, c.commit_ms.get("p99")) for c in cells
+                     if c.engine == engine and c.mem_limit_bytes and c.status in ("passed", "failed"))
+        dead = [c.mem_limit_bytes / MIB for c in cells
+                if c.engine == engine and c.mem_limit_bytes and c.status not in ("passed", "failed")]
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
+        if dead:
+            ax.scatter(dead, [0] * len(dead), marker="x", s=60, color=line[0].get_color(), clip_on=False,
+                       label=f"{engine}: OOM / error")
+    mems = sorted({c.mem_limit_bytes / MIB for c in cells if c.mem_limit_bytes})
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(mems))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:g} GiB" if v >= 1024 else f"{v:g} MiB"))
+    ax.xaxis.set_minor_locator(FixedLocator([]))
+    ax.set_xlabel("memory limit")
+    ax.set_ylabel("p99 commit latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title(title)
+    return _svg(fig)
+
+
+def sizes_over_time(cells: list[CellData], title: str) -> str:
+    """Database and WAL size through the whole run (load, warmup, measure) on the run clock."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for c in cells:
+        ts = c.timeseries()
+        db = [(r["t_s"], r["db_bytes"] / MIB) for r in ts if r.get("db_bytes") is not None]
+        wal = [(r["t_s"], r["wal_bytes"] / MIB) for r in ts if r.get("wal_bytes") is not None]
+        line = ax.plot(*zip(*db), lw=1.2, label=f"{c.label} db") if db else None
+        if wal:
+            ax.plot(*zip(*wal), lw=1, ls="--", color=line[0].get_color() if line else None, label=f"{c.label} WAL")
+    ax.set_xlabel("seconds since the run began (load, then warmup and measure)")
+    ax.set_ylabel("MiB")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(title)
+    return _svg(fig)
+

@@ -1,0 +1,73 @@
+"""Opt-in early abort: stop the measured phase once a latency threshold can no longer pass, whatever the
+remaining blocks do. Only decidable cases abort, so an aborted cell is one that would have failed:
+- max(x) < L: one block over L;
+- pNN(x) over Ws < L: a window ending at this block is complete, and its pNN is over L;
+- pNN(x) < L over the whole phase: more blocks over L than the final block count allows. That count is
+  known only for a throttled writer (blocks are due on a fixed schedule); unthrottled runs skip it.
+Rate, gauge and '>' thresholds never abort."""
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from harness.scenario.thresholds import Threshold
+
+# HdrHistogram keeps 3 significant digits: count a block as over the limit only when it is clearly over,
+# so rounding can never turn a passing threshold into an abort.
+OVER_MARGIN = 1.002
+
+
+class _Rule:
+    def __init__(self, t: Threshold, expected_blocks: int | None) -> None:
+        self.expr, self.metric = t.expr, t.metric
+        self.limit_ms = t.limit * OVER_MARGIN
+        self.pct = 100.0 if t.agg == "max" else float(t.agg[1:])
+        self.window_s = t.window_s
+        self.window: deque[tuple[float, bool]] = deque()
+        self.window_over = 0
+        # whole phase: how many blocks may be over the limit with pNN still under it
+        self.allowed_over = (None if t.window_s is not None or expected_blocks is None
+                             else expected_blocks - math.ceil(self.pct * expected_blocks / 100))
+        self.over = 0
+
+    def breached(self, end_s: float, value_ms: float) -> bool:
+        over = value_ms > self.limit_ms
+        if self.pct == 100.0 and self.window_s is None:
+            return over
+        if self.window_s is None:
+            self.over += over
+            return self.allowed_over is not None and self.over > self.allowed_over
+        self.window.append((end_s, over))
+        self.window_over += over
+        while end_s - self.window[0][0] > self.window_s:
+            self.window_over -= self.window.popleft()[1]
+        n = len(self.window)
+        return n - self.window_over < math.ceil(self.pct * n / 100)   # the pNN index lands on a value over L
+
+
+class EarlyAbort:
+    def __init__(self, thresholds: list[Threshold], expected_blocks: int | None) -> None:
+        self.rules = [_Rule(t, expected_blocks) for t in thresholds
+                      if t.metric in ("commit_ms", "service_ms") and t.op in ("<", "<=")
+                      and (t.agg == "max" or t.percentile is not None)]
+        self.reason: dict | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int) -> bool:
+        """After each measured block; True once some threshold is certain to fail."""
+        for r in self.rules:
+            if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms):
+                self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
+                return True
+        return False
+
+
+def expected_measured_blocks(interval_ms: float, warmup_s: float, measure_s: float) -> int | None:
+    """Blocks due in [warmup_s, warmup_s + measure_s) on a fixed schedule; None when unthrottled."""
+    interval_ns = int(interval_ms * 1e6)       # the writer's own integer schedule
+    if interval_ns <= 0:
+        return None
+    warm_ns, end_ns = int(warmup_s * 1e9), int((warmup_s + measure_s) * 1e9)
+    return -(-end_ns // interval_ns) - -(-warm_ns // interval_ns)

@@ -1,0 +1,285 @@
+"""`make sweep`: every cell (scenario × engine × memory × scale × repeat) one after another, each in its own
+container or cgroup-limited process, each loading the same seeded starting database from nothing.
+
+Resumable. A sweep lives in a directory named by what was asked, so asking again finds it. A cell's
+identity is a hash of its resolved plan and the engine build that runs it (the image id, or the harness
+commit and installed packages for RUNTIME=local). A cell complete under the same identity is skipped; a
+partial one (interrupted, crashed, machine restarted) or one whose identity changed is moved aside, never
+deleted, and run again. A failed or OOM cell is a result: it is recorded and the sweep goes on."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.runner.result import read_json
+from harness.scenario.plan import RunPlan, resolve_plan
+
+SWEEP_VERSION = 1
+DONE_STATUSES = ("passed", "failed", "oom", "error")
+
+
+class SweepInterrupted(Exception):
+    """Ctrl-C during a cell: its partial result is kept and redone on the next start."""
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """What every cell of a sweep shares, beside its own engine, memory and scale."""
+    profile: str | None = None
+    duration_s: float | None = None
+    overrides: tuple[str, ...] = ()
+    thresholds: tuple[str, ...] | None = None
+    early_abort: bool = False
+    runtime: str = "auto"
+    keep_data: bool = False
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: str
+    engine: str
+    mem: str | None
+    scale: float | None
+    repeat: int = 1
+
+
+@dataclass
+class CellRun:
+    cell: Cell
+    plan: RunPlan
+    cell_id: str
+    dir: Path
+    record: dict = field(default_factory=dict)
+
+
+# ---- identity --------------------------------------------------------------------------------------
+
+_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data")
+
+
+def engine_build(engine: str, runtime: str) -> str:
+    """What, beside the plan, decides the numbers: the image, or the code and packages run locally."""
+    if runtime == "docker":
+        from harness.runtime.docker import image_id, image_tag
+        return f"image:{image_id(image_tag(engine))}"
+    from importlib import metadata
+
+    from harness.environment import git_commit
+    from harness.runtime.docker import harness_version
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    return f"local:{harness_version()}:{git_commit()}:{_sha(dists)[:16]}"
+
+
+def cell_identity(plan: RunPlan, build: str) -> str:
+    dump = {k: v for k, v in plan.model_dump(mode="json", by_alias=True).items() if k not in _PER_ATTEMPT}
+    return _sha([dump, build])[:20]
+
+
+def _sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def sweep_dir_for(results_root: Path, kind: str, label: str, spec: dict) -> Path:
+    """The same request always maps to the same directory; that is what makes re-running resume."""
+    return (results_root / f"{kind}-{label}-{_sha(spec)[:8]}").resolve()
+
+
+# ---- cells -----------------------------------------------------------------------------------------
+
+def cell_name(cell: Cell, plan: RunPlan, repeats: int) -> str:
+    name = f"{cell.engine}-{cell.mem or 'nolimit'}-s{plan.scale:g}"
+    return f"{name}-r{cell.repeat}" if repeats > 1 else name
+
+
+def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -> list[CellRun]:
+    """Resolve every cell before any runs, so a bad MEM or setting stops the sweep before it starts."""
+    from harness.runtime.docker import choose_runtime
+    runs, builds, names = [], {}, set()
+    data_root = Path("data").resolve() / root.name
+    for c in cells:
+        runtime, _ = choose_runtime(opts.runtime, c.engine)
+        plan = resolve_plan(c.scenario, c.engine, profile=opts.profile, scale=c.scale, duration_s=opts.duration_s,
+                            mem=c.mem, runtime=runtime, keep_data=opts.keep_data, overrides=list(opts.overrides),
+                            thresholds=list(opts.thresholds) if opts.thresholds is not None else None,
+                            early_abort=opts.early_abort)
+        name = cell_name(c, plan, repeats)
+        if (c.scenario, name) in names:
+            raise ConfigError(f"two cells would share the name {c.scenario}/{name}; check MEMS and SCALES for repeats")
+        names.add((c.scenario, name))
+        plan = plan.model_copy(update={"run_dir": str(root / c.scenario / name),
+                                       "data_dir": str(data_root / c.scenario / name)})
+        key = (c.engine, runtime)
+        builds.setdefault(key, engine_build(c.engine, runtime))
+        runs.append(CellRun(c, plan, cell_identity(plan, builds[key]), root / c.scenario / name))
+    return runs
+
+
+def write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2))
+    os.replace(tmp, path)
+
+
+def _set_aside(cell_dir: Path, why: str) -> Path:
+    """A partial or superseded cell is kept (nothing lost), out of the way of the new attempt."""
+    dest = cell_dir.parent / ".set-aside" / f"{cell_dir.name}-{why}-{time.strftime('%Y%m%d-%H%M%S')}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(cell_dir), str(dest))
+    return dest
+
+
+def completed(cr: CellRun) -> dict | None:
+    """The cell's record when it completed under the same identity, else None."""
+    rec = read_json(cr.dir / "cell.json")
+    if rec and rec.get("cell_id") == cr.cell_id and rec.get("state") == "complete" \
+            and (cr.dir / "result.json").exists():
+        return rec
+    return None
+
+
+def run_cell(cr: CellRun, label: str) -> dict:
+    from harness.runtime import execute
+    if (rec := completed(cr)) is not None:
+        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec['status']}), skipped", file=sys.stderr, flush=True)
+        return rec
+    if cr.dir.exists():
+        old = read_json(cr.dir / "cell.json") or {}
+        why = "superseded" if old.get("state") == "complete" else "partial"
+        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {_set_aside(cr.dir, why)}", file=sys.stderr)
+    cr.dir.mkdir(parents=True)
+    base = {"cell_id": cr.cell_id, "scenario": cr.cell.scenario, "engine": cr.cell.engine, "mem": cr.cell.mem,
+            "mem_limit_bytes": cr.plan.mem_limit_bytes, "scale": cr.plan.scale, "repeat": cr.cell.repeat,
+            "runtime": cr.plan.runtime, "dir": cr.dir.name}
+    base["started_utc"] = utc_now()
+    write_json(cr.dir / "cell.json", {**base, "state": "running"})
+    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({cr.plan.runtime})", file=sys.stderr, flush=True)
+    try:
+        rc = execute(cr.plan)
+    except KeyboardInterrupt:
+        raise SweepInterrupted(cr.dir.name) from None
+    result = read_json(cr.dir / "result.json") or {}
+    if result.get("error") == "interrupted":
+        raise SweepInterrupted(cr.dir.name)
+    rec = {**base, "state": "complete", "status": result.get("status", "error"), "exit_code": rc,
+           "finished_utc": utc_now()}
+    write_json(cr.dir / "cell.json", rec)
+    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec['status']}", file=sys.stderr, flush=True)
+    return rec
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def cell_summary(run_dir: Path) -> dict:
+    """The figures a sweep table and a verdict need, read back from the cell's result.json."""
+    r = read_json(run_dir / "result.json") or {}
+    m = r.get("metrics") or {}
+    c = m.get("commit_latency_ms") or {}
+    return {"status": r.get("status"), "error": r.get("error"), "p50_ms": c.get("p50"), "p99_ms": c.get("p99"),
+            "max_ms": c.get("max"), "blocks": c.get("count"), "rows_per_s": m.get("rows_per_s"),
+            "bloat_ratio": m.get("bloat_ratio"), "wal_bytes_max": m.get("wal_bytes_max"),
+            "checkpoints": m.get("checkpoints"), "integrity_ok": (r.get("integrity") or {}).get("ok"),
+            "thresholds": r.get("thresholds", []), "early_abort": r.get("early_abort"),
+            "load_digest": (r.get("load") or {}).get("digest"),
+            "load_row_counts": (r.get("load") or {}).get("row_counts")}
+
+
+def starting_state(records: list[dict]) -> dict:
+    """Did every cell of a scenario and scale start from the same database? The model's digest after the
+    load, and the row counts each engine reported after its load (which catches a load that lost rows)."""
+    groups: dict[str, dict] = {}
+    for rec in records:
+        if rec.get("load_digest") is None:
+            continue
+        g = groups.setdefault(f"{rec['scenario']}@{rec['scale']:g}", {"digests": set(), "counts": set(), "cells": 0})
+        g["digests"].add(json.dumps(rec["load_digest"], sort_keys=True))
+        expected = {t: int(v.split(":")[0]) for t, v in rec["load_digest"].items()}
+        g["counts"].add(json.dumps(rec.get("load_row_counts") or expected, sort_keys=True))
+        g["counts"].add(json.dumps(expected, sort_keys=True))
+        g["cells"] += 1
+    return {k: {"cells": g["cells"], "same": len(g["digests"]) == 1 and len(g["counts"]) == 1} for k, g in groups.items()}
+
+
+def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> dict:
+    cells = [{**cr.record, **(cell_summary(cr.dir) if cr.record.get("state") == "complete" else {})}
+             for cr in runs if cr.record]
+    statuses = [c.get("status") for c in cells if c.get("state") == "complete"]
+    out = {"version": SWEEP_VERSION, **meta, "updated_utc": utc_now(),
+           "cells_total": len(runs), "cells_complete": len(statuses),
+           "status_counts": {s: statuses.count(s) for s in DONE_STATUSES if s in statuses},
+           "starting_state": starting_state(cells), "cells": cells}
+    write_json(path, out)
+    return out
+
+
+def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> dict:
+    """Run (or skip) each cell in order, rewriting sweep.json after each one."""
+    for i, cr in enumerate(runs, 1):
+        try:
+            cr.record = run_cell(cr, f"{i}/{len(runs)}")
+        except SweepInterrupted:
+            cr.record = {**(read_json(cr.dir / "cell.json") or {}), "state": "partial"}
+            write_sweep_json(sweep_json, meta, runs)
+            raise
+        write_sweep_json(sweep_json, meta, runs)
+    return write_sweep_json(sweep_json, meta, runs)
+
+
+def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,
+          opts: CellOptions, results_root: Path, fresh: bool = False) -> int:
+    if repeats < 1:
+        raise ConfigError(f"REPEATS: must be >= 1, got {repeats}")
+    spec = {"scenario": scenario, "engines": engines, "mems": mems, "scales": scales, "repeats": repeats,
+            "opts": opts.__dict__}
+    root = sweep_dir_for(results_root, "sweep", Path(scenario).stem, spec)
+    cells = [Cell(scenario, e, m, s, r) for e in engines for m in mems for s in scales for r in range(1, repeats + 1)]
+    try:
+        runs = plan_cells(cells, opts, root, repeats)
+    except ConfigError as e:
+        raise ConfigError(f"sweep: {e}") from None
+    if fresh and root.exists():
+        shutil.move(str(root), f"{root}.{time.strftime('%Y%m%d-%H%M%S')}")
+    root.mkdir(parents=True, exist_ok=True)
+    done = sum(completed(cr) is not None for cr in runs)
+    print(f"[sweep] {root}: {len(runs)} cells" + (f", {done} already complete (resuming)" if done else ""),
+          file=sys.stderr, flush=True)
+    meta = {"kind": "sweep", "spec": spec, "dir": str(root)}
+    try:
+        out = run_cells(runs, root / "sweep.json", meta)
+    except SweepInterrupted as e:
+        print(f"[sweep] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    _print_table(out["cells"])
+    for k, v in out["starting_state"].items():
+        if not v["same"]:
+            print(f"warning: cells of {k} did not start from the same database (see sweep.json)", file=sys.stderr)
+    from harness.report import write_report
+    _, html = write_report(root)
+    print(root / "sweep.json")
+    print(html)
+    return 0 if all(c.get("status") in ("passed", "failed", "oom") for c in out["cells"]) else EXIT_RUN_FAILED
+
+
+def _print_table(cells: list[dict]) -> None:
+    fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+    for c in cells:
+        print(f"{c['scenario']:14s} {c['dir']:28s} {c.get('status') or '-':7s} p99 {fmt(c.get('p99_ms')):>9s} ms"
+              f"  rows/s {fmt(c.get('rows_per_s')):>9s}", file=sys.stderr)
+
+
+def parse_list(text: str | None, what: str, cast=str) -> list:
+    if text is None or not text.strip():
+        return [None]
+    try:
+        return [cast(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise ConfigError(f"{what}: cannot read {text!r}; give a space-separated list") from None
+
