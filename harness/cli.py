@@ -63,6 +63,7 @@ def _cell_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"])
     p.add_argument("--early-abort", action="store_true", help="stop a cell once a threshold can no longer pass")
     p.add_argument("--results", default="results", type=Path)
+    p.add_argument("--data", default="data", help="where the cells' database files go")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +98,8 @@ def _dispatch(args) -> int:
     if args.cmd in ("sweep", "verdict"):
         from harness.sweep import CellOptions, parse_list
         opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
-                           early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())))
+                           early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
+                           data_root=args.data)
         mems = parse_list(args.mems, "MEMS")
         if args.cmd == "verdict":
             from harness.decision import DECISION_FILE, verdict

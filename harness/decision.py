@@ -109,7 +109,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         mems = tree.mems[prof]
     opts = CellOptions(**{**opts.__dict__, "profile": profile})
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
-            "opts": opts.__dict__}
+            "opts": opts.asked()}
     root = sweep_dir_for(results_root, "verdict", prof, spec)
     root.mkdir(parents=True, exist_ok=True)
     meta = {"kind": "verdict-cells", "dir": str(root)}

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.runner.result import read_json
 from harness.scenario.plan import RunPlan, resolve_plan
@@ -39,6 +41,11 @@ class CellOptions:
     early_abort: bool = False
     runtime: str = "auto"
     keep_data: bool = False
+    data_root: str = "data"
+
+    def asked(self) -> dict:
+        """What names the sweep (and its directory): not where files go."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root")}
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
     """Resolve every cell before any runs, so a bad MEM or setting stops the sweep before it starts."""
     from harness.runtime.docker import choose_runtime
     runs, builds, names = [], {}, set()
-    data_root = Path("data").resolve() / root.name
+    data_root = Path(opts.data_root).resolve() / root.name
     for c in cells:
         runtime, _ = choose_runtime(opts.runtime, c.engine)
         plan = resolve_plan(c.scenario, c.engine, profile=opts.profile, scale=c.scale, duration_s=opts.duration_s,
@@ -135,6 +142,18 @@ def _set_aside(cell_dir: Path, why: str) -> Path:
     return dest
 
 
+def _stop_leftovers(cell_dir: Path) -> None:
+    """A killed attempt in a container may still be running: stop it before its cell is run again."""
+    try:
+        old = RunPlan.read(cell_dir / "plan.yaml")
+    except (OSError, ValueError, yaml.YAMLError):
+        return
+    if old.runtime == "docker":
+        from harness.runtime.docker import remove_leftovers
+        if remove_leftovers(old.run_id):
+            print(f"[sweep] removed the still-running container of {old.run_id}", file=sys.stderr)
+
+
 def completed(cr: CellRun) -> dict | None:
     """The cell's record when it completed under the same identity, else None."""
     rec = read_json(cr.dir / "cell.json")
@@ -152,7 +171,10 @@ def run_cell(cr: CellRun, label: str) -> dict:
     if cr.dir.exists():
         old = read_json(cr.dir / "cell.json") or {}
         why = "superseded" if old.get("state") == "complete" else "partial"
-        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {_set_aside(cr.dir, why)}", file=sys.stderr)
+        _stop_leftovers(cr.dir)
+        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {_set_aside(cr.dir, why)}",
+              file=sys.stderr)
+    shutil.rmtree(cr.plan.data_dir, ignore_errors=True)      # a killed attempt's database must not be reused
     cr.dir.mkdir(parents=True)
     base = {"cell_id": cr.cell_id, "scenario": cr.cell.scenario, "engine": cr.cell.engine, "mem": cr.cell.mem,
             "mem_limit_bytes": cr.plan.mem_limit_bytes, "scale": cr.plan.scale, "repeat": cr.cell.repeat,
@@ -238,7 +260,7 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
     if repeats < 1:
         raise ConfigError(f"REPEATS: must be >= 1, got {repeats}")
     spec = {"scenario": scenario, "engines": engines, "mems": mems, "scales": scales, "repeats": repeats,
-            "opts": opts.__dict__}
+            "opts": opts.asked()}
     root = sweep_dir_for(results_root, "sweep", Path(scenario).stem, spec)
     cells = [Cell(scenario, e, m, s, r) for e in engines for m in mems for s in scales for r in range(1, repeats + 1)]
     try:

@@ -4,6 +4,7 @@ timeseries.csv (one row per second, all phases, on the same run clock)."""
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -24,6 +25,7 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)   # RDF boilerplate
     return text[text.index("<svg"):]          # drop the XML prolog and doctype: it is inlined in HTML
 
 

@@ -138,6 +138,21 @@ def run_docker(plan: RunPlan) -> int:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def remove_leftovers(run_id: str) -> int:
+    """Containers and networks of a run whose harness died without cleaning up (a killed sweep, say):
+    found by their compose project label, so a resumed sweep does not share the machine with them."""
+    if not daemon_answers():
+        return 0
+    label = f"label=com.docker.compose.project=arkbench-{run_id}".lower()
+    ids = _docker("ps", "-aq", "--filter", label).stdout.split()
+    if ids:
+        _docker("rm", "-f", *ids)
+    nets = _docker("network", "ls", "-q", "--filter", label).stdout.split()
+    if nets:
+        _docker("network", "rm", *nets)
+    return len(ids)
+
+
 def _wait(container: str, plan: RunPlan) -> int:
     """The container's exit code. Ctrl-C sends the runner SIGINT (it writes its partial result and
     exits); a second Ctrl-C kills the container."""

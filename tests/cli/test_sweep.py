@@ -1,0 +1,200 @@
+"""Sweeps, verdicts and reports as a user runs them: real SQLite and DuckDB cells, a sweep killed halfway and
+resumed, a decision tree walked to its end, a report opened in headless Chromium."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.report import write_report
+from harness.report.collect import collect
+from harness.report.content import build
+from tests.conftest import ROOT, can_use_cgroups, harness_cmd
+
+pytestmark = pytest.mark.slow
+SMOKE = ["--profile", "smoke", "--duration", "3", "--runtime", "local"]
+
+
+def sweep_args(tmp_path: Path, *extra: str) -> list[str]:
+    return harness_cmd() + ["sweep", "--scenario", "reorg", *SMOKE, "--results", str(tmp_path / "results"),
+                            "--data", str(tmp_path / "data"), *extra]
+
+
+def only_sweep_dir(tmp_path: Path) -> Path:
+    dirs = [d for d in (tmp_path / "results").iterdir() if d.name.startswith("sweep-") and d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def wait_for(cond, timeout_s: float, what: str) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def cell_state(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text()).get("state")
+    except (OSError, ValueError):
+        return None
+
+
+def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path):
+    args = sweep_args(tmp_path, "--engines", "sqlite", "--scales", "0.001 0.0015 0.002")
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "results").exists() and any((tmp_path / "results").glob("sweep-*/reorg/*-s0.0015/progress.json")),
+                 120, "the second cell's runner to start")
+        root = only_sweep_dir(tmp_path)
+        first, second, third = (root / "reorg" / f"sqlite-nolimit-s{s}" for s in ("0.001", "0.0015", "0.002"))
+        assert cell_state(first / "cell.json") == "complete" and cell_state(second / "cell.json") == "running"
+        first_result = (first / "result.json").read_bytes()
+        os.killpg(proc.pid, signal.SIGKILL)        # a crash: no handler runs, the runner dies with it
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert not third.exists()
+
+    again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    log = again.stderr
+    assert "1 already complete (resuming)" in log
+    assert "reorg/sqlite-nolimit-s0.001: complete (passed), skipped" in log or \
+           "reorg/sqlite-nolimit-s0.001: complete (failed), skipped" in log
+    assert "reorg/sqlite-nolimit-s0.0015: partial attempt moved to" in log
+    assert log.count(": running (local)") == 2, "only the partial and the missing cell ran"
+    assert (first / "result.json").read_bytes() == first_result, "the complete cell was left as it was"
+    set_aside = list((root / "reorg" / ".set-aside").iterdir())
+    assert len(set_aside) == 1 and set_aside[0].name.startswith("sqlite-nolimit-s0.0015-partial-")
+
+    sweep = json.loads((root / "sweep.json").read_text())
+    assert sweep["cells_total"] == sweep["cells_complete"] == 3
+    assert all(c["integrity_ok"] is True and c["status"] in ("passed", "failed") for c in sweep["cells"])
+    assert [c["scale"] for c in sweep["cells"]] == [0.001, 0.0015, 0.002]
+    assert all(v["same"] for v in sweep["starting_state"].values()) and len(sweep["starting_state"]) == 3
+    assert (root / "report.html").exists() and again.stdout.strip().splitlines()[-1].endswith("report.html")
+
+
+def write_decision(tmp_path: Path, name: str, thresholds: list[str], engines=("sqlite", "duckdb")) -> Path:
+    tree = {"steps": [{"engine": e, "decision": f"use {e}"} for e in engines],
+            "otherwise": "revisit the architecture",
+            "criteria": [{"name": "reorg", "scenario": "reorg", "thresholds": thresholds,
+                          "target": {"scale": 1.0, "measure_s": 3600}}],
+            "mems": {"smoke": ["384m"]}}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(json.dumps(tree))
+    return path
+
+
+def run_verdict(tmp_path: Path, decision: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    p = subprocess.run(harness_cmd() + ["verdict", "--decision", str(decision), *SMOKE, *extra,
+                                        "--results", str(tmp_path / decision.stem), "--data", str(tmp_path / "data")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    found = list((tmp_path / decision.stem).glob("verdict-*/verdict.json"))
+    assert found, p.stderr[-3000:]
+    return p, json.loads(found[0].read_text())
+
+
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
+    p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"]))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert v["verdict"] == {"engine": "sqlite", "decision": "use sqlite", "path": ["sqlite: passed"]}
+    assert [s["engine"] for s in v["steps"]] == ["sqlite"]
+    cell = v["steps"][0]["cells"][0]
+    assert cell["mem_limit_bytes"] == 384 << 20 and cell["thresholds"][0]["value"] < 60000
+    assert not list((tmp_path / "lenient").glob("verdict-*/reorg/duckdb-*")), "the walk ran no more than it needed"
+    assert v["caveats"] and "scale 0.001" in v["caveats"][0]
+    html = Path(p.stdout.strip().splitlines()[-1])
+    assert html.name == "report.html" and html.exists()
+    assert "Caveat" in (html.parent / "report.md").read_text().splitlines()[0]
+
+
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_verdict_walks_every_engine_to_otherwise_with_early_abort(tmp_path):
+    p, v = run_verdict(tmp_path, write_decision(tmp_path, "strict", ["max(commit_ms) < 0.01"]), "--early-abort")
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert v["verdict"]["engine"] is None and v["verdict"]["decision"] == "revisit the architecture"
+    assert v["verdict"]["path"] == ["sqlite: failed", "duckdb: failed"]
+    for step in v["steps"]:
+        cell = step["cells"][0]
+        assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
+        assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("sweep")
+    mems = ["--mems", "256m 512m"] if can_use_cgroups() is None else []
+    p = subprocess.run(sweep_args(tmp, "--engines", "sqlite", "duckdb", *mems), cwd=ROOT, capture_output=True,
+                       text=True, timeout=400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return only_sweep_dir(tmp)
+
+
+def test_report_tables_plots_and_environment(small_sweep):
+    md, html = write_report(small_sweep)
+    text = md.read_text()
+    assert text.startswith("> **Caveat:** measured at scale 0.001")
+    assert "| sqlite |" in text and "| duckdb |" in text and "Environment of every cell" in text
+    plots = sorted(p.name for p in (small_sweep / "plots").iterdir())
+    assert "reorg-cdf.svg" in plots and "reorg-sizes.svg" in plots and sum("-latency" in p for p in plots) >= 2
+    page = html.read_text()
+    assert page.count("<svg") == len(plots), "every plot is inline in the HTML"
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?(https?:|//)|@import""", page), \
+        "nothing for a viewer to fetch"
+
+
+def test_report_flags_noisy_repeats(small_sweep):
+    data = collect(small_sweep)
+    base = data.cells[0]
+    twin = type(base)(base.run_dir, json.loads(json.dumps(base.result)), repeat=2)
+    twin.result["metrics"]["commit_latency_ms"]["p99"] = base.commit_ms["p99"] * 1.5
+    data.cells.insert(1, twin)
+    doc = build(data)
+    alarms = [b.text for b in doc if b.kind == "alarm"]
+    assert alarms and "noisy" in alarms[0] and base.engine in alarms[0]
+    table = next(b for b in doc if b.kind == "table")
+    assert any("NOISY" in str(cell) for row in table.rows for cell in row)
+
+
+def test_report_renders_in_headless_chromium(small_sweep):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (make install installs it)")
+    from playwright.sync_api import sync_playwright
+    _, html = write_report(small_sweep)
+    errors, requests = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.on("requestfailed", lambda r: errors.append(f"requestfailed: {r.url}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(html.as_uri(), wait_until="load")
+            sizes = page.evaluate("() => [...document.querySelectorAll('figure.plot svg')]"
+                                  ".map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+            shot = ROOT / "build" / "screenshots" / "report.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert requests == [html.as_uri()], "the report loads nothing but itself"
+    assert len(sizes) == len(list((small_sweep / "plots").iterdir())) >= 4
+    assert all(w > 300 and h > 150 for w, h in sizes), sizes
+    assert shot.stat().st_size > 50_000

@@ -1,0 +1,130 @@
+"""The harness's own logic behind sweeps and verdicts: early-abort rules, cell identity, the decision file,
+starting-state checks and repeat statistics. Engines and runs are exercised in tests/cli/test_sweep.py."""
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.decision import DECISION_FILE, load_decision
+from harness.errors import ConfigError
+from harness.runner.abort import EarlyAbort, expected_measured_blocks
+from harness.runner.metrics import BlockLog
+from harness.scenario.plan import resolve_plan
+from harness.scenario.thresholds import parse_threshold
+from harness.stats import spread, summarize
+from harness.sweep import cell_identity, starting_state
+
+
+def _abort(exprs, expected):
+    return EarlyAbort([parse_threshold(e) for e in exprs], expected)
+
+
+def _first_abort(ab: EarlyAbort, values_ms, interval_s=0.1):
+    for i, v in enumerate(values_ms):
+        if ab.check((i + 1) * interval_s, v, v, (i + 1) * interval_s, i + 1):
+            return i
+    return None
+
+
+def test_max_aborts_on_the_first_block_over():
+    assert _first_abort(_abort(["max(commit_ms) < 100"], None), [10, 20, 99, 150, 10]) == 3
+
+
+def test_whole_phase_percentile_aborts_only_when_the_final_count_cannot_pass():
+    # 100 blocks expected: p99 < 50 survives one block over 50 and fails at the second.
+    ab = _abort(["p99(commit_ms) < 50"], 100)
+    assert _first_abort(ab, [10] * 10 + [500] + [10] * 10 + [500] + [10] * 5) == 21
+    assert ab.reason == {"threshold": "p99(commit_ms) < 50", "measured_s": 2.2, "block": 22}
+
+
+def test_unthrottled_whole_phase_percentile_and_rates_never_abort():
+    ab = _abort(["p99(commit_ms) < 50", "rate(rows) > 5000", "p50(commit_ms) > 1"], None)
+    assert _first_abort(ab, [500] * 50) is None
+
+
+def test_a_value_within_hdr_precision_of_the_limit_is_not_over():
+    assert _first_abort(_abort(["max(commit_ms) < 100"], None), [100.1, 100.15]) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_windowed_abort_agrees_with_the_exact_worst_window(seed):
+    """Abort happens iff the post-run worst window (what the threshold reports) is over the limit."""
+    rng = random.Random(seed)
+    values = [rng.choice([10.0] * 30 + [900.0]) for _ in range(400)]
+    log = BlockLog()
+    for i, v in enumerate(values):
+        end = (i + 1) * 0.1
+        log.add(end - v / 1000, end - v / 1000, end, 1, "normal")
+    worst = log.worst_window_percentile_ms(95, 5, "commit_ms")
+    aborted = _first_abort(_abort(["p95(commit_ms) over 5s < 500"], None), values) is not None
+    assert aborted == (worst > 500)
+
+
+def test_expected_blocks_match_the_writers_schedule():
+    for interval_ms, warm_s, measure_s in [(100, 1, 10), (50, 1, 8), (500, 15, 120), (333, 0.5, 7.3)]:
+        interval_ns, warm, end = int(interval_ms * 1e6), int(warm_s * 1e9), int((warm_s + measure_s) * 1e9)
+        due = [i * interval_ns for i in range(100_000) if i * interval_ns < end]
+        assert expected_measured_blocks(interval_ms, warm_s, measure_s) == sum(d >= warm for d in due)
+    assert expected_measured_blocks(0, 1, 10) is None
+
+
+def test_the_decision_file_holds_the_reference_tree():
+    tree = load_decision()
+    assert [s.engine for s in tree.steps] == ["sqlite", "libsql", "postgres", "duckdb"]
+    assert "revisit" in tree.otherwise.lower()
+    crit = {c.scenario: c for c in tree.criteria}
+    assert "p99(commit_ms) < 500" in crit["p99_5x"].thresholds and crit["p99_5x"].target.scale == 5.0
+    assert "p99(commit_ms) < 500" in crit["reorg"].thresholds
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("engine: duckdb", "engine: mysql"), "steps.3.engine: unknown engine 'mysql'; allowed: sqlite"),
+    (("scenario: reorg", "scenario: nope"), "criteria.1.scenario: unknown scenario 'nope'"),
+    (("p99(commit_ms) < 500\", \"rate", "p99(commit_ms) < soon\", \"rate"), "criteria.0.thresholds: [0] malformed"),
+    (("otherwise:", "colour: red\notherwise:"), "colour: unknown field 'colour'; allowed: description, steps"),
+    (("otherwise:", "other:"), "otherwise: required field is missing"),
+])
+def test_a_bad_decision_file_names_the_file_and_the_field(tmp_path, edit, expected):
+    bad = tmp_path / "decision.yaml"
+    bad.write_text(DECISION_FILE.read_text().replace(*edit, 1))
+    with pytest.raises(ConfigError) as e:
+        load_decision(bad)
+    assert str(bad) in str(e.value) and expected in str(e.value)
+
+
+def _plan(tmp_path: Path, **kw):
+    return resolve_plan("reorg", "sqlite", profile="smoke", results_root=tmp_path, **kw)
+
+
+def test_cell_identity_ignores_the_attempt_and_follows_the_plan_and_build(tmp_path):
+    a, b = _plan(tmp_path), _plan(tmp_path)
+    assert a.run_id != b.run_id
+    assert cell_identity(a, "image:x") == cell_identity(b, "image:x")
+    assert cell_identity(a, "image:x") != cell_identity(a, "image:y")
+    assert cell_identity(a, "image:x") != cell_identity(_plan(tmp_path, scale=0.002), "image:x")
+    assert cell_identity(a, "image:x") != cell_identity(_plan(tmp_path, early_abort=True), "image:x")
+    assert cell_identity(a, "image:x") != cell_identity(_plan(tmp_path, thresholds=["max(commit_ms) < 9"]), "image:x")
+
+
+def test_thresholds_given_to_a_plan_replace_the_scenarios_and_are_validated(tmp_path):
+    assert _plan(tmp_path, thresholds=["p99(commit_ms) < 5"]).thresholds == ["p99(commit_ms) < 5"]
+    with pytest.raises(ConfigError, match="thresholds"):
+        _plan(tmp_path, thresholds=["p99(commit_ms) <<< 5"])
+
+
+def test_starting_state_flags_a_cell_whose_load_lost_rows():
+    digest = {"payloads": "10:aa", "string_attributes": "150:bb", "numeric_attributes": "90:cc"}
+    counts = {"payloads": 10, "string_attributes": 150, "numeric_attributes": 90}
+    cells = [{"scenario": "reorg", "scale": 0.001, "load_digest": digest, "load_row_counts": counts}
+             for _ in range(3)]
+    assert starting_state(cells) == {"reorg@0.001": {"cells": 3, "same": True}}
+    cells[1] = {**cells[1], "load_row_counts": {**counts, "payloads": 9}}
+    assert starting_state(cells)["reorg@0.001"]["same"] is False
+
+
+def test_spread_and_the_noisy_flag():
+    assert spread([100.0]) is None
+    assert spread([95.0, 100.0, 105.0]) == pytest.approx(0.1)
+    assert summarize([95.0, 100.0, 105.0])["noisy"] is True
+    assert summarize([99.0, 100.0, 101.0]) == {"n": 3, "median": 100.0, "min": 99.0, "max": 101.0,
+                                              "spread": 0.02, "noisy": False}
