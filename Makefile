@@ -41,13 +41,16 @@ help: ## list the targets
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "arkbench needs Python >= 3.11 ($(PYTHON))" >&2; exit 2; }
-	@# The postgres engine runs Debian's PostgreSQL server privately per run; no default cluster is created.
-	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+	@# Debian packages: PostgreSQL (the postgres engine runs its own private server per run; no default
+	@# cluster is created) and chromium (the report test opens report.html in it, headless).
+	@missing=""; ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing=" postgresql"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian's PostgreSQL server (for the postgres engine)"; \
+	    echo "installing Debian's$$missing"; \
 	    mkdir -p /etc/postgresql-common && echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-	  else echo "note: no PostgreSQL server installed (apt-get install postgresql); the postgres engine cannot run" >&2; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "note: not installed:$$missing (apt-get install$$missing); the postgres engine or the report test cannot run" >&2; fi; \
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
