@@ -99,6 +99,8 @@ def test_shipped_scenarios_are_valid_and_have_three_profiles():
     assert {f.stem for f, _ in results} >= {"reorg", "checkpoint_storm", "p99_5x"}
     assert [err for _, err in results if err] == []
     for f, _ in results:
+        if f.name == "decision.yaml":        # the decision tree, validated by its own model
+            continue
         sc, _ = load_scenario(f)
         assert {"smoke", "quick", "full"} <= set(sc.profiles), f
 
