@@ -5,6 +5,7 @@ every cell with each threshold's measured value, and the decision."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -107,7 +108,6 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         if prof not in tree.mems:
             raise ConfigError(f"{decision_path}: mems: no default for profile {prof!r}; give MEMS=\"...\"")
         mems = tree.mems[prof]
-    opts = CellOptions(**{**opts.__dict__, "profile": profile})
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     root = sweep_dir_for(results_root, "verdict", prof, spec)
@@ -125,7 +125,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             records = []
             for crit in tree.criteria:
                 cells = [Cell(crit.scenario, step.engine, m, scale, r) for m in mems for r in range(1, repeats + 1)]
-                runs = plan_cells(cells, CellOptions(**{**opts.__dict__, "thresholds": tuple(crit.thresholds)}),
+                runs = plan_cells(cells, replace(opts, thresholds=tuple(crit.thresholds)),
                                   root, repeats)
                 done = run_cells(runs, root / f"cells-{step.engine}-{crit.scenario}.json", meta)
                 records += [{**c, "criterion": crit.name, "measure_s": runs[0].plan.phases.measure_s}
