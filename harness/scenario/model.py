@@ -2,13 +2,25 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from harness import registry
 from harness.scenario.thresholds import parse_threshold
 from harness.workload.shapes import SHAPES
+
+
+def _check_thresholds(v: list[str]) -> list[str]:
+    for i, expr in enumerate(v):
+        try:
+            parse_threshold(expr)
+        except ValueError as e:
+            raise ValueError(f"[{i}] {e}") from None
+    return v
+
+
+ThresholdExprs = Annotated[list[str], AfterValidator(_check_thresholds)]
 
 
 class Strict(BaseModel):
@@ -104,18 +116,9 @@ class Body(Strict):
     readers: Readers = Readers()
     checkpoint: Checkpoint = Checkpoint()
     engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
-    thresholds: list[str] = []
+    thresholds: ThresholdExprs = []
     integrity: Literal["model", "counts"] = "model"
 
-    @field_validator("thresholds")
-    @classmethod
-    def _thresholds(cls, v: list[str]) -> list[str]:
-        for i, expr in enumerate(v):
-            try:
-                parse_threshold(expr)
-            except ValueError as e:
-                raise ValueError(f"[{i}] {e}") from None
-        return v
 
 
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
