@@ -85,6 +85,20 @@ def test_a_killed_sweep_resumes_with_only_the_missing_cells(tmp_path):
     assert (root / "report.html").exists() and again.stdout.strip().splitlines()[-1].endswith("report.html")
 
 
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_an_oom_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
+    # 48 MiB cannot hold the runner and its block feed (~60 MB RSS each): the kill comes at start-up.
+    p = subprocess.run(sweep_args(tmp_path, "--engines", "sqlite", "--mems", "48m 512m"), cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    sweep = json.loads((only_sweep_dir(tmp_path) / "sweep.json").read_text())
+    oom, ok = sweep["cells"]
+    assert oom["status"] == "oom" and oom["state"] == "complete" and oom["mem_limit_bytes"] == 48 << 20
+    assert ok["status"] in ("passed", "failed") and ok["integrity_ok"] is True
+    assert sweep["status_counts"]["oom"] == 1
+
+
 def write_decision(tmp_path: Path, name: str, thresholds: list[str], engines=("sqlite", "duckdb")) -> Path:
     tree = {"steps": [{"engine": e, "decision": f"use {e}"} for e in engines],
             "otherwise": "revisit the architecture",
