@@ -120,7 +120,6 @@ class Body(Strict):
     integrity: Literal["model", "counts"] = "model"
 
 
-
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
