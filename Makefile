@@ -54,7 +54,7 @@ $(STAMP): pyproject.toml
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,report]'
 	@touch $@
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
@@ -77,10 +77,11 @@ bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENG
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \
 	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
 
-# The exact versions of .venv, as wheels, so image builds need no PyPI.
-$(WHEELHOUSE)/requirements.txt: $(STAMP)
+# The runtime dependencies at .venv's exact versions, as wheels, so image builds need no PyPI (the test
+# and report extras stay on the host).
+$(WHEELHOUSE)/requirements.txt: $(STAMP) docker/runtime-requirements.py
 	@mkdir -p $(WHEELHOUSE)
-	@$(VENV)/bin/pip freeze --exclude-editable | grep -v -i '^arkbench' > $(WHEELHOUSE)/requirements.in
+	@$(PY) docker/runtime-requirements.py arkbench > $(WHEELHOUSE)/requirements.in
 	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.in
 	@mv $(WHEELHOUSE)/requirements.in $@
 
