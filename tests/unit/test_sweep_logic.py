@@ -115,10 +115,12 @@ def test_thresholds_given_to_a_plan_replace_the_scenarios_and_are_validated(tmp_
 def test_starting_state_flags_a_cell_whose_load_lost_rows():
     digest = {"payloads": "10:aa", "string_attributes": "150:bb", "numeric_attributes": "90:cc"}
     counts = {"payloads": 10, "string_attributes": 150, "numeric_attributes": 90}
-    cells = [{"scenario": "reorg", "scale": 0.001, "load_digest": digest, "load_row_counts": counts}
-             for _ in range(3)]
+    cells = [{"scenario": "reorg", "scale": 0.001, "dir": f"c{i}", "load_digest": digest, "load_row_counts": counts}
+             for i in range(3)]
     assert starting_state(cells) == {"reorg@0.001": {"cells": 3, "same": True}}
     cells[1] = {**cells[1], "load_row_counts": {**counts, "payloads": 9}}
+    assert starting_state(cells)["reorg@0.001"] == {"cells": 3, "same": False, "row_counts_differ": ["c1"]}
+    cells[1] = {**cells[1], "load_row_counts": counts, "load_digest": {**digest, "payloads": "10:ab"}}
     assert starting_state(cells)["reorg@0.001"]["same"] is False
 
 
