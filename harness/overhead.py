@@ -71,6 +71,8 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
     out = {"scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO, "repeats": repeats,
            "engines": {}}
     lines = []
+    results_root.mkdir(parents=True, exist_ok=True)
+    path = results_root / f"overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     for engine in engines:
         tries = []
         for r in range(repeats):
@@ -90,9 +92,7 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
         lines.append(f"{engine} ratio {stats['median']:.3f}"
                      f" (n={stats['n']}, min {stats['min']:.3f}, max {stats['max']:.3f}"
                      f"{', NOISY' if stats['noisy'] else ''})" if stats["median"] else f"{engine} ratio n/a")
-    results_root.mkdir(parents=True, exist_ok=True)
-    path = results_root / f"overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(out, indent=2))
+        path.write_text(json.dumps(out, indent=2))       # after each engine: a later failure loses nothing
     for line in lines:
         print(line)
     print(path)
