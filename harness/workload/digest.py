@@ -9,37 +9,44 @@ from dataclasses import dataclass, field
 _MOD = 1 << 128
 
 
-def row_hash(row: tuple) -> int:
-    # One blake2b call over the joined encoding (the same bytes as hashing value by value): this runs
-    # for every row the feed generates, so it is the generator's largest cost.
+def row_hash_nbytes(row: tuple) -> tuple[int, int]:
+    """The row's 128-bit hash and its logical size (values' bytes, str in characters, 8 per integer: the
+    denominator of storage bloat). One pass and one blake2b call over the joined encoding (the same bytes
+    as hashing value by value): this runs for every row the feed generates, its largest cost."""
     parts: list[bytes] = []
+    nbytes = 0
     for v in row:
         t = type(v)
         if t is int:
             parts.append(b"I%d;" % v)
+            nbytes += 8
         elif t is bytes:
             parts += (b"B%d:" % len(v), v)
+            nbytes += len(v)
         elif t is str:
             b = v.encode()
             parts += (b"S%d:" % len(b), b)
+            nbytes += len(v)
         elif v is None:
             parts.append(b"N;")
         elif isinstance(v, (bytes, bytearray, memoryview)):
             b = bytes(v)
             parts += (b"B%d:" % len(b), b)
+            nbytes += len(b)
         elif isinstance(v, int):
             parts.append(b"I%d;" % v)
+            nbytes += 8
         elif isinstance(v, str):
             b = v.encode()
             parts += (b"S%d:" % len(b), b)
+            nbytes += len(v)
         else:
             raise TypeError(f"unsupported value type in a row: {type(v).__name__}")
-    return int.from_bytes(hashlib.blake2b(b"".join(parts), digest_size=16).digest(), "big")
+    return int.from_bytes(hashlib.blake2b(b"".join(parts), digest_size=16).digest(), "big"), nbytes
 
 
-def row_nbytes(row: tuple) -> int:
-    """Logical size of a row: its values' bytes, 8 per integer (the denominator of storage bloat)."""
-    return sum(8 if type(v) is int or isinstance(v, int) else len(v) for v in row)
+def row_hash(row: tuple) -> int:
+    return row_hash_nbytes(row)[0]
 
 
 @dataclass
@@ -49,14 +56,16 @@ class TableDigest:
     nbytes: int = 0
 
     def add(self, row: tuple) -> None:
-        self.total = (self.total + row_hash(row)) % _MOD
+        h, n = row_hash_nbytes(row)
+        self.total = (self.total + h) % _MOD
         self.count += 1
-        self.nbytes += row_nbytes(row)
+        self.nbytes += n
 
     def remove(self, row: tuple) -> None:
-        self.total = (self.total - row_hash(row)) % _MOD
+        h, n = row_hash_nbytes(row)
+        self.total = (self.total - h) % _MOD
         self.count -= 1
-        self.nbytes -= row_nbytes(row)
+        self.nbytes -= n
 
     def hexdigest(self) -> str:
         return f"{self.count}:{self.total:032x}"
