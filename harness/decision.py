@@ -15,8 +15,9 @@ from harness import registry
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.scenario.load import format_error, load_scenario, resolve_path
 from harness.scenario.model import Strict, ThresholdExprs
-from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for, utc_now, \
-    write_json
+from harness.environment import utc_now
+from harness.runner.result import write_json
+from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
 
 VERDICT_VERSION = 1
 DECISION_FILE = Path(__file__).resolve().parents[1] / "scenarios" / "decision.yaml"

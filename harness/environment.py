@@ -15,6 +15,10 @@ from harness.runtime import cgroup
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def git_commit() -> str | None:
     if os.environ.get("ARKBENCH_GIT_COMMIT"):
         return os.environ["ARKBENCH_GIT_COMMIT"]
@@ -101,5 +105,5 @@ def capture(data_dir: Path, runtime: str) -> dict:
         "data_dir": str(data_dir),
         "filesystem": filesystem(data_dir),
         "fsync_floor": fsync_floor(data_dir),
-        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "started_utc": utc_now(),
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.errors import ConfigError
 from harness.runner.run import workload_spec
+from harness.runner.result import read_json
 from harness.runtime.local import run_local
 from harness.scenario.plan import RunPlan, resolve_plan
 from harness.stats import summarize
@@ -57,7 +58,7 @@ def loop_side(plan: RunPlan) -> dict:
 
 def harness_side(plan: RunPlan) -> dict:
     run_local(plan)
-    result = json.loads((Path(plan.run_dir) / "result.json").read_text())
+    result = read_json(Path(plan.run_dir) / "result.json") or {"status": "error", "metrics": {}}
     m = result["metrics"]
     return {"status": result["status"], "rows": m.get("rows"), "rows_per_s": m.get("rows_per_s"),
             "generator_wait_s": (m.get("harness") or {}).get("generator_wait_s"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 import yaml
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.runner.result import read_json
+from harness.environment import utc_now
+from harness.runner.result import read_json, write_json
 from harness.scenario.plan import RunPlan, resolve_plan
 
 SWEEP_VERSION = 1
@@ -128,12 +128,6 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
     return runs
 
 
-def write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2))
-    os.replace(tmp, path)
-
-
 def _set_aside(cell_dir: Path, why: str) -> Path:
     """A partial or superseded cell is kept (nothing lost), out of the way of the new attempt."""
     dest = cell_dir.parent / ".set-aside" / f"{cell_dir.name}-{why}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -196,10 +190,6 @@ def run_cell(cr: CellRun, label: str) -> dict:
     return rec
 
 
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def cell_summary(run_dir: Path) -> dict:
     """The figures a sweep table and a verdict need, read back from the cell's result.json."""
     r = read_json(run_dir / "result.json") or {}
@@ -245,7 +235,8 @@ def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> dict:
 
 
 def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> dict:
-    """Run (or skip) each cell in order, rewriting sweep.json after each one."""
+    """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content."""
+    out: dict = {}
     for i, cr in enumerate(runs, 1):
         try:
             cr.record = run_cell(cr, f"{i}/{len(runs)}")
@@ -253,8 +244,8 @@ def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> dict:
             cr.record = {**(read_json(cr.dir / "cell.json") or {}), "state": "partial"}
             write_sweep_json(sweep_json, meta, runs)
             raise
-        write_sweep_json(sweep_json, meta, runs)
-    return write_sweep_json(sweep_json, meta, runs)
+        out = write_sweep_json(sweep_json, meta, runs)
+    return out
 
 
 def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,

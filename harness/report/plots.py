@@ -31,8 +31,8 @@ def _svg(fig) -> str:
 
 def _threshold_ms(cell: CellData) -> float | None:
     from harness.scenario.thresholds import parse_threshold
-    limits = [parse_threshold(t["expr"]).limit for t in cell.result.get("thresholds", [])
-              if t["expr"].split("(")[1].startswith("commit_ms")]
+    parsed = [parse_threshold(t["expr"]) for t in cell.result.get("thresholds", [])]
+    limits = [t.limit for t in parsed if t.metric == "commit_ms"]
     return min(limits) if limits else None
 
 

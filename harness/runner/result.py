@@ -148,10 +148,16 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
         "files": files,
     }
     path = run_dir / "result.json"
-    tmp = run_dir / "result.json.tmp"
-    tmp.write_text(json.dumps(result, indent=2, default=_json_default))
-    os.replace(tmp, path)
+    write_json(path, result, default=_json_default)
     return path
+
+
+def write_json(path: Path, obj: dict, indent: int | None = 2, default=None) -> None:
+    """Atomically: a reader (a resumed sweep, a report, the parent of a killed runner) sees the old file
+    or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=indent, default=default))
+    os.replace(tmp, path)
 
 
 def read_json(path: Path) -> dict | None:

@@ -2,14 +2,13 @@
 read.hlog), a progress line, and progress.json so a killed run still leaves its numbers behind."""
 from __future__ import annotations
 
-import json
-import os
 import sys
 import threading
 import time
 from pathlib import Path
 
 from harness.runner.metrics import IntervalLog, quick_summary_ms
+from harness.runner.result import write_json
 from harness.runner.state import RunState
 from harness.runtime import cgroup
 from harness.units import format_bytes
@@ -109,9 +108,7 @@ class Sampler(threading.Thread):
         snap = {"t_s": round(now, 3), "phase": st.phase, "blocks": st.blocks, "rows": st.rows,
                 "measured_s": round(st.measured_s(), 3), "db_bytes": db, "wal_bytes": wal,
                 "checkpoints": ckpt, "peaks": st.peaks()}
-        tmp = self.run_dir / "progress.json.tmp"
-        tmp.write_text(json.dumps(snap))
-        os.replace(tmp, self.run_dir / "progress.json")
+        write_json(self.run_dir / "progress.json", snap, indent=None)
 
     def _print(self, now: float, p99, wal, lag_ms: float) -> None:
         if not self._tty and now - self._last_print < 5:
