@@ -1,0 +1,39 @@
+"""`harness bench-overhead` as a user runs it (real SQLite, smoke scale), and how the control loop sizes
+the blocks it builds before its clock starts."""
+import json
+import re
+import subprocess
+
+import pytest
+
+from harness.overhead import PREGEN_DEFAULT_BLOCKS, PREGEN_MAX_BLOCKS, PREGEN_MIN_BLOCKS, pregen_blocks
+from tests.conftest import ROOT, harness_cmd
+
+
+def test_the_loop_builds_the_harness_rate_with_a_margin_within_bounds():
+    # 20,000 rows/s for 55 s of 3,000-row blocks is 367 blocks; 1.5x that is 550
+    assert pregen_blocks(20_000, 55, 3000) == 550
+    assert pregen_blocks(None, 55, 3000) == PREGEN_DEFAULT_BLOCKS
+    assert pregen_blocks(10, 1, 3000) == PREGEN_MIN_BLOCKS
+    assert pregen_blocks(1e9, 3600, 3000) == PREGEN_MAX_BLOCKS
+
+
+@pytest.mark.slow
+def test_bench_overhead_prints_a_ratio_per_engine_and_keeps_both_sides(tmp_path):
+    p = subprocess.run(harness_cmd() + ["bench-overhead", "--engines", "sqlite", "--repeats", "2",
+                                        "--profile", "smoke", "--duration", "2", "--results", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stderr[-3000:]          # 1: a median below 0.9, still a result
+    line = re.search(r"^sqlite ratio (\d+\.\d{3}) \(n=2, min (\d+\.\d{3}), max (\d+\.\d{3})", p.stdout, re.M)
+    assert line, p.stdout
+    out = json.loads(next(tmp_path.glob("overhead-*.json")).read_text())
+    eng = out["engines"]["sqlite"]
+    assert eng["ratio"] == float(line.group(1)) and len(eng["repeats"]) == 2
+    assert p.returncode == (0 if eng["ratio"] >= out["target_ratio"] else 1)
+    for t in eng["repeats"]:
+        h, lp = t["harness"], t["loop"]
+        assert h["status"] in ("passed", "failed") and h["rows_per_s"] > 0
+        assert lp["rows"] > 0 and lp["blocks"] > 0 and lp["rows_per_s"] == pytest.approx(lp["rows"] / lp["apply_s"], rel=1e-3)
+        # sized from the harness's rate (1.5x), so a smoke run never runs the loop dry
+        assert lp["prebuilt_blocks"] >= PREGEN_MIN_BLOCKS and lp["refills"] == 0
+        assert t["ratio"] == round(h["rows_per_s"] / lp["rows_per_s"], 3)
