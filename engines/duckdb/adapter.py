@@ -30,6 +30,19 @@ def _arrow_type(table: str, column: str) -> pa.DataType:
     return pa.int64()
 
 
+def connect_config(settings: Mapping[str, object]) -> dict:
+    """duckdb.connect's config from the scenario's settings (the control loop uses it too)."""
+    limit = settings["memory_limit"]
+    if limit == "auto":
+        seen = cgroup.limit_bytes(cgroup.own_memory_dir())
+        limit = f"{int(seen * 0.75) >> 20}MB" if seen else None
+    threads = settings["threads"] if settings["threads"] != "auto" else len(os.sched_getaffinity(0))
+    cfg = {"threads": int(threads), "checkpoint_threshold": settings["checkpoint_threshold"]}
+    if limit:
+        cfg["memory_limit"] = limit
+    return cfg
+
+
 @dataclass
 class Prepared:
     block: Block
@@ -47,23 +60,11 @@ class DuckDBEngine(EngineBase):
         self.settings = dict(settings)
         Path(data_dir).mkdir(parents=True, exist_ok=True)
         self.path = Path(data_dir) / self.db_filename
-        self.con = duckdb.connect(str(self.path), config=self._config())
+        self.con = duckdb.connect(str(self.path), config=connect_config(self.settings))
         self.variant: str | None = None
         self._ckpt_lock = threading.Lock()
         self._checkpoints = 0
         self._wal_seen = self._wal_size()
-
-    def _config(self) -> dict:
-        s = self.settings
-        limit = s["memory_limit"]
-        if limit == "auto":
-            seen = cgroup.limit_bytes(cgroup.own_memory_dir())
-            limit = f"{int(seen * 0.75) >> 20}MB" if seen else None
-        threads = s["threads"] if s["threads"] != "auto" else len(os.sched_getaffinity(0))
-        cfg = {"threads": int(threads), "checkpoint_threshold": s["checkpoint_threshold"]}
-        if limit:
-            cfg["memory_limit"] = limit
-        return cfg
 
     def create_schema(self, variant: str) -> None:
         self.con.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())

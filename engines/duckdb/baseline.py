@@ -4,14 +4,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from engines.duckdb.adapter import _arrow_type
+from engines.duckdb.adapter import _arrow_type, connect_config
 from engines.sqlite import dialect
 
 
 class Loop:
     def __init__(self, data_dir: Path, settings: dict, variant: str):
         data_dir.mkdir(parents=True, exist_ok=True)
-        self.c = duckdb.connect(str(data_dir / "loop.duckdb"))
+        self.c = duckdb.connect(str(data_dir / "loop.duckdb"), config=connect_config(settings))
         self.c.execute((Path(__file__).parent / f"ddl-{variant}.sql").read_text())
         self.variant = variant
 
