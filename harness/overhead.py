@@ -26,26 +26,30 @@ from harness.workload.generator import BlockGenerator
 
 TARGET_RATIO = 0.9
 # Blocks the loop builds before it starts (p99_5x quick: ~0.75 MB each as Python objects).
-PREGEN_MARGIN = 1.5
-PREGEN_MIN_BLOCKS = 16
-PREGEN_DEFAULT_BLOCKS = 1000
-PREGEN_MAX_BLOCKS = 4000
+PREBUILT_MARGIN = 1.5
+PREBUILT_MIN_BLOCKS = 16
+PREBUILT_DEFAULT_BLOCKS = 1000
+PREBUILT_MAX_BLOCKS = 4000
 
 
-def pregen_blocks(expected_rows_per_s: float | None, phase_s: float, rows_per_block: int) -> int:
+def prebuilt_count(expected_rows_per_s: float | None, phase_s: float, rows_per_block: int) -> int:
     """How many blocks the loop builds before it starts: the rate the harness reached on this engine,
     with a margin, over the timed phase (an underestimate only costs a counted refill)."""
     if not expected_rows_per_s:
-        return PREGEN_DEFAULT_BLOCKS
-    want = math.ceil(PREGEN_MARGIN * expected_rows_per_s * phase_s / max(1, rows_per_block))
-    return min(PREGEN_MAX_BLOCKS, max(PREGEN_MIN_BLOCKS, want))
+        return PREBUILT_DEFAULT_BLOCKS
+    want = math.ceil(PREBUILT_MARGIN * expected_rows_per_s * phase_s / max(1, rows_per_block))
+    return min(PREBUILT_MAX_BLOCKS, max(PREBUILT_MIN_BLOCKS, want))
+
+
+def _load_blocks(gen: BlockGenerator, plan: RunPlan):
+    return gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
 
 
 def timed_blocks(plan: RunPlan, n: int) -> tuple[collections.deque, BlockGenerator]:
     """The first n blocks after the load, from a generator with the same seed that replays the load
     (generation only) to reach the same model state; it is returned to build any refill."""
     gen = BlockGenerator(workload_spec(plan))
-    for _ in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
+    for _ in _load_blocks(gen, plan):
         pass
     return collections.deque(gen.next_block() for _ in range(n)), gen
 
@@ -58,15 +62,13 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     a separate process, never gets."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
     data_dir = Path(plan.data_dir + "-loop")
-    n = pregen_blocks(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
+    n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
                       plan.workload.rows_per_block)
     blocks, gen_after = timed_blocks(plan, n)
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
-        gen = BlockGenerator(workload_spec(plan))
-        for b in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
+        for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
             loop.apply(b)
-        del gen
         rows = applied = refills = 0
         apply_s = 0.0
         # As in the runner: no collection pause over the pre-built blocks' heap inside a timed apply.

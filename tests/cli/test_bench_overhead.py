@@ -6,16 +6,16 @@ import subprocess
 
 import pytest
 
-from harness.overhead import PREGEN_DEFAULT_BLOCKS, PREGEN_MAX_BLOCKS, PREGEN_MIN_BLOCKS, pregen_blocks
+from harness.overhead import PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS, prebuilt_count
 from tests.conftest import ROOT, harness_cmd
 
 
 def test_the_loop_builds_the_harness_rate_with_a_margin_within_bounds():
     # 20,000 rows/s for 55 s of 3,000-row blocks is 367 blocks; 1.5x that is 550
-    assert pregen_blocks(20_000, 55, 3000) == 550
-    assert pregen_blocks(None, 55, 3000) == PREGEN_DEFAULT_BLOCKS
-    assert pregen_blocks(10, 1, 3000) == PREGEN_MIN_BLOCKS
-    assert pregen_blocks(1e9, 3600, 3000) == PREGEN_MAX_BLOCKS
+    assert prebuilt_count(20_000, 55, 3000) == 550
+    assert prebuilt_count(None, 55, 3000) == PREBUILT_DEFAULT_BLOCKS
+    assert prebuilt_count(10, 1, 3000) == PREBUILT_MIN_BLOCKS
+    assert prebuilt_count(1e9, 3600, 3000) == PREBUILT_MAX_BLOCKS
 
 
 @pytest.mark.slow
@@ -35,5 +35,5 @@ def test_bench_overhead_prints_a_ratio_per_engine_and_keeps_both_sides(tmp_path)
         assert h["status"] in ("passed", "failed") and h["rows_per_s"] > 0
         assert lp["rows"] > 0 and lp["blocks"] > 0 and lp["rows_per_s"] == pytest.approx(lp["rows"] / lp["apply_s"], rel=1e-3)
         # sized from the harness's rate (1.5x), so a smoke run never runs the loop dry
-        assert lp["prebuilt_blocks"] >= PREGEN_MIN_BLOCKS and lp["refills"] == 0
+        assert lp["prebuilt_blocks"] >= PREBUILT_MIN_BLOCKS and lp["refills"] == 0
         assert t["ratio"] == round(h["rows_per_s"] / lp["rows_per_s"], 3)
