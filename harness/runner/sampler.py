@@ -117,5 +117,7 @@ class Sampler(threading.Thread):
         p99s = f"{p99:.1f}ms" if p99 is not None else "-"
         if self.state.phase == "load":
             return            # the load phase prints its own progress
-        print(f"[{self.label}] {self.state.phase:7s} {now:6.1f}s/{self.duration_s:.0f}s  blocks {self.state.blocks}"
+        # seconds into warmup + measure, against their planned length (the load before them is not counted)
+        print(f"[{self.label}] {self.state.phase:7s} {self.state.timed_s():6.1f}s/{self.duration_s:.0f}s"
+              f"  blocks {self.state.blocks}"
               f"  p99 {p99s}  wal {format_bytes(wal)}  lag {lag_ms:.0f}ms", file=sys.stderr, flush=True)

@@ -24,6 +24,7 @@ class RunState:
     manual_checkpoints: int = 0
     checkpoint_ms: list[float] = field(default_factory=list)
     generator_wait_s: float = 0.0     # writer time spent waiting for the block generator (harness cost)
+    timed_start_ns: int | None = None  # warmup start: the origin of the writer's schedule
     measure_start_ns: int | None = None
     measure_end_ns: int | None = None
     block_log: BlockLog = field(default_factory=BlockLog)
@@ -31,6 +32,13 @@ class RunState:
 
     def elapsed_s(self, now_ns: int | None = None) -> float:
         return ((now_ns or time.monotonic_ns()) - self.t0_ns) / 1e9
+
+    def timed_s(self, now_ns: int | None = None) -> float:
+        """Seconds into warmup + measure: 0 before they start, their full length once they have ended."""
+        if self.timed_start_ns is None:
+            return 0.0
+        end = self.measure_end_ns or now_ns or time.monotonic_ns()
+        return (end - self.timed_start_ns) / 1e9
 
     def start_measure(self, now_ns: int) -> None:
         self.phase = "measure"

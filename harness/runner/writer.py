@@ -18,6 +18,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     interval_ns = int(interval_ms * 1e6)
     t0 = time.monotonic_ns()          # the schedule's origin; state.t0_ns is the run's clock
     run0 = state.t0_ns
+    state.timed_start_ns = t0
     warm_end, end = t0 + int(warmup_s * 1e9), t0 + int((warmup_s + measure_s) * 1e9)
     state.phase = "warmup" if warmup_s > 0 else "measure"
     if state.phase == "measure":
