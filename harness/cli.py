@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--duration", type=float)
     b.add_argument("--results", default="results", type=Path)
     b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
+    b.add_argument("--data", default=None, type=Path, help="where both sides' database files go (default ./data)")
     s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
     s.add_argument("--scenario", required=True)
     s.add_argument("--engines", nargs="+", required=True)
@@ -94,7 +95,7 @@ def _dispatch(args) -> int:
         from harness import registry
         from harness.overhead import bench_overhead
         return bench_overhead(args.engines or list(registry.ENGINE_NAMES), args.scenario, args.profile,
-                              args.duration, args.results, args.repeats)
+                              args.duration, args.results, args.repeats, data_root=args.data)
     if args.cmd in ("sweep", "verdict"):
         from harness.sweep import CellOptions, parse_list
         opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,

@@ -11,11 +11,13 @@ import gc
 import importlib
 import json
 import math
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from harness import environment
 from harness.errors import ConfigError
 from harness.runner.run import workload_spec
 from harness.runner.result import read_json
@@ -24,6 +26,7 @@ from harness.scenario.plan import RunPlan, resolve_plan
 from harness.stats import summarize
 from harness.workload.generator import BlockGenerator
 
+OVERHEAD_VERSION = 1
 TARGET_RATIO = 0.9
 # Blocks the loop builds before it starts (p99_5x quick: ~0.75 MB each as Python objects).
 PREBUILT_MARGIN = 1.5
@@ -109,10 +112,15 @@ def harness_side(plan: RunPlan) -> dict:
 
 
 def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: float | None,
-                   results_root: Path, repeats: int = 3) -> int:
+                   results_root: Path, repeats: int = 3, data_root: Path | None = None) -> int:
     if repeats < 1:
         raise ConfigError(f"REPEATS: must be >= 1, got {repeats}")
-    out = {"scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO, "repeats": repeats,
+    # each harness run's result.json holds its full environment; this is enough to tell files apart
+    env = {"started_utc": environment.utc_now(), "git_commit": environment.git_commit(),
+           "cpu_model": environment.cpu_model(), "cpus_usable": len(os.sched_getaffinity(0)),
+           "ram_bytes": environment.ram_bytes()}
+    out = {"version": OVERHEAD_VERSION, "scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO,
+           "repeats": repeats, "data_root": str((data_root or Path("data")).resolve()), "environment": env,
            "engines": {}}
     lines = []
     results_root.mkdir(parents=True, exist_ok=True)
@@ -121,7 +129,7 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
         tries, harness_rate = [], None
         for r in range(repeats):
             plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s,
-                                results_root=results_root, overrides=["workload.block_interval_ms=0"])
+                                results_root=results_root, data_root=data_root, overrides=["workload.block_interval_ms=0"])
             if plan.workload.variant != "bitemporal":
                 raise ConfigError("bench-overhead's control loops implement the bitemporal schema only")
             sides = {}

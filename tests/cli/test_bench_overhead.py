@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.overhead import PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS, prebuilt_count
+from harness.overhead import OVERHEAD_VERSION, PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS, prebuilt_count
 from tests.conftest import ROOT, harness_cmd
 
 
@@ -27,6 +27,7 @@ def test_bench_overhead_prints_a_ratio_per_engine_and_keeps_both_sides(tmp_path)
     line = re.search(r"^sqlite ratio (\d+\.\d{3}) \(n=2, min (\d+\.\d{3}), max (\d+\.\d{3})", p.stdout, re.M)
     assert line, p.stdout
     out = json.loads(next(tmp_path.glob("overhead-*.json")).read_text())
+    assert out["version"] == OVERHEAD_VERSION and out["environment"]["cpus_usable"] >= 1
     eng = out["engines"]["sqlite"]
     assert eng["ratio"] == float(line.group(1)) and len(eng["repeats"]) == 2
     assert p.returncode == (0 if eng["ratio"] >= out["target_ratio"] else 1)
