@@ -59,19 +59,19 @@ def timed_blocks(plan: RunPlan, n: int) -> tuple[collections.deque, BlockGenerat
 
 def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     """The same blocks as the harness (same seed), applied back to back by the engine's hand-written
-    loop after the same load. Every block of the timed phase is built before the load starts: building
-    between blocks, even 16 at a time, handed postgres idle time (a quarter of the loop's wall) in which
-    its checkpointer, WAL writer and autovacuum caught up for free, which the harness's writer, fed by
-    a separate process, never gets."""
+    loop after the same load. Every block of the timed phase is built between the load and the clock,
+    as the runner spools them: building between blocks, even 16 at a time, handed postgres idle time (a
+    quarter of the loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
     data_dir = Path(plan.data_dir + "-loop")
     n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
                       plan.workload.rows_per_block)
-    blocks, gen_after = timed_blocks(plan, n)
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
         for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
             loop.apply(b)
+        # built after the load, as the runner spools them: the engine gets the same pause
+        blocks, gen_after = timed_blocks(plan, n)
         rows = applied = refills = 0
         apply_s = 0.0
         # As in the runner: no collection pause over the pre-built blocks' heap inside a timed apply.

@@ -45,7 +45,8 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
         "rss_bytes_max": state.peak("rss_bytes"),
         "harness": {"generator_wait_s": round(state.generator_wait_s, 4),
                     "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
-                    "latency_values_clamped": state.commit.clamped + state.read.clamped},
+                    "latency_values_clamped": state.commit.clamped + state.read.clamped,
+                    "spool": ctx.get("spool")},
     }
     if state.reads or state.read_errors:
         m["read_latency_ms"] = summary_ms(state.read.total)
@@ -59,6 +60,11 @@ def warnings_for(ctx: dict) -> list[str]:
     n = (m.get("commit_latency_ms") or {}).get("count") or 0
     if ctx.get("status") in ("passed", "failed") and n < MIN_BLOCKS_FOR_TAIL:
         out.append(f"only {n} measured blocks: p99 is close to the max; run longer for a stable tail")
+    spool = (m.get("harness") or {}).get("spool") or {}
+    if spool.get("live_blocks"):
+        out.append(f"{spool['live_blocks']} blocks of warmup + measure ran past the {spool['blocks']}-block "
+                   "spool and were generated during the run, taking CPU from the engine (the spool is capped "
+                   "in bytes; an unthrottled run sizes it from the load's rate)")
     share = (m.get("harness") or {}).get("generator_wait_share")
     if share and share > GENERATOR_WAIT_WARN_SHARE:
         out.append(f"the block generator made the writer late for {share:.1%} of the measured phase: "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import shutil
 import sys
 import time
@@ -18,7 +19,7 @@ from harness.runner.readers import ReaderPool
 from harness.runner.result import build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.feed import BlockFeed, LoadArgs
+from harness.runner.feed import PREFETCH_BLOCKS, BlockFeed, LoadArgs
 from harness.runner.writer import write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
@@ -26,6 +27,10 @@ from harness.workload.digest import digest_rows
 from harness.workload.generator import WorkloadSpec
 
 LOAD_PROGRESS_EVERY_S = 5.0
+SPOOL_FILE = "block-spool.bin"
+# An unthrottled run spools for this multiple of the load's rate (insert-only, usually faster than the
+# measured mix; postgres's measured rate ran up to 1.25x its load rate).
+UNTHROTTLED_SPOOL_MARGIN = 1.5
 # The writer gives up the GIL inside every driver call; when another runner thread holds it then (the
 # feed's receiver unpickling a block, the sampler, readers), CPython hands it back only after the switch
 # interval (5 ms by default). Measured while generation was still a runner thread, sqlite p99_5x smoke
@@ -43,6 +48,15 @@ def workload_spec(plan: RunPlan) -> WorkloadSpec:
 
 def log(plan: RunPlan, msg: str) -> None:
     print(f"[{plan.scenario}/{plan.engine}] {msg}", file=sys.stderr, flush=True)
+
+
+def spool_blocks(plan: RunPlan, load_rows_per_s: float | None) -> int:
+    """Blocks to pre-generate for warmup + measure: the schedule's count, or for an unthrottled run
+    what the load's rate (with a margin) would apply; any shortfall is generated live and reported."""
+    span_s, w = plan.phases.warmup_s + plan.phases.measure_s, plan.workload
+    if w.block_interval_ms:
+        return math.ceil(span_s * 1000 / w.block_interval_ms) + PREFETCH_BLOCKS
+    return math.ceil(UNTHROTTLED_SPOOL_MARGIN * (load_rows_per_s or 0) * span_s / w.rows_per_block) + PREFETCH_BLOCKS
 
 
 def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
@@ -115,7 +129,7 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     ctx["engine_info"] = engine.info()
     feed = BlockFeed(workload_spec(plan),
                      LoadArgs(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks),
-                     plan.engine).start()
+                     plan.engine, spool_path=str(Path(plan.data_dir) / SPOOL_FILE)).start()
 
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s)
@@ -132,6 +146,11 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
                            logical_bytes=feed.after_load.logical_bytes_after,
                            # sweeps check that every cell started from the same database
                            digest=feed.after_load.digest_after, row_counts=engine.row_counts())
+        want = spool_blocks(plan, ctx["load"]["rows_per_s"])
+        log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
+        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
+        ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks if sp else 0, "bytes": sp.bytes if sp else 0,
+                        "seconds": sp.seconds if sp else 0.0, "live_blocks": None}
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()
@@ -147,6 +166,8 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     finally:
         readers.stop()
         feed.stop()
+        if "spool" in ctx:     # blocks of warmup + measure generated while the engine worked
+            ctx["spool"]["live_blocks"] = max(0, feed.taken_after_load - ctx["spool"]["blocks"])
         state.phase = "verify"
         sys.setswitchinterval(default_switch_s)
         sampler.stop()

@@ -1,5 +1,6 @@
 """Coordinated-omission-correct latency, and the harness staying off the timed path.
 The engines here are fakes on purpose: they test the runner's own logic, not a database."""
+import math
 import time
 
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
@@ -135,3 +136,59 @@ def test_a_feed_failure_reaches_the_writer():
             feed.get()
     finally:
         feed.stop()
+
+
+def test_spooled_blocks_come_back_in_order_and_the_stream_goes_on_live_after_them(tmp_path):
+    """The blocks of warmup + measure are generated before the clock into a spool file; the runner gets
+    exactly the generator's stream, spooled then live, and the file is gone once read."""
+    from harness.workload.generator import BlockGenerator
+    spec = mixed_spec(reorg=0.2)
+    gen = BlockGenerator(spec)
+    for _ in gen.load_blocks(30, 400, 10):
+        pass
+    path = tmp_path / "spool.bin"
+    feed = BlockFeed(spec, LoadArgs(30, 400, 10), spool_path=str(path)).start()
+    try:
+        for _ in feed.load_blocks():
+            pass
+        sp = feed.spool(5)
+        assert sp.blocks == 5 and sp.bytes > 0 and sp.path == str(path)
+        for _ in range(8):                      # 5 from the spool, then 3 generated live
+            local, shipped = gen.next_block(), feed.get()
+            assert shipped.block == local
+            assert shipped.digest_after == gen.model.digest.as_dict()
+        assert feed.taken_after_load == 8
+        assert not path.exists()
+    finally:
+        feed.stop()
+
+
+def test_a_zero_spool_leaves_the_whole_stream_live(tmp_path):
+    from harness.workload.generator import BlockGenerator
+    spec = mixed_spec(reorg=0.0)
+    gen = BlockGenerator(spec)
+    for _ in gen.load_blocks(20, 500, 10):
+        pass
+    feed = BlockFeed(spec, LoadArgs(20, 500, 10), spool_path=str(tmp_path / "spool.bin")).start()
+    try:
+        for _ in feed.load_blocks():
+            pass
+        assert feed.spool(0) is None
+        for _ in range(3):
+            assert feed.get().block == gen.next_block()
+        assert not (tmp_path / "spool.bin").exists()
+    finally:
+        feed.stop()
+
+
+def test_the_spool_holds_the_schedule_or_the_load_rate_with_a_margin():
+    from harness.runner.feed import PREFETCH_BLOCKS
+    from harness.runner.run import UNTHROTTLED_SPOOL_MARGIN, spool_blocks
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "sqlite", profile="quick", duration_s=40)     # 500 ms blocks, 15 s warmup
+    assert spool_blocks(plan, 1e9) == 55 * 2 + PREFETCH_BLOCKS                    # the load's rate is moot
+    fast = resolve_plan("p99_5x", "sqlite", profile="quick", duration_s=40,
+                        overrides=["workload.block_interval_ms=0"])
+    # 20,000 rows/s for 55 s in 3,000-row blocks: 366.7, times the margin
+    assert spool_blocks(fast, 20_000) == math.ceil(UNTHROTTLED_SPOOL_MARGIN * 20_000 * 55 / 3000) + PREFETCH_BLOCKS
+    assert spool_blocks(fast, None) == PREFETCH_BLOCKS
