@@ -91,10 +91,14 @@ def test_ctrl_c_keeps_the_partial_result_and_removes_the_containers(tmp_path):
                                           "--profile", "smoke", "--duration", "60", "--results", str(tmp_path / "r"),
                                           "--data", str(tmp_path / "d")],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "r").glob("*/progress.json")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 90
+
+    def measured_blocks() -> int:
+        progress = [json.loads(f.read_text() or "{}") for f in (tmp_path / "r").glob("*/progress.json")]
+        return progress[0].get("blocks", 0) if progress and progress[0].get("phase") == "measure" else 0
+
+    while measured_blocks() < 5 and time.monotonic() < deadline:   # into the measured phase
         time.sleep(0.5)
-    time.sleep(3)                                  # well into the measured phase
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     run_dir = next((tmp_path / "r").iterdir())
