@@ -19,7 +19,7 @@ from harness.runner.readers import ReaderPool
 from harness.runner.result import build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.feed import PREFETCH_BLOCKS, BlockFeed, LoadArgs
+from harness.runner.feed import PREFETCH_BLOCKS, BlockFeed, LoadArgs, Spooled
 from harness.runner.writer import write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
@@ -148,9 +148,9 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
                            digest=feed.after_load.digest_after, row_counts=engine.row_counts())
         want = spool_blocks(plan, ctx["load"]["rows_per_s"])
         log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
-        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
-        ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks if sp else 0, "bytes": sp.bytes if sp else 0,
-                        "seconds": sp.seconds if sp else 0.0, "live_blocks": None}
+        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s")) or Spooled("", 0, 0, 0.0)
+        ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks, "bytes": sp.bytes, "seconds": sp.seconds,
+                        "live_blocks": None}
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()
