@@ -43,9 +43,9 @@ class EngineBase:
     """Defaults shared by the adapters."""
 
     def prepare_block(self, block: Block) -> object:
-        """Convert a block to the engine's native input (Arrow tables, column arrays). Called by the
-        generator thread, ahead of time, so conversion stays off the timed path; apply_block receives
-        the result. Must not touch the engine's connection."""
+        """Convert a block to the engine's native input (Arrow tables, column arrays). Called in the
+        block feed process on an instance that is never opened, ahead of time, so conversion stays off
+        the timed path; apply_block receives the (unpickled) result. Must not touch a connection."""
         return block
 
 
