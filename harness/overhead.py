@@ -59,7 +59,7 @@ def timed_blocks(plan: RunPlan, n: int) -> tuple[collections.deque, BlockGenerat
 
 def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     """The same blocks as the harness (same seed), applied back to back by the engine's hand-written
-    loop after the same load. Every block of the timed phase is built between the load and the clock,
+    loop after the same load and settle. Every block of the timed phase is built between the load and the clock,
     as the runner spools them: building between blocks, even 16 at a time, handed postgres idle time (a
     quarter of the loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
@@ -70,6 +70,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     try:
         for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
             loop.apply(b)
+        loop.settle()       # as the runner's engine.settle(): the same SQL
         # built after the load, as the runner spools them: the engine gets the same pause
         blocks, gen_after = timed_blocks(plan, n)
         rows = applied = refills = 0

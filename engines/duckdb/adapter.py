@@ -145,6 +145,9 @@ class DuckDBEngine(EngineBase):
         self.con.execute("FORCE CHECKPOINT" if mode == "FULL" else "CHECKPOINT")
         self._observe_wal()
 
+    def settle(self) -> None:
+        self.checkpoint("FULL")     # the load's WAL into the database file (no other transaction runs yet)
+
     def storage(self) -> StorageStats:
         try:
             db = os.stat(self.path).st_size

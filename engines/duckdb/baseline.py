@@ -35,5 +35,8 @@ class Loop:
             c.execute(f"INSERT INTO {t} SELECT * FROM r")
         c.execute("COMMIT")
 
+    def settle(self) -> None:
+        self.c.execute("FORCE CHECKPOINT")
+
     def close(self) -> None:
         self.c.close()

@@ -36,6 +36,10 @@ class Loop:
                 cur.execute(f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {_unnest(t, cols)}",
                             [list(x) for x in zip(*rows)])
 
+    def settle(self) -> None:
+        self.c.execute("VACUUM (ANALYZE)")
+        self.c.execute("CHECKPOINT")
+
     def close(self) -> None:
         self.c.close()
         self.server.stop()

@@ -28,6 +28,9 @@ def make(connect):
                 c.executemany(f"INSERT INTO {t} VALUES ({', '.join('?' * len(rows[0]))})", rows)
             c.execute("COMMIT")
 
+        def settle(self) -> None:
+            self.c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
         def close(self) -> None:
             self.c.close()
     return Loop

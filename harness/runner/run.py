@@ -146,6 +146,10 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
                            logical_bytes=feed.after_load.logical_bytes_after,
                            # sweeps check that every cell started from the same database
                            digest=feed.after_load.digest_after, row_counts=engine.row_counts())
+        log(plan, "settling after the load")
+        t0 = time.perf_counter()
+        engine.settle()
+        ctx["load"]["settle_s"] = round(time.perf_counter() - t0, 3)
         want = spool_blocks(plan, ctx["load"]["rows_per_s"])
         log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
         sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s")) or Spooled("", 0, 0, 0.0)
