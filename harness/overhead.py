@@ -59,8 +59,8 @@ def timed_blocks(plan: RunPlan, n: int) -> tuple[collections.deque, BlockGenerat
 
 def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     """The same blocks as the harness (same seed), applied back to back by the engine's hand-written
-    loop after the same load and settle. Every block of the timed phase is built between the load and the clock,
-    as the runner spools them: building between blocks, even 16 at a time, handed postgres idle time (a
+    loop after the same load and settle. Every block of the timed phase is built between the settle and
+    the clock, as the runner spools them: building between blocks, even 16 at a time, handed postgres idle time (a
     quarter of the loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
     data_dir = Path(plan.data_dir + "-loop")
@@ -71,7 +71,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
         for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
             loop.apply(b)
         loop.settle()       # as the runner's engine.settle(): the same SQL
-        # built after the load, as the runner spools them: the engine gets the same pause
+        # built after the settle, as the runner spools them (a longer pause: the load is replayed first)
         blocks, gen_after = timed_blocks(plan, n)
         rows = applied = refills = 0
         apply_s = 0.0

@@ -20,6 +20,7 @@ from harness.workload.block import Block
 
 _DDL_DIR = Path(__file__).parent
 _TEXT_COLUMNS = {"key", "content_type", "string_attributes", "numeric_attributes"}
+FORCE_CHECKPOINT_SQL = "FORCE CHECKPOINT"     # checkpoint("FULL"), the settle step and the control loop
 
 
 def _arrow_type(table: str, column: str) -> pa.DataType:
@@ -142,11 +143,11 @@ class DuckDBEngine(EngineBase):
     def checkpoint(self, mode: str) -> None:
         if mode not in self.capabilities.checkpoint_modes:
             raise ValueError(f"checkpoint mode {mode!r}; allowed: {', '.join(self.capabilities.checkpoint_modes)}")
-        self.con.execute("FORCE CHECKPOINT" if mode == "FULL" else "CHECKPOINT")
+        self.con.execute(FORCE_CHECKPOINT_SQL if mode == "FULL" else "CHECKPOINT")
         self._observe_wal()
 
     def settle(self) -> None:
-        self.checkpoint("FULL")     # the load's WAL into the database file (no other transaction runs yet)
+        self.checkpoint("FULL")     # FORCE_CHECKPOINT_SQL: the load's WAL into the file (nothing else runs yet)
 
     def storage(self) -> StorageStats:
         try:

@@ -4,7 +4,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from engines.duckdb.adapter import _arrow_type, connect_config
+from engines.duckdb.adapter import FORCE_CHECKPOINT_SQL, _arrow_type, connect_config
 from engines.sqlite import dialect
 
 
@@ -36,7 +36,7 @@ class Loop:
         c.execute("COMMIT")
 
     def settle(self) -> None:
-        self.c.execute("FORCE CHECKPOINT")
+        self.c.execute(FORCE_CHECKPOINT_SQL)
 
     def close(self) -> None:
         self.c.close()

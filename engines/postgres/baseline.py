@@ -3,7 +3,7 @@ from pathlib import Path
 
 import psycopg
 
-from engines.postgres.adapter import _unnest
+from engines.postgres.adapter import SETTLE_SQL, _unnest
 from engines.postgres.server import PostgresServer
 from engines.postgres.settings import Settings
 from engines.sqlite import dialect
@@ -37,8 +37,8 @@ class Loop:
                             [list(x) for x in zip(*rows)])
 
     def settle(self) -> None:
-        self.c.execute("VACUUM (ANALYZE)")
-        self.c.execute("CHECKPOINT")
+        for sql in SETTLE_SQL:
+            self.c.execute(sql)
 
     def close(self) -> None:
         self.c.close()

@@ -18,6 +18,9 @@ _DDL_DIR = Path(__file__).parent
 PRAGMAS = ("journal_mode", "synchronous", "cache_size", "mmap_size", "wal_autocheckpoint", "busy_timeout")
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
 _WAL_HEADER = struct.Struct(">IIII")  # magic, version, page size, checkpoint sequence
+# No background work to wait for after the load; an empty WAL makes the first autocheckpoint land at the
+# same point of the measured phase whatever the load left.
+SETTLE_CHECKPOINT = "TRUNCATE"
 
 
 class SQLiteEngine(EngineBase):
@@ -93,9 +96,7 @@ class SQLiteEngine(EngineBase):
         self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
 
     def settle(self) -> None:
-        # No background work to wait for; an empty WAL makes the first autocheckpoint land at the same
-        # point of the measured phase whatever the load left.
-        self.checkpoint("TRUNCATE")
+        self.checkpoint(SETTLE_CHECKPOINT)
 
     def storage(self) -> StorageStats:
         return StorageStats(db_bytes=_size(self.path), wal_bytes=self._wal_bytes_in_use(),

@@ -2,6 +2,8 @@
 no harness. Shared by the SQLite family (libsql, turso) with their own connect()."""
 from pathlib import Path
 
+from engines.sqlite.adapter import SETTLE_CHECKPOINT
+
 _DDL = Path(__file__).parent
 
 
@@ -29,7 +31,7 @@ def make(connect):
             c.execute("COMMIT")
 
         def settle(self) -> None:
-            self.c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            self.c.execute(f"PRAGMA wal_checkpoint({SETTLE_CHECKPOINT})").fetchall()
 
         def close(self) -> None:
             self.c.close()
