@@ -77,7 +77,7 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
 
 
 def _feed_main(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q, stop, parent_pid: int,
-               spool_path: str | None, spool_want) -> None:
+               spool_path: str | None, spool_want, spool_drop_cache: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runner handles Ctrl-C and stops us
     # Lowest CPU priority: on a small machine the feed must not take cores from a multi-threaded engine
     # (duckdb) while it applies a block; it runs ahead in the engine's idle time instead. nice 19 alone
@@ -88,15 +88,16 @@ def _feed_main(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | Non
     except (AttributeError, OSError):
         pass                   # not Linux, or refused: nice 19 stays
     try:
-        _feed(spec, load, engine_name, q, stop, parent_pid, spool_path, spool_want)
+        _feed(spec, load, engine_name, q, stop, parent_pid, spool_path, spool_want, spool_drop_cache)
     except BaseException as e:
         q.put(FeedError(f"block feed failed: {type(e).__name__}: {e}"))
         raise
 
 
-def _spool(path: str, blocks, want: int, runner_alive) -> Spooled:
-    """Write up to `want` Built records (length-prefixed pickles) to `path`, within SPOOL_MAX_BYTES,
-    then drop them from the page cache so they take no memory from the engine until read back."""
+def _spool(path: str, blocks, want: int, runner_alive, drop_cache: bool) -> Spooled:
+    """Write up to `want` Built records (length-prefixed pickles) to `path`, within SPOOL_MAX_BYTES, and
+    write them back before the clock starts. With `drop_cache` (a run under a memory limit, where cached
+    pages count against the engine's budget) they also leave the page cache until read back."""
     t0, n, size = time.monotonic(), 0, 0
     with open(path, "wb") as f:
         while n < want and size < SPOOL_MAX_BYTES and runner_alive():
@@ -106,12 +107,13 @@ def _spool(path: str, blocks, want: int, runner_alive) -> Spooled:
             n, size = n + 1, size + _LEN + len(data)
         f.flush()
         os.fdatasync(f.fileno())
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        if drop_cache:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     return Spooled(path, n, size, round(time.monotonic() - t0, 3))
 
 
 def _feed(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q, stop, parent_pid: int,
-          spool_path: str | None = None, spool_want=None) -> None:
+          spool_path: str | None = None, spool_want=None, spool_drop_cache: bool = False) -> None:
     if engine_name:
         from harness import registry
         prepare = registry.engine_class(engine_name)().prepare_block   # conversion only, never opened
@@ -146,7 +148,8 @@ def _feed(spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, q,
             if not runner_alive():
                 return
             time.sleep(0.05)
-        if spool_want.value and not put(_spool(spool_path, stream, spool_want.value, runner_alive)):
+        if spool_want.value and not put(_spool(spool_path, stream, spool_want.value, runner_alive,
+                                               spool_drop_cache)):
             return
     while put(next(stream)):
         pass
@@ -157,19 +160,21 @@ class BlockFeed:
     writer's get() is a queue pop. Errors in the feed process surface as a RuntimeError on get()."""
 
     def __init__(self, spec: WorkloadSpec, load: LoadArgs | None = None, engine_name: str | None = None,
-                 spool_path: str | None = None) -> None:
-        """With `spool_path` the feed waits after the load for spool(n) and writes n blocks there."""
+                 spool_path: str | None = None, spool_drop_cache: bool = False) -> None:
+        """With `spool_path` the feed waits after the load for spool(n) and writes n blocks there;
+        `spool_drop_cache` keeps them out of the page cache but for the part being read back."""
         ctx = mp.get_context("spawn")       # no fork of a process holding open engine connections/threads
         self._mpq = ctx.Queue(maxsize=PREFETCH_BLOCKS)
         self._stop = ctx.Event()
         self._spool_want = ctx.Value("q", -1, lock=False)
         self._spool_path = spool_path
+        self._spool_drop_cache = spool_drop_cache
         self.spooled: Spooled | None = None
         self._spool_ready = threading.Event()
         self.taken_after_load = 0              # blocks get() handed out after the end-of-load marker
         self._proc = ctx.Process(target=_feed_main, name="block-feed", daemon=True,
                                  args=(spec, load, engine_name, self._mpq, self._stop, os.getpid(),
-                                       spool_path, self._spool_want))
+                                       spool_path, self._spool_want, spool_drop_cache))
         self._local: queue.Queue = queue.Queue(maxsize=PREFETCH_BLOCKS)
         self._recv = threading.Thread(target=self._receive, name="block-feed-recv", daemon=True)
         self.live_keys: list[bytes] = []       # the latest sample; readers pick from it
@@ -223,7 +228,7 @@ class BlockFeed:
                     built = pickle.loads(f.read(int.from_bytes(f.read(_LEN), "little")))
                     if not self._deliver(built):
                         return False
-                    if f.tell() - dropped >= _SPOOL_DROP_EVERY_BYTES:
+                    if self._spool_drop_cache and f.tell() - dropped >= _SPOOL_DROP_EVERY_BYTES:
                         os.posix_fadvise(f.fileno(), 0, f.tell(), os.POSIX_FADV_DONTNEED)
                         dropped = f.tell()
         except Exception as e:

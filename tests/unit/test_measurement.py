@@ -1,7 +1,11 @@
 """Coordinated-omission-correct latency, and the harness staying off the timed path.
 The engines here are fakes on purpose: they test the runner's own logic, not a database."""
 import math
+import os
+import subprocess
 import time
+
+import pytest
 
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
 from harness.runner.sampler import Sampler
@@ -179,6 +183,28 @@ def test_a_zero_spool_leaves_the_whole_stream_live(tmp_path):
         assert not (tmp_path / "spool.bin").exists()
     finally:
         feed.stop()
+
+
+@pytest.mark.parametrize("mem_limit", [None, "1g"])
+def test_the_spool_leaves_the_page_cache_only_under_a_memory_limit(tmp_path, mem_limit):
+    """Under a limit its cached pages would count against the engine; without one, the timed phase
+    reads it from memory, not from the disk the engine fsyncs to."""
+    from harness.environment import filesystem
+    from harness.runner.feed import _spool
+    from harness.runner.run import spool_drops_cache
+    from harness.scenario.plan import resolve_plan
+    if filesystem(tmp_path)["fstype"] == "tmpfs":
+        pytest.skip("tmpfs pages cannot leave the page cache")
+    drop = spool_drops_cache(resolve_plan("reorg", "sqlite", profile="smoke", mem=mem_limit))
+    assert drop == (mem_limit is not None)
+    path = tmp_path / "spool.bin"
+    sp = _spool(str(path), iter(lambda: os.urandom(64 << 10), None), 64, lambda: True, drop_cache=drop)
+    assert sp.blocks == 64 and path.stat().st_size == sp.bytes
+    resident = int(subprocess.check_output(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)]))
+    if drop:
+        assert resident < sp.bytes // 8
+    else:
+        assert resident >= sp.bytes
 
 
 def test_the_spool_holds_the_schedule_or_the_load_rate_with_a_margin():
