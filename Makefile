@@ -73,7 +73,7 @@ report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=res
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN)
 
-bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3] [DATA=dir]
+bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3] [DATA=dir (default tmpfs)]
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \
 	  $(if $(DATA),--data $(DATA)) \
 	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))

@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--duration", type=float)
     b.add_argument("--results", default="results", type=Path)
     b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
-    b.add_argument("--data", default=None, type=Path, help="where both sides' database files go (default ./data)")
+    b.add_argument("--data", default=None, type=Path,
+                   help="where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)")
     s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
     s.add_argument("--scenario", required=True)
     s.add_argument("--engines", nargs="+", required=True)

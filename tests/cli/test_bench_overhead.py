@@ -3,10 +3,13 @@ the blocks it builds before its clock starts."""
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from harness.overhead import OVERHEAD_VERSION, PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS, prebuilt_count
+from harness.environment import filesystem
+from harness.overhead import (OVERHEAD_VERSION, PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS,
+                               default_data_root, prebuilt_count)
 from tests.conftest import ROOT, harness_cmd
 
 
@@ -28,6 +31,10 @@ def test_bench_overhead_prints_a_ratio_per_engine_and_keeps_both_sides(tmp_path)
     assert line, p.stdout
     out = json.loads(next(tmp_path.glob("overhead-*.json")).read_text())
     assert out["version"] == OVERHEAD_VERSION and out["environment"]["cpus_usable"] >= 1
+    # no DATA: tmpfs when it has room, named in the file, and left behind empty-handed
+    root = Path(out["data_root"])
+    assert out["data_fstype"] == filesystem(root)["fstype"]
+    assert root == default_data_root().resolve() and not (root.is_relative_to("/dev/shm") and root.exists())
     eng = out["engines"]["sqlite"]
     assert eng["ratio"] == float(line.group(1)) and len(eng["repeats"]) == 2
     assert p.returncode == (0 if eng["ratio"] >= out["target_ratio"] else 1)
