@@ -167,7 +167,10 @@ def _wait(container: str, plan: RunPlan) -> int:
             interrupted = True
             print(f"[{plan.scenario}/{plan.engine}] interrupted: stopping the runner (Ctrl-C again to kill it)",
                   file=sys.stderr)
-            _docker("kill", "--signal", "SIGINT", container)
+            k = _docker("kill", "--signal", "SIGINT", container)
+            if k.returncode:        # else it would run to its end as if never interrupted
+                print(f"[{plan.scenario}/{plan.engine}] could not signal the runner ({k.stderr.strip()}); "
+                      "Ctrl-C again to kill it", file=sys.stderr)
 
 
 def _save_logs(compose: list[str], env: dict, container: str, run_dir: Path) -> None:

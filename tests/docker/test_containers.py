@@ -93,16 +93,22 @@ def test_ctrl_c_keeps_the_partial_result_and_removes_the_containers(tmp_path):
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
 
+    seen = []           # (phase, blocks) as polled: says why, if the measured phase was never reached
+
     def measured_blocks() -> int:
         progress = [json.loads(f.read_text() or "{}") for f in (tmp_path / "r").glob("*/progress.json")]
+        if progress and (not seen or seen[-1] != (progress[0].get("phase"), progress[0].get("blocks"))):
+            seen.append((progress[0].get("phase"), progress[0].get("blocks")))
         return progress[0].get("blocks", 0) if progress and progress[0].get("phase") == "measure" else 0
 
     while measured_blocks() < 5 and time.monotonic() < deadline:   # into the measured phase
         time.sleep(0.5)
+    assert p.poll() is None and measured_blocks() >= 5, (f"not in the measured phase of a live run: {seen[-20:]}",
+                                                         p.poll(), p.stderr.read()[-2000:] if p.poll() is not None else "")
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     run_dir = next((tmp_path / "r").iterdir())
     r = json.loads((run_dir / "result.json").read_text())
-    assert p.returncode == 3 and r["status"] == "error" and r["error"] == "interrupted", (out, err[-2000:])
+    assert p.returncode == 3 and r["status"] == "error" and r["error"] == "interrupted", (err[-1500:], seen[-10:])
     assert r["metrics"]["commit_latency_ms"]["count"] > 0, "what was measured before Ctrl-C is kept"
     assert _leftovers(r["run_id"]) == ""
