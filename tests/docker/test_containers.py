@@ -90,7 +90,10 @@ def test_ctrl_c_keeps_the_partial_result_and_removes_the_containers(tmp_path):
     p = subprocess.Popen(harness_cmd() + ["run", "--runtime", "docker", "--engine", "sqlite", "--scenario", "reorg",
                                           "--profile", "smoke", "--duration", "60", "--results", str(tmp_path / "r"),
                                           "--data", str(tmp_path / "d")],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # as from a terminal: a suite started in the background (`make test &`, nohup)
+                         # ignores SIGINT, the harness would inherit that, and Ctrl-C would never arrive
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90
 
     seen = []           # (phase, blocks) as polled: says why, if the measured phase was never reached
