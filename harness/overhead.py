@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import environment
+from harness import environment, registry
 from harness.errors import ConfigError
 from harness.runner.run import workload_spec
 from harness.runner.result import read_json
@@ -80,20 +80,21 @@ def _prepared(b, prepare) -> tuple[int, object]:
 def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     """The same blocks as the harness (same seed), applied back to back by the engine's hand-written
     loop after the same load and settle. Every block of the timed phase is built and converted for the
-    driver (loop.prepare, as the feed's prepare_block) between the settle and the clock, as the runner
+    driver (the adapter's prepare_block, as in the feed) between the settle and the clock, as the runner
     spools them: building between blocks, even 16 at a time, handed postgres idle time (a quarter of the
     loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
     loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
+    prepare = registry.engine_class(plan.engine)().prepare_block    # as the feed converts: never opened
     data_dir = Path(plan.data_dir + "-loop")
     n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
                       plan.workload.rows_per_block)
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
         for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
-            loop.apply(loop.prepare(b))
+            loop.apply(prepare(b))
         loop.settle()       # as the runner's engine.settle(): the same SQL
         # built after the settle, as the runner spools them (a longer pause: the load is replayed first)
-        blocks, gen_after = timed_blocks(plan, n, loop.prepare)
+        blocks, gen_after = timed_blocks(plan, n, prepare)
         rows = applied = refills = 0
         apply_s = 0.0
         # As in the runner: no collection pause over the pre-built blocks' heap inside a timed apply.
@@ -105,7 +106,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
         while time.perf_counter() < wall_end:
             if not blocks:         # the estimate fell short: an idle gap, counted and kept off the clock
                 r0 = time.perf_counter()
-                blocks.extend(_prepared(gen_after.next_block(), loop.prepare) for _ in range(max(1, n // 4)))
+                blocks.extend(_prepared(gen_after.next_block(), prepare) for _ in range(max(1, n // 4)))
                 gap = time.perf_counter() - r0
                 warm_end, wall_end, refills = warm_end + gap, wall_end + gap, refills + 1
             block_rows, p = blocks.popleft()

@@ -18,13 +18,9 @@ class Loop:
         self.c.execute((Path(__file__).parent / f"ddl-{variant}.sql").read_text())
         self.v = variant
 
-    def prepare(self, b):
-        """Rows -> column lists before the clock, as the harness's feed transposes them."""
-        return (b, {t: [list(x) for x in zip(*pks)] for t, pks in b.deletes.items() if pks},
-                {t: [list(x) for x in zip(*rows)] for t, rows in b.inserts.items() if rows})
-
     def apply(self, p) -> None:
-        b, deletes, inserts = p
+        """p: the adapter's prepare_block (column lists), made before the clock as the feed makes it."""
+        b, deletes, inserts = p.block, p.deletes, p.inserts
         v = self.v
         with self.c.pipeline(), self.c.transaction():
             cur = self.c.cursor()

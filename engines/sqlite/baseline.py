@@ -17,9 +17,6 @@ def make(connect):
             self.c.executescript((_DDL / f"ddl-{variant}.sql").read_text())
             self.bt = variant == "bitemporal"
 
-        def prepare(self, b):
-            return b            # sqlite3 binds the rows as they are
-
         def apply(self, b) -> None:
             c = self.c
             c.execute(SQLiteEngine.begin_sql)

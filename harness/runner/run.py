@@ -135,10 +135,11 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     engine.open(plan.engine_settings, Path(plan.data_dir))
     engine.create_schema(plan.workload.variant)
     ctx["engine_info"] = engine.info()
+    drop_spool_cache = spool_drops_cache(plan)
     feed = BlockFeed(workload_spec(plan),
                      LoadArgs(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks),
                      plan.engine, spool_path=str(Path(plan.data_dir) / SPOOL_FILE),
-                     spool_drop_cache=spool_drops_cache(plan)).start()
+                     spool_drop_cache=drop_spool_cache).start()
 
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s)
@@ -163,7 +164,7 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
         log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
         sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s")) or Spooled("", 0, 0, 0.0)
         ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks, "bytes": sp.bytes, "seconds": sp.seconds,
-                        "page_cache": "dropped" if spool_drops_cache(plan) else "kept", "live_blocks": None}
+                        "page_cache": "dropped" if drop_spool_cache else "kept", "live_blocks": None}
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()
