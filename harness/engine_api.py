@@ -30,6 +30,8 @@ class StorageStats:
 class EngineInfo:
     version: str
     settings: dict[str, object] = field(default_factory=dict)   # effective, read back from the engine
+    # a server engine: the memory limit its server process sees (MEM applies to it, not to the runner)
+    server_memory_limit_bytes: int | None = None
 
 
 class Reader(Protocol):

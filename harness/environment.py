@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import harness
-from harness.runtime import cgroup
+from harness.platform import cgroup
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.errors import ConfigError
-from harness.runner.run import workload_spec
 from harness.runner.result import read_json
 from harness.runtime.local import run_local
 from harness.scenario.plan import RunPlan, resolve_plan
@@ -67,7 +66,7 @@ def timed_blocks(plan: RunPlan, n: int, prepare) -> tuple[collections.deque, Blo
     """The first n blocks after the load as (rows, prepare(block)), from a generator with the same seed
     that replays the load (generation only) to reach the same model state; it is returned to build any
     refill."""
-    gen = BlockGenerator(workload_spec(plan))
+    gen = BlockGenerator(plan.workload_spec())
     for _ in _load_blocks(gen, plan):
         pass
     return collections.deque(_prepared(gen.next_block(), prepare) for _ in range(n)), gen
@@ -90,7 +89,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
                       plan.workload.rows_per_block)
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
-        for b in _load_blocks(BlockGenerator(workload_spec(plan)), plan):   # its model is freed after
+        for b in _load_blocks(BlockGenerator(plan.workload_spec()), plan):   # its model is freed after
             loop.apply(prepare(b))
         loop.settle()       # as the runner's engine.settle(): the same SQL
         # built after the settle, as the runner spools them (a longer pause: the load is replayed first)

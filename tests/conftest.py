@@ -1,12 +1,16 @@
 import os
 import shutil
 import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from harness import registry
-from harness.runtime import cgroup
+from harness.feed.server import FeedServer
+from harness.platform import cgroup
+from harness.runner.feed import BlockFeed
 from harness.workload.generator import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +51,16 @@ def can_use_cgroups() -> str | None:
 def harness_cmd() -> list[str]:
     exe = shutil.which("harness", path=str(Path(sys.executable).parent))
     return [exe] if exe else [sys.executable, "-m", "harness.cli"]
+
+
+@contextmanager
+def feed_pair(spec: WorkloadSpec, load=None, engine: str | None = None, root: Path | None = None):
+    """A feed server (as the runtime starts it) and the runner's client, connected; both stopped after."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(root or tmp)
+        with FeedServer(spec, load, engine, base / "run", base / "data"):
+            feed = BlockFeed(base / "run", base / "data").start()
+            try:
+                yield feed
+            finally:
+                feed.stop()

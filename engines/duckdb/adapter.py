@@ -15,7 +15,7 @@ import pyarrow as pa
 from engines.duckdb.settings import CAPABILITIES
 from engines.sqlite import dialect
 from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
-from harness.runtime import cgroup
+from harness.platform import cgroup
 from harness.workload.block import Block
 
 _DDL_DIR = Path(__file__).parent

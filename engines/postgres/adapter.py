@@ -146,7 +146,8 @@ class PostgresEngine(EngineBase):
         version = self.conn.execute("SHOW server_version").fetchone()[0]
         eff = {n: self.conn.execute(f"SHOW {n}").fetchone()[0] for n in self.settings_names}
         eff["server_user"] = self.server.user
-        return EngineInfo(version=f"PostgreSQL {version} (psycopg {psycopg.__version__})", settings=eff)
+        return EngineInfo(version=f"PostgreSQL {version} (psycopg {psycopg.__version__})", settings=eff,
+                          server_memory_limit_bytes=self.server.memory_limit_bytes_seen())
 
     def close(self) -> None:
         for c in (getattr(self, "conn", None), getattr(self, "_stats_conn", None)):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engines.postgres.server import PostgresServer
 from engines.postgres.settings import Settings
-from harness.runtime import cgroup
+from harness.platform import cgroup
 from harness.scenario.plan import RunPlan
 
 READY_FILE = Path("/tmp/arkbench-pg-ready")     # compose.yaml's healthcheck looks for it

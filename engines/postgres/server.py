@@ -4,6 +4,7 @@ In the docker runtime the server has its own container (serve.py): it then also 
 container's internal network, with a per-run password (scram-sha-256) for TCP connections."""
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -15,8 +16,11 @@ from pathlib import Path
 
 import psycopg
 
+from harness.platform import cgroup
+
 START_TIMEOUT_S = 60
 PORT = 5432
+SERVER_ENV_VAR = "ARKBENCH_SERVER_ENV"   # docker runtime: server-environment.json, as the runner sees it
 
 
 class ServerError(RuntimeError):
@@ -103,6 +107,7 @@ class PostgresServer:
         uid, gid = self.uid, self.gid
 
         def fn():
+            cgroup.join_server_cgroup()        # the local runtime's MEM applies to the server, not the runner
             if os.geteuid() == 0:
                 os.setgroups([])
                 os.setgid(gid)
@@ -151,6 +156,9 @@ class PostgresServer:
     def conninfo(self) -> str:
         return f"host={self.socket_dir} port={PORT} user={self.user} dbname=postgres"
 
+    def memory_limit_bytes_seen(self) -> int | None:
+        return cgroup.limit_bytes(cgroup.memory_dir_of(self.proc.pid)) if self.proc else None
+
     def log_tail(self, n: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
@@ -183,6 +191,13 @@ class ExternalServer:
 
     def conninfo(self) -> str:
         return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"
+
+    def memory_limit_bytes_seen(self) -> int | None:
+        """What the server's container recorded of its own limit (serve.py), in the run folder."""
+        try:
+            return json.loads(Path(os.environ[SERVER_ENV_VAR]).read_text())["memory_limit_bytes_seen"]
+        except (KeyError, OSError, ValueError):
+            return None
 
     def log_tail(self, n: int = 30) -> str:
         return "(the server's log is in its container's output: compose.log)"

@@ -1,15 +1,16 @@
 """Opt-in early abort: stop the measured phase once a latency threshold can no longer pass, whatever the
 remaining blocks do. Only decidable cases abort, so an aborted cell is one that would have failed:
 - max(x) < L: one block over L;
-- pNN(x) over Ws < L: a window ending at this block is complete, and its pNN is over L;
+- pNN(x) over Ws < L: a complete window (W s of the phase behind it) ending at this block has its pNN
+  over L;
 - pNN(x) < L over the whole phase: more blocks over L than the final block count allows. That count is
   known only for a throttled writer (blocks are due on a fixed schedule); unthrottled runs skip it.
 Rate, gauge and '>' thresholds never abort."""
 from __future__ import annotations
 
-import math
 from collections import deque
 
+from harness.runner.metrics import percentile_rank
 from harness.scenario.thresholds import Threshold
 
 # HdrHistogram keeps 3 significant digits: count a block as over the limit only when it is clearly over,
@@ -27,10 +28,10 @@ class _Rule:
         self.window_over = 0
         # whole phase: how many blocks may be over the limit with pNN still under it
         self.allowed_over = (None if t.window_s is not None or expected_blocks is None
-                             else expected_blocks - math.ceil(self.pct * expected_blocks / 100))
+                             else expected_blocks - percentile_rank(self.pct, expected_blocks))
         self.over = 0
 
-    def breached(self, end_s: float, value_ms: float) -> bool:
+    def breached(self, end_s: float, value_ms: float, measured_s: float) -> bool:
         over = value_ms > self.limit_ms
         if self.pct == 100.0 and self.window_s is None:
             return over
@@ -41,8 +42,10 @@ class _Rule:
         self.window_over += over
         while end_s - self.window[0][0] > self.window_s:
             self.window_over -= self.window.popleft()[1]
+        if measured_s < self.window_s:
+            return False                     # not a complete window: the threshold does not judge it
         n = len(self.window)
-        return n - self.window_over < math.ceil(self.pct * n / 100)   # the pNN index lands on a value over L
+        return n - self.window_over < percentile_rank(self.pct, n)   # the pNN rank lands on a value over L
 
 
 class EarlyAbort:
@@ -58,7 +61,7 @@ class EarlyAbort:
     def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int) -> bool:
         """After each measured block; True once some threshold is certain to fail."""
         for r in self.rules:
-            if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms):
+            if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms, measured_s):
                 self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
                 return True
         return False

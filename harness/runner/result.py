@@ -6,8 +6,9 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.runner.metrics import summary_ms
+from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.state import RunState
+from harness.scenario.thresholds import NotEvaluable
 
 RESULT_VERSION = 1
 MIN_BLOCKS_FOR_TAIL = 100        # below this a p99 is barely more than the max
@@ -16,7 +17,7 @@ RATE_SHORTFALL_WARN = 0.9
 
 
 def build_metrics(state: RunState, ctx: dict) -> dict:
-    secs = state.measured_s()
+    secs, window_s = state.measured_s(), state.window_s()
     final, load = ctx.get("final_storage", {}), ctx.get("load", {})
     ck = state.gauges.get("checkpoints")
     logical = final.get("logical_bytes") or 0
@@ -25,9 +26,14 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
         "commit_latency_ms": summary_ms(state.commit.total),
         "service_time_ms": summary_ms(state.service.total),
         "head_lag_ms": summary_ms(state.lag.total),
+        "window_s": round(window_s, 3),
         "blocks": state.blocks,
         "rows": state.rows,
-        "rows_per_s": round(state.rows / secs, 1) if secs else None,
+        "rows_committed_in_window": state.rows_in_window,
+        # sustained: rows committed inside the measured window, over the window; offered: the rows of
+        # every block due in it (an engine that falls behind commits the rest after the window)
+        "rows_per_s": round(state.rows_in_window / window_s, 1) if window_s else None,
+        "offered_rows_per_s": round(state.rows / window_s, 1) if window_s else None,
         "blocks_per_s": round(state.blocks / secs, 3) if secs else None,
         "db_bytes_max": max(filter(None, [state.peak("db_bytes"), final.get("db_bytes")]), default=None),
         "wal_bytes_max": max(filter(lambda v: v is not None, [state.peak("wal_bytes"), final.get("wal_bytes")]),
@@ -43,7 +49,8 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
                                  "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         "mem_bytes_max": state.peak("mem_bytes"),
         "rss_bytes_max": state.peak("rss_bytes"),
-        "harness": {"generator_wait_s": round(state.generator_wait_s, 4),
+        "harness": {**harness_share(ctx["plan"], state),
+                    "generator_wait_s": round(state.generator_wait_s, 4),
                     "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
                     "latency_values_clamped": state.commit.clamped + state.read.clamped,
                     "spool": ctx.get("spool")},
@@ -53,6 +60,17 @@ def build_metrics(state: RunState, ctx: dict) -> dict:
         m["reads"], m["read_errors"] = state.reads, state.read_errors
         m["reads_per_s"] = round(state.reads / secs, 1) if secs else None
     return m
+
+
+def harness_share(plan, state: RunState) -> dict:
+    """What the harness holds inside MEM: an embedded engine's runner (its RSS includes the engine's own
+    heap); nothing for a server engine, whose runner is its client, outside MEM."""
+    if plan.client_mem_limit_bytes:
+        return {"inside_limit_bytes": 0, "inside_limit_bytes_max": 0, "inside_limit_bytes_end": 0}
+    peak = state.peak("rss_bytes")
+    known = [v for v in (state.rss_at_measure_start, state.rss_at_measure_end, peak) if v is not None]
+    return {"inside_limit_bytes": state.rss_at_measure_start, "inside_limit_bytes_end": state.rss_at_measure_end,
+            "inside_limit_bytes_max": max(known) if known else None}
 
 
 def warnings_for(ctx: dict) -> list[str]:
@@ -86,7 +104,8 @@ def warnings_for(ctx: dict) -> list[str]:
 def metric_source(state: RunState, ctx: dict):
     hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
             "read_ms": state.read.total}
-    counters = {"rows": state.rows, "blocks": state.blocks, "reads": state.reads}
+    # rows: those committed inside the measured window, so rate(rows) is the sustained rate
+    counters = {"rows": state.rows_in_window, "blocks": state.blocks, "reads": state.reads}
     m = ctx.get("metrics", {})
 
     def source(agg: str, metric: str, window_s: int | None):
@@ -96,13 +115,18 @@ def metric_source(state: RunState, ctx: dict):
                 return None
             if window_s is not None:
                 pct = 100.0 if agg == "max" else float(agg[1:])
-                return state.block_log.worst_window_percentile_ms(pct, window_s, metric)
+                phase_start_s = (state.measure_start_ns - state.t0_ns) / 1e9
+                worst = state.block_log.worst_window_percentile_ms(pct, window_s, metric, phase_start_s)
+                if worst is None:
+                    raise NotEvaluable(f"the measured phase ({state.measured_s():.1f} s) is shorter than "
+                                       f"the {window_s} s window")
+                return worst
             if agg.startswith("p"):
                 return h.get_value_at_percentile(float(agg[1:])) / 1000
             return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
                     "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
         if metric in counters:
-            return counters[metric] / state.measured_s() if agg == "rate" else counters[metric]
+            return counters[metric] / state.window_s() if agg == "rate" else counters[metric]
         if metric == "bloat_ratio":
             return m.get("bloat_ratio")
         g = state.gauges.get(metric)
@@ -133,8 +157,11 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
         "runtime": plan.runtime,
         "status": ctx.get("status", "error"),
         "error": ctx.get("error"),
-        "memory_limit_bytes": env.get("memory_limit_bytes_seen"),
+        # MEM as the process holding the data sees it: the runner, or a server engine's server
+        "memory_limit_bytes": (info.server_memory_limit_bytes if info else None) if plan.client_mem_limit_bytes
+        else env.get("memory_limit_bytes_seen"),
         "memory_limit_requested_bytes": plan.mem_limit_bytes,
+        "client_memory_limit_bytes": env.get("memory_limit_bytes_seen") if plan.client_mem_limit_bytes else None,
         "memory_enforcement": env.get("memory_enforcement", "none"),
         "image_id": env.get("image_id"),
         # a server engine in its own container (docker runtime): the limit that server saw itself
@@ -156,6 +183,32 @@ def write_result(run_dir: Path, ctx: dict) -> Path:
     path = run_dir / "result.json"
     write_json(path, result, default=_json_default)
     return path
+
+
+def write_failed_result(plan, status: str, error: str) -> Path:
+    """A result for a runner that died before writing one: its last progress snapshot, marked partial."""
+    run_dir = Path(plan.run_dir)
+    progress = read_json(run_dir / "progress.json") or {}
+    env = read_json(run_dir / "environment.json") or {"memory_enforcement": "none"}
+    peaks = progress.get("peaks") or {}
+    metrics = {"partial": True, "measured_s": progress.get("measured_s"),
+               # warmup intervals are in the log too: the partial summary covers both phases
+               "commit_latency_ms": summary_from_hlog(run_dir / "commit.hlog"), "blocks": progress.get("blocks"),
+               "rows": progress.get("rows"), "phase_reached": progress.get("phase", "start"),
+               "db_bytes_max": peaks.get("db_bytes"), "wal_bytes_max": peaks.get("wal_bytes"),
+               "mem_bytes_max": peaks.get("mem_bytes")}
+    ctx = {"plan": plan, "environment": env, "state": None, "status": status, "error": error,
+           "metrics": metrics, "warnings": [f"partial result: the runner died in phase "
+                                            f"{metrics['phase_reached']!r}; timeseries.csv holds what it sampled"]}
+    return write_result(run_dir, ctx)
+
+
+def mark_oom(run_dir: Path, why: str) -> None:
+    """A server engine's server was OOM-killed and its runner wrote a result: that result, as an oom."""
+    path = run_dir / "result.json"
+    r = read_json(path)
+    r["status"], r["error"] = "oom", f"{why} (the runner saw: {r.get('error')})"
+    write_json(path, r)
 
 
 def write_json(path: Path, obj: dict, indent: int | None = 2, default=None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -13,21 +14,21 @@ from pathlib import Path
 
 from harness import registry
 from harness.environment import capture
+from harness.platform import cgroup
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.readers import ReaderPool
 from harness.runner.result import build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.feed import PREFETCH_BLOCKS, BlockFeed, LoadArgs, Spooled
+from harness.feed.protocol import PREFETCH_BLOCKS
+from harness.runner.feed import BlockFeed
 from harness.runner.writer import write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
 from harness.workload.digest import digest_rows
-from harness.workload.generator import WorkloadSpec
 
 LOAD_PROGRESS_EVERY_S = 5.0
-SPOOL_FILE = "block-spool.bin"
 # An unthrottled run spools for this multiple of the load's rate (insert-only, usually faster than the
 # measured mix; postgres's measured rate ran up to 1.25x its load rate).
 UNTHROTTLED_SPOOL_MARGIN = 1.5
@@ -38,12 +39,8 @@ UNTHROTTLED_SPOOL_MARGIN = 1.5
 TIMED_SWITCH_INTERVAL_S = 0.0001
 
 
-def workload_spec(plan: RunPlan) -> WorkloadSpec:
-    w = plan.workload
-    return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
-                        op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,
-                        ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
-                        long_lived_fraction=w.long_lived_fraction)
+class LimitNotEnforced(RuntimeError):
+    """MEM was asked but the process holding the data does not see it: refuse rather than mislabel."""
 
 
 def log(plan: RunPlan, msg: str) -> None:
@@ -59,12 +56,13 @@ def spool_blocks(plan: RunPlan, load_rows_per_s: float | None) -> int:
     return math.ceil(UNTHROTTLED_SPOOL_MARGIN * (load_rows_per_s or 0) * span_s / w.rows_per_block) + PREFETCH_BLOCKS
 
 
-def spool_drops_cache(plan: RunPlan) -> bool:
-    """Under a memory limit the spool's cached pages would count against the engine's budget, so they
-    leave the page cache and are read back from disk. Without one they stay cached, and the timed phase
-    does no spool I/O on the disk the engine fsyncs to (bench-overhead, sqlite on disk, harness/loop
-    rows/s: dropped 0.852-0.945, kept 0.856-1.015; within this disk's noise, but never a cost)."""
-    return plan.mem_limit_bytes is not None
+def data_memory_dir(engine) -> Path | None:
+    """The cgroup whose usage is the database's: the runner's own for an embedded engine; a server engine's
+    server cgroup where the runner can see it (local runtime), else none (its container is not ours)."""
+    if not engine.capabilities.server:
+        return cgroup.run_memory_dir()
+    path = os.environ.get(cgroup.SERVER_CGROUP_ENV)
+    return Path(path) if path else None
 
 
 def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
@@ -104,13 +102,18 @@ def run(plan: RunPlan) -> int:
     ctx: dict = {"plan": plan, "state": state, "environment": capture(data_dir, plan.runtime)}
     (run_dir / "environment.json").write_text(json.dumps(ctx["environment"], indent=2))
     seen = ctx["environment"]["memory_limit_bytes_seen"]
-    if plan.mem_limit_bytes and (seen is None or seen > plan.mem_limit_bytes):
+    # MEM is the runner's own limit for an embedded engine; a server engine's runner has its client limit.
+    own = plan.client_mem_limit_bytes if plan.client_mem_limit_bytes else plan.mem_limit_bytes
+    if own and (seen is None or seen > own):
         # Never run unlimited while claiming a limit.
-        log(plan, f"refusing: a {plan.mem_limit_bytes}-byte limit was asked but this process sees {seen}")
+        log(plan, f"refusing: a {own}-byte limit was asked but this process sees {seen}")
         return EXIT_BAD_INPUT
     engine = registry.engine_class(plan.engine)()
     try:
         return _run(plan, engine, state, ctx)
+    except LimitNotEnforced as e:
+        log(plan, f"refusing: {e}")
+        return EXIT_BAD_INPUT
     except BaseException as e:
         ctx["status"] = "error"
         ctx["error"] = "interrupted" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
@@ -134,15 +137,15 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
     default_switch_s = sys.getswitchinterval()
     engine.open(plan.engine_settings, Path(plan.data_dir))
     engine.create_schema(plan.workload.variant)
-    ctx["engine_info"] = engine.info()
-    drop_spool_cache = spool_drops_cache(plan)
-    feed = BlockFeed(workload_spec(plan),
-                     LoadArgs(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks),
-                     plan.engine, spool_path=str(Path(plan.data_dir) / SPOOL_FILE),
-                     spool_drop_cache=drop_spool_cache).start()
+    ctx["engine_info"] = info = engine.info()
+    if engine.capabilities.server and plan.mem_limit_bytes and (
+            info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
+        raise LimitNotEnforced(f"a {plan.mem_limit_bytes}-byte limit was asked for the {plan.engine} server, "
+                               f"which sees {info.server_memory_limit_bytes}")
+    feed = BlockFeed(Path(plan.run_dir), Path(plan.data_dir)).start()
 
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
-                      plan.phases.warmup_s + plan.phases.measure_s)
+                      plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(engine))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
     readers = ReaderPool(engine, plan.readers, lambda: feed.live_keys, state, plan.workload.seed)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
@@ -162,9 +165,9 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
         ctx["load"]["settle_s"] = round(time.perf_counter() - t0, 3)
         want = spool_blocks(plan, ctx["load"]["rows_per_s"])
         log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
-        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s")) or Spooled("", 0, 0, 0.0)
+        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
         ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks, "bytes": sp.bytes, "seconds": sp.seconds,
-                        "page_cache": "dropped" if drop_spool_cache else "kept", "live_blocks": None}
+                        "live_blocks": None}
 
         # Nothing the harness allocates may trigger a collection pause on the timed path.
         gc.collect()

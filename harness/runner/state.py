@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from harness.platform import cgroup
 from harness.runner.metrics import BlockLog, Recorder
 
 
@@ -26,7 +27,11 @@ class RunState:
     generator_wait_s: float = 0.0     # writer time spent waiting for the block generator (harness cost)
     timed_start_ns: int | None = None  # warmup start: the origin of the writer's schedule
     measure_start_ns: int | None = None
-    measure_end_ns: int | None = None
+    measure_end_ns: int | None = None  # when the writer stopped (the last measured block's commit)
+    window_end_ns: int | None = None   # the measured window's end: planned, or the early abort
+    rows_in_window: int = 0           # rows of measured blocks committed before window_end_ns
+    rss_at_measure_start: int | None = None   # the runner's RSS: its share of an embedded engine's limit
+    rss_at_measure_end: int | None = None
     block_log: BlockLog = field(default_factory=BlockLog)
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
 
@@ -43,10 +48,18 @@ class RunState:
     def start_measure(self, now_ns: int) -> None:
         self.phase = "measure"
         self.measure_start_ns = now_ns
+        self.rss_at_measure_start = cgroup.process_rss_bytes()
         for r in (self.commit, self.service, self.lag, self.read):
             r.reset()
-        self.blocks = self.rows = self.reads = self.read_errors = 0
+        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = 0
         self.gauges.clear()
+
+    def window_s(self) -> float:
+        """The measured window: from the first measured block's due time to the planned end (or the early
+        abort). Rates are over it, so a writer that falls behind is not credited with its overrun."""
+        if self.measure_start_ns is None or self.window_end_ns is None:
+            return self.measured_s()
+        return max(1e-9, (self.window_end_ns - self.measure_start_ns) / 1e9)
 
     def measured_s(self) -> float:
         if self.measure_start_ns is None:

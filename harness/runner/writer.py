@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 
 from harness.runner.abort import EarlyAbort
-from harness.runner.feed import BlockFeed, Built
+from harness.feed.protocol import Built
+from harness.platform import cgroup
+from harness.runner.feed import BlockFeed
 from harness.runner.state import RunState
 
 
@@ -20,6 +22,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     run0 = state.t0_ns
     state.timed_start_ns = t0
     warm_end, end = t0 + int(warmup_s * 1e9), t0 + int((warmup_s + measure_s) * 1e9)
+    state.window_end_ns = end
     state.phase = "warmup" if warmup_s > 0 else "measure"
     if state.phase == "measure":
         state.start_measure(t0)
@@ -53,10 +56,13 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         if state.phase == "measure":
             state.blocks += 1
             state.rows += built.block.rows_written
+            if end_ns <= state.window_end_ns:
+                state.rows_in_window += built.block.rows_written
             state.block_log.add((due - run0) / 1e9, (start - run0) / 1e9, (end_ns - run0) / 1e9,
                                 built.block.rows_written, built.block.kind)
             if abort and abort.check((end_ns - run0) / 1e9, (end_ns - due) / 1e6, (end_ns - start) / 1e6,
                                      (end_ns - state.measure_start_ns) / 1e9, state.blocks):
+                state.window_end_ns = min(end, end_ns)
                 break
         i += 1
         if checkpoint_every and i % checkpoint_every == 0:
@@ -65,5 +71,6 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
             state.checkpoint_ms.append((time.monotonic_ns() - c0) / 1e6)
             state.manual_checkpoints += 1
     state.measure_end_ns = time.monotonic_ns()
+    state.rss_at_measure_end = cgroup.process_rss_bytes()
     state.next_due_ns = 0
     return last

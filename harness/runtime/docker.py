@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.runtime.local import write_failed_result
+from harness.runner.result import mark_oom, write_failed_result
 from harness.scenario.plan import RunPlan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,6 +107,7 @@ def run_docker(plan: RunPlan) -> int:
            "ARKBENCH_VERSION": harness_version(), "ARKBENCH_IMAGE_ID": img,
            "ARKBENCH_RUN_DIR": str(run_dir.resolve()), "ARKBENCH_DATA_DIR": str(data_dir.resolve()),
            "ARKBENCH_MEM": str(plan.mem_limit_bytes or 0), "ARKBENCH_CPUS": str(os.cpu_count() or 1),
+           "ARKBENCH_CLIENT_MEM": str(plan.client_mem_limit_bytes or 0),
            # per run, never in an image or a result: the postgres server's password on the private network
            "ARKBENCH_PG_PASSWORD": secrets.token_urlsafe(24)}
     compose = [*compose_cmd(), "-f", str(COMPOSE_FILE), "-p", project]
@@ -119,10 +120,21 @@ def run_docker(plan: RunPlan) -> int:
         rc = _wait(container, plan)
         state = json.loads(_docker("inspect", "-f", "{{json .State}}", container).stdout or "{}")
         _save_logs(compose, env, container, run_dir)
+        server_oom = [c for c in _project_containers(project) if c != container and _oom_killed(c)]
+        if server_oom:         # MEM is the server's: its OOM kill is the run's, whatever the runner saw
+            why = f"{server_oom[0]} was OOM-killed at the {plan.mem_limit_bytes}-byte container memory limit"
+            if (run_dir / "result.json").exists():
+                mark_oom(run_dir, why)
+            else:
+                write_failed_result(plan, "oom", why)
+            return EXIT_RUN_FAILED
         if state.get("OOMKilled") or rc == 137:
-            why = (f"OOM-killed at the {plan.mem_limit_bytes}-byte container memory limit"
+            limit = plan.client_mem_limit_bytes if plan.client_mem_limit_bytes else plan.mem_limit_bytes
+            why = (f"OOM-killed at the {limit}-byte container memory limit"
                    if state.get("OOMKilled") else "the container was killed (exit 137)")
-            write_failed_result(plan, "oom" if state.get("OOMKilled") or plan.mem_limit_bytes else "error", why)
+            # a server engine's runner is its client: its own OOM is a harness failure, not the engine's
+            oom = (state.get("OOMKilled") or plan.mem_limit_bytes) and not plan.client_mem_limit_bytes
+            write_failed_result(plan, "oom" if oom else "error", why)
             return EXIT_RUN_FAILED
         if not (run_dir / "result.json").exists():
             write_failed_result(plan, "error", f"the runner container exited with {rc} and wrote no result; "
@@ -136,6 +148,15 @@ def run_docker(plan: RunPlan) -> int:
         _return_to_owner(run_dir, run_dir.parent)
         if not plan.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _project_containers(project: str) -> list[str]:
+    out = _docker("ps", "-a", "--format", "{{.Names}}", "--filter", f"label=com.docker.compose.project={project}")
+    return out.stdout.split()
+
+
+def _oom_killed(container: str) -> bool:
+    return _docker("inspect", "-f", "{{.State.OOMKilled}}", container).stdout.strip() == "true"
 
 
 def remove_leftovers(run_id: str) -> int:

@@ -16,9 +16,12 @@ from harness.errors import ConfigError
 from harness.scenario.load import deep_merge, format_error, load_scenario, resolve_path
 from harness.scenario.model import Body, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.units import parse_size_bytes
+from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 PLAN_VERSION = 1
+# A server engine's client (the runner) runs outside MEM, under this limit of its own, recorded.
+CLIENT_MEM_LIMIT_BYTES = 1 << 30
 
 
 class RunPlan(Strict):
@@ -30,7 +33,8 @@ class RunPlan(Strict):
     engine: str
     engine_settings: dict
     runtime: Literal["local", "docker"]
-    mem_limit_bytes: Optional[int] = None
+    mem_limit_bytes: Optional[int] = None            # what the database gets: embedded, the runner; server, the server
+    client_mem_limit_bytes: Optional[int] = None     # a server engine's runner (its client), outside MEM
     scale: float
     load_entities: int
     workload: Workload
@@ -47,6 +51,13 @@ class RunPlan(Strict):
 
     def write(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.model_dump(mode="json", by_alias=True), sort_keys=False))
+
+    def workload_spec(self) -> WorkloadSpec:
+        w = self.workload
+        return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
+                            op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,
+                            ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
+                            long_lived_fraction=w.long_lived_fraction)
 
     @classmethod
     def read(cls, path: Path) -> "RunPlan":
@@ -125,7 +136,8 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     return RunPlan(
         run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
         engine_settings=settings_obj.model_dump(mode="json"), runtime=runtime,  # type: ignore[arg-type]
-        mem_limit_bytes=mem_limit_bytes, scale=load.scale,
+        mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server else None,
+        scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
         phases=phases, readers=body.readers, checkpoint=body.checkpoint, thresholds=body.thresholds,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)

@@ -103,16 +103,25 @@ def _to_metric_unit(value: float, unit: str, kind: str, expr: str, agg: str) -> 
     raise ValueError(f"{kind} metrics take a plain number, not {unit!r}, in {expr!r}")
 
 
-# (agg, metric, window_s) -> measured value, or None when the run did not produce that metric.
+class NotEvaluable(Exception):
+    """The run cannot judge this threshold (say, a measured phase shorter than its window)."""
+
+
+# (agg, metric, window_s) -> measured value, or None when the run did not produce that metric; raises
+# NotEvaluable with the reason when the run's data cannot answer it.
 MetricSource = Callable[[str, str, "int | None"], "float | None"]
 
 
 def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
-    """Each threshold with its measured value; a metric the run did not produce fails, never passes."""
+    """Each threshold with its measured value; one the run cannot answer fails with the reason, never passes."""
     out = []
     for t in thresholds:
-        value = source(t.agg, t.metric, t.window_s)
-        out.append({"expr": t.expr, "value": value,
-                    "passed": value is not None and t.passes(value),
-                    **({"error": f"the run produced no {t.metric} values"} if value is None else {})})
+        try:
+            value, error = source(t.agg, t.metric, t.window_s), None
+        except NotEvaluable as e:
+            value, error = None, f"not evaluable: {e}"
+        if value is None and error is None:
+            error = f"the run produced no {t.metric} values"
+        out.append({"expr": t.expr, "value": value, "passed": value is not None and t.passes(value),
+                    **({"error": error} if error else {})})
     return out

@@ -66,7 +66,7 @@ def test_a_cache_bigger_than_the_limit_is_recorded_as_oom(tmp_path):
 
 def test_images_run_unprivileged_and_embedded_engines_get_no_network():
     from testcontainers.core.container import DockerContainer
-    probe = ("import json, os, pathlib; from harness.runtime import cgroup; print(json.dumps({'uid': os.getuid(), "
+    probe = ("import json, os, pathlib; from harness.platform import cgroup; print(json.dumps({'uid': os.getuid(), "
              "'nets': sorted(p.name for p in pathlib.Path('/sys/class/net').iterdir()), "
              "'limit': cgroup.limit_bytes(cgroup.own_memory_dir())}))")
     c = (DockerContainer(image_tag("duckdb"))

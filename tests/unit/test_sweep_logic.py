@@ -55,7 +55,7 @@ def test_windowed_abort_agrees_with_the_exact_worst_window(seed):
     for i, v in enumerate(values):
         end = (i + 1) * 0.1
         log.add(end - v / 1000, end - v / 1000, end, 1, "normal")
-    worst = log.worst_window_percentile_ms(95, 5, "commit_ms")
+    worst = log.worst_window_percentile_ms(95, 5, "commit_ms", 0.0)
     aborted = _first_abort(_abort(["p95(commit_ms) over 5s < 500"], None), values) is not None
     assert aborted == (worst > 500)
 
@@ -130,3 +130,20 @@ def test_spread_and_the_noisy_flag():
     assert summarize([95.0, 100.0, 105.0])["noisy"] is True
     assert summarize([99.0, 100.0, 101.0]) == {"n": 3, "median": 100.0, "min": 99.0, "max": 101.0,
                                               "spread": 0.02, "noisy": False}
+
+
+@pytest.mark.parametrize("n", [160, 360])            # the smoke and quick block counts
+@pytest.mark.parametrize("extra_over", [0, 1])
+def test_early_abort_agrees_with_the_final_p99(n, extra_over):
+    """The abort ranks as the summary does (HdrHistogram: round half up): with as many blocks over the
+    limit as the final p99 tolerates it never aborts, and with one more it aborts and p99 fails."""
+    from harness.runner.metrics import new_histogram, percentile_rank
+    over = n - percentile_rank(99, n) + extra_over
+    values = [900.0] * over + [100.0] * (n - over)
+    random.Random(n + extra_over).shuffle(values)
+    aborted = _first_abort(_abort(["p99(commit_ms) < 500"], n), values) is not None
+    h = new_histogram()
+    for v in values:
+        h.record_value(int(v * 1000))
+    final_p99_ms = h.get_value_at_percentile(99) / 1000
+    assert aborted == (final_p99_ms >= 500) == bool(extra_over), (over, final_p99_ms)

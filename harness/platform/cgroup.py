@@ -19,10 +19,27 @@ def version() -> str | None:
     return None
 
 
+# The local runtime's memory cgroup for a server engine's server (the runner stays outside it): the
+# engine's server launcher calls join_server_cgroup() in the server process before it execs.
+SERVER_CGROUP_ENV = "ARKBENCH_SERVER_CGROUP"
+
+
+def join_server_cgroup() -> None:
+    """A preexec_fn for a server engine's server process: join the run's memory cgroup, if it has one."""
+    path = os.environ.get(SERVER_CGROUP_ENV)
+    if path:
+        (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
+
+
 def own_memory_dir() -> Path | None:
     """The memory cgroup this process is in (inside a container: the container's own)."""
+    return memory_dir_of("self")
+
+
+def memory_dir_of(pid: int | str) -> Path | None:
+    """The memory cgroup of process `pid` ("self" for this one)."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
@@ -47,6 +64,17 @@ def run_memory_dir() -> Path | None:
     if os.environ.get("ARKBENCH_MEM_ENFORCEMENT", "none") == "none":
         return None
     return own_memory_dir()
+
+
+def process_rss_bytes() -> int | None:
+    """This process's resident set (VmRSS): for an embedded engine, the harness and the engine's heap."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _read_int(p: Path) -> int | None:

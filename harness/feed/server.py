@@ -1,0 +1,177 @@
+"""Host side of the block feed, started by the runtime for each run, outside the run's memory limit.
+
+It generates every block (load and measured), converts it for the engine's driver (prepare_block) and
+digests it into the expected-state model, then serves the results over run_dir/feed.sock. The runner
+holds no model: each block carries the model's digest after it, which is all integrity needs.
+
+After the load it spools the blocks of warmup + measure to a file before the clock starts (TSBS-style):
+even at SCHED_IDLE, generating while the engine works cost postgres a fifth of its rows/s on two cores.
+The spool is written here, so its page-cache pages are charged to this side, not to the engine's limit;
+the runner reads them without charge or disk I/O. Blocks past the spool are generated live."""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import multiprocessing as mp
+import os
+import random
+import signal
+import socket
+import time
+from pathlib import Path
+
+from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, LoadArgs, Spooled, SpoolRequest,
+                                   frame, recv, send)
+from harness.workload.block import Block
+from harness.workload.generator import BlockGenerator, WorkloadSpec
+
+KEY_SAMPLE = 512            # live entity keys shipped for the readers to pick from
+KEY_SAMPLE_EVERY_BLOCKS = 8
+SPOOL_MAX_BYTES = 2 << 30     # beyond this the blocks are generated live (a full-profile hour is ~4 GB)
+START_TIMEOUT_S = 60.0
+_PR_SET_PDEATHSIG = 1
+
+
+class FeedServer:
+    """One run's feed process: start() returns once it listens; stop() ends it (a context manager)."""
+
+    def __init__(self, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, run_dir: Path,
+                 data_dir: Path) -> None:
+        self.run_dir, self.data_dir = Path(run_dir), Path(data_dir)
+        ctx = mp.get_context("spawn")       # no fork of a process that may hold threads or connections
+        self._ready, self._stop = ctx.Event(), ctx.Event()
+        self._proc = ctx.Process(target=_main, name="block-feed", daemon=True,
+                                 args=(spec, load, engine_name, str(self.run_dir), str(self.data_dir),
+                                       self._ready, self._stop, os.getpid()))
+
+    @classmethod
+    def for_plan(cls, plan) -> "FeedServer":
+        return cls(plan.workload_spec(), LoadArgs(plan.load_entities, plan.load.batch_rows,
+                                                  plan.load.expiry_spread_blocks),
+                   plan.engine, Path(plan.run_dir), Path(plan.data_dir))
+
+    def start(self) -> "FeedServer":
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._proc.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._ready.wait(0.1):
+            if not self._proc.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the block feed did not start (exit code {self._proc.exitcode})")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._proc.pid is not None:
+            self._proc.join(timeout=5)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(timeout=5)
+        (self.data_dir / SPOOL_NAME).unlink(missing_ok=True)
+
+    def __enter__(self) -> "FeedServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runtime handles Ctrl-C and stops us
+    try:   # die with the runtime that started us, whatever kills it
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    # Lowest CPU priority: on a small machine the feed must not take cores from the engine while it works
+    # (nice 19 alone still cost duckdb a fifth of its rows/s on 2 cores); it runs in the engine's idle time.
+    os.nice(19)
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    path = f"/proc/self/fd/{dir_fd}/{SOCKET_NAME}"      # fits sun_path however deep run_dir is
+    try:
+        os.unlink(SOCKET_NAME, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    os.chmod(SOCKET_NAME, 0o666, dir_fd=dir_fd)        # a container's non-root runner connects too
+    srv.listen(1)
+    srv.settimeout(0.5)
+    ready.set()
+    try:
+        while True:
+            try:
+                conn, _ = srv.accept()
+                break
+            except socket.timeout:
+                if stop.is_set() or os.getppid() != parent_pid:
+                    return
+        conn.settimeout(None)
+        try:
+            _serve(conn, spec, load, engine_name, Path(data_dir))
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            return                                       # the runner is done, or gone
+        except BaseException as e:
+            try:
+                send(conn, FeedError(f"block feed failed: {type(e).__name__}: {e}"))
+            except OSError:
+                pass
+            raise
+        finally:
+            conn.close()
+    finally:
+        srv.close()
+        os.unlink(SOCKET_NAME, dir_fd=dir_fd)
+        os.close(dir_fd)
+
+
+def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Random, with_keys: bool) -> Built:
+    m = gen.model
+    keys = None
+    if with_keys and m.live_ids:
+        ids = key_rng.sample(m.live_ids, min(KEY_SAMPLE, len(m.live_ids)))
+        keys = [m.live[i].key for i in ids]
+    return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes,
+                 len(m.live_ids), keys)
+
+
+def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None,
+           data_dir: Path) -> None:
+    """Load blocks, the end-of-load marker, then (once the runner asks) the spool, then live blocks."""
+    if engine_name:
+        from harness import registry
+        prepare = registry.engine_class(engine_name)().prepare_block   # conversion only, never opened
+    else:
+        prepare = lambda b: b                                          # noqa: E731 (harness-logic tests)
+    gen = BlockGenerator(spec)
+    key_rng = random.Random(spec.seed ^ 0x5EED)      # its own stream: the workload's rng is untouched
+    if load:
+        for b in gen.load_blocks(load.entities, load.batch_rows, load.expiry_spread_blocks):
+            send(conn, _build(gen, b, prepare, key_rng, with_keys=False))
+    send(conn, _build(gen, None, prepare, key_rng, with_keys=True))
+    stream = (_build(gen, gen.next_block(), prepare, key_rng, with_keys=i % KEY_SAMPLE_EVERY_BLOCKS == 0)
+              for i in itertools.count())
+    req = recv(conn)
+    if not isinstance(req, SpoolRequest):
+        raise RuntimeError(f"expected a spool request after the load, got {type(req).__name__}")
+    send(conn, spool(data_dir / SPOOL_NAME, stream, req.blocks) if req.blocks > 0 else Spooled("", 0, 0, 0.0))
+    while True:
+        send(conn, next(stream))
+
+
+def spool(path: Path, blocks, want: int) -> Spooled:
+    """Write up to `want` records (framed as on the socket) within SPOOL_MAX_BYTES, and write them back
+    to disk, all before the clock starts. The pages stay cached, charged to this process's cgroup."""
+    t0, n, size = time.monotonic(), 0, 0
+    with open(path, "wb") as f:
+        while n < want and size < SPOOL_MAX_BYTES:
+            data = frame(next(blocks))
+            f.write(data)
+            n, size = n + 1, size + len(data)
+        f.flush()
+        os.fdatasync(f.fileno())
+    return Spooled(path.name, n, size, round(time.monotonic() - t0, 3))

@@ -1,0 +1,1 @@
+"""What the harness and engines need from the machine (memory cgroups), below every other layer."""
