@@ -21,10 +21,12 @@ else
   fi
 fi
 echo "images: base $base"
+commit=$(python3 -m harness.provenance | cut -d' ' -f2)   # HEAD (-dirty): baked into each image
+echo "images: harness $version, commit ${commit:-unknown}"
 build() {   # tag dockerfile [target]
   local t0=$(date +%s)
   docker build -q -f "$2" ${3:+--target "$3"} --build-arg BASE_IMAGE="$base" \
-    --build-arg HARNESS_VERSION="$version" -t "$1" . >/dev/null
+    --build-arg HARNESS_VERSION="$version" --build-arg GIT_COMMIT="$commit" -t "$1" . >/dev/null
   echo "images: $1 $(docker image inspect -f '{{.Id}}' "$1" | cut -c1-19) ($(( $(date +%s) - t0 )) s)"
 }
 for e in $engines; do

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, HarnessError
+from harness.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError, HarnessError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,9 +81,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_RUN_FAILED
+    except OSError as e:       # a file or folder the run needed: one line, like every other error
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {e.filename or ''}: {e.strerror or e}" if e.filename else f"error: {e}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+
+
+def _writable(path: Path | None, flag: str) -> None:
+    """Refuse before anything runs when results or data cannot be written where asked."""
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".arkbench-write-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot write there ({e.strerror or e})") from None
 
 
 def _dispatch(args) -> int:
+    if args.cmd in ("run", "sweep", "verdict", "bench-overhead"):
+        _writable(args.results, "--results")
+        _writable(Path(args.data) if args.data else None, "--data")
     if args.cmd == "validate":
         from harness.scenario.load import validate_paths
         results = validate_paths(args.paths)

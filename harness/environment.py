@@ -4,32 +4,15 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import harness
 from harness.platform import cgroup
-
-PROJECT_DIR = Path(__file__).resolve().parents[1]
-
+from harness.provenance import git_commit, harness_version
 
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def git_commit() -> str | None:
-    if os.environ.get("ARKBENCH_GIT_COMMIT"):
-        return os.environ["ARKBENCH_GIT_COMMIT"]
-    try:
-        out = subprocess.run(["git", "-C", str(PROJECT_DIR), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5)
-        dirty = subprocess.run(["git", "-C", str(PROJECT_DIR), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def cpu_model() -> str:
@@ -86,7 +69,7 @@ def fsync_floor(data_dir: Path, samples: int = 200, budget_s: float = 2.0) -> di
 def capture(data_dir: Path, runtime: str) -> dict:
     mem_dir = cgroup.own_memory_dir()
     return {
-        "harness_version": harness.__version__,
+        "harness_version": harness_version(),
         "git_commit": git_commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from harness import environment, registry
+from harness.provenance import git_commit
 from harness.errors import ConfigError
 from harness.runner.result import read_json
 from harness.runtime.local import run_local
@@ -143,7 +144,7 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
     print(f"[bench-overhead] databases in {data_root} ({data_fs['fstype']}"
           f"{'; DATA=dir to choose' if chosen else ''})", file=sys.stderr, flush=True)
     # each harness run's result.json holds its full environment; this is enough to tell files apart
-    env = {"started_utc": environment.utc_now(), "git_commit": environment.git_commit(),
+    env = {"started_utc": environment.utc_now(), "git_commit": git_commit(),
            "cpu_model": environment.cpu_model(), "cpus_usable": len(os.sched_getaffinity(0)),
            "ram_bytes": environment.ram_bytes()}
     out = {"version": OVERHEAD_VERSION, "scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO,

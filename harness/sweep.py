@@ -78,8 +78,7 @@ def engine_build(engine: str, runtime: str) -> str:
         return f"image:{image_id(image_tag(engine))}"
     from importlib import metadata
 
-    from harness.environment import git_commit
-    from harness.runtime.docker import harness_version
+    from harness.provenance import git_commit, harness_version
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
     return f"local:{harness_version()}:{git_commit()}:{_sha(dists)[:16]}"
 

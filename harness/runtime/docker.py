@@ -14,19 +14,13 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.runner.result import mark_oom, write_failed_result
+from harness.provenance import harness_version
 from harness.scenario.plan import RunPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose.yaml"
 CONTAINER_UID = 10001                 # the images' non-root user (docker/install-runner.sh)
 CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
-
-
-def harness_version() -> str:
-    for line in (ROOT / "pyproject.toml").read_text().splitlines():
-        if line.startswith("version = "):
-            return line.split('"')[1]
-    raise RuntimeError("no version in pyproject.toml")
 
 
 def image_tag(engine: str) -> str:

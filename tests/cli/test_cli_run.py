@@ -84,3 +84,69 @@ def test_oom_is_recorded_with_timeseries(tmp_path):
     lines = (run_dir / "timeseries.csv").read_text().splitlines()
     assert len(lines) >= 2, "the time series up to the kill is kept"
     assert r["metrics"]["partial"] is True
+
+
+def test_an_unwritable_results_folder_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    rc, out, err = run_cli(["run", "--engine", "sqlite", "--scenario", "reorg", "--profile", "smoke",
+                            "--results", str(tmp_path / "a-file" / "results")], tmp_path)
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "--results" in err and "a-file" in err and "cannot write there" in err
+
+
+HISTORICAL = "to_block < 9223372036854775807"      # versions the workload never touches again
+MUTATIONS = {
+    "changed": f"UPDATE string_attributes SET value = value || '!' WHERE rowid = "
+               f"(SELECT rowid FROM string_attributes WHERE {HISTORICAL} LIMIT 1)",
+    "dropped": f"DELETE FROM payloads WHERE rowid = (SELECT rowid FROM payloads WHERE {HISTORICAL} LIMIT 1)",
+    "duplicated": "INSERT INTO numeric_attributes SELECT entity_key, -from_block, to_block, key, value "
+                  f"FROM numeric_attributes WHERE {HISTORICAL} LIMIT 1",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
+    """The integrity check can fail: while a real sqlite run measures, another connection changes, drops
+    or duplicates one row of an old version (nothing the workload touches again). The run must end with
+    integrity.ok false, status error and exit 3."""
+    import sqlite3
+    import time
+    args = harness_cmd() + ["run", "--engine", "sqlite", "--runtime", "local", "--scenario", "p99_5x",
+                            "--profile", "smoke", "--duration", "8", "--results", str(tmp_path / "results"),
+                            "--data", str(tmp_path / "data")]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mutated, deadline = False, time.monotonic() + 90
+    try:
+        while not mutated and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            progress = list((tmp_path / "results").glob("*/progress.json"))
+            dbs = list((tmp_path / "data").glob("*/arkiv.db"))
+            if not progress or not dbs or json.loads(progress[0].read_text() or "{}").get("phase") != "measure":
+                continue
+            conn = sqlite3.connect(dbs[0], timeout=10, isolation_level=None)
+            try:
+                mutated = conn.execute(MUTATIONS[mutation]).rowcount == 1
+            except sqlite3.OperationalError:
+                pass                                 # locked by a long block, or mid-read: try again
+            finally:
+                conn.close()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert mutated, "no historical row to mutate while the run measured"
+    r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
+    assert proc.returncode == 3 and r["status"] == "error" and r["integrity"]["ok"] is False, (r["integrity"], err[-800:])
+    assert "integrity" in r["error"] and r["integrity"]["mismatched_tables"]
+
+
+@pytest.mark.slow
+def test_the_runners_memory_stays_flat_over_a_three_minute_measured_phase(tmp_path):
+    """The runner's RSS is the harness's share of an embedded engine's limit; over 1,800 measured blocks
+    it must not grow with them (it once grew ~375 KB per block)."""
+    rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--duration", "180",
+                                     timeout=420)
+    h = r["metrics"]["harness"]
+    assert r["metrics"]["commit_latency_ms"]["count"] >= 1500
+    growth = h["inside_limit_bytes_end"] - h["inside_limit_bytes"]
+    assert growth < 4 << 20, f"runner RSS grew {growth / 2**20:.1f} MiB over the measured phase ({h})"
