@@ -1,4 +1,4 @@
-"""harness run | validate — errors are one line (traceback with -v); exit codes as in DESIGN.md."""
+"""harness run | validate — errors are one line (traceback with -v); exit codes as in docs/design.md."""
 from __future__ import annotations
 
 import argparse

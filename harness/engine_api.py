@@ -1,4 +1,4 @@
-"""The engine contract (DESIGN.md): a small Protocol, capability flags instead of engine-name branches."""
+"""The engine contract (docs/design.md): a small Protocol, capability flags instead of engine-name branches."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

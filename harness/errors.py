@@ -1,4 +1,4 @@
-"""Errors that map onto the CLI's exit codes (DESIGN.md: 0 passed, 1 threshold failed, 2 bad input, 3 run failed)."""
+"""Errors that map onto the CLI's exit codes (docs/design.md: 0 passed, 1 threshold failed, 2 bad input, 3 run failed)."""
 
 EXIT_PASSED = 0
 EXIT_THRESHOLD_FAILED = 1

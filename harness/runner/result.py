@@ -1,4 +1,4 @@
-"""result.json, version 1: the contract that reports, sweeps and tests read (DESIGN.md)."""
+"""result.json, version 1: the contract that reports, sweeps and tests read (docs/design.md)."""
 from __future__ import annotations
 
 import json

@@ -29,13 +29,12 @@ from harness.scenario.thresholds import evaluate, parse_threshold
 from harness.workload.digest import digest_rows
 
 LOAD_PROGRESS_EVERY_S = 5.0
-# An unthrottled run spools for this multiple of the load's rate (insert-only, usually faster than the
-# measured mix; postgres's measured rate ran up to 1.25x its load rate).
+# An unthrottled run spools for this multiple of the load's rate: the measured mix can run faster than
+# the insert-only load (docs/overhead.md).
 UNTHROTTLED_SPOOL_MARGIN = 1.5
 # The writer gives up the GIL inside every driver call; when another runner thread holds it then (the
-# feed's receiver unpickling a block, the sampler, readers), CPython hands it back only after the switch
-# interval (5 ms by default). Measured while generation was still a runner thread, sqlite p99_5x smoke
-# unthrottled: harness/loop rows/s 0.59 at 5 ms, 0.79 at 0.5 ms, 0.90 at 0.1 ms.
+# feed's receiver, the sampler, readers), CPython hands it back only after the switch interval (5 ms by
+# default), which held sqlite to 0.6 of a raw loop (docs/overhead.md).
 TIMED_SWITCH_INTERVAL_S = 0.0001
 
 
