@@ -126,7 +126,8 @@ def _dispatch(args) -> int:
                            data_root=args.data)
         mems = parse_list(args.mems, "MEMS")
         if args.cmd == "verdict":
-            from harness.decision import DECISION_FILE, verdict
+            from harness.scenario.decision import DECISION_FILE
+            from harness.verdict import verdict
             return verdict(args.profile, [m for m in mems if m], opts, args.results, repeats=args.repeats,
                            scale=args.scale, decision_path=args.decision or DECISION_FILE)
         from harness.sweep import sweep
@@ -159,18 +160,23 @@ def _dispatch(args) -> int:
 
 
 def _summary(path: Path) -> None:
-    import json
-    r = json.loads(path.read_text())
-    m, c = r["metrics"], r["metrics"].get("commit_latency_ms") or {}
+    from harness.results import load_result
+    r = load_result(path)
+    m, c = r.metrics, r.metrics.commit_latency_ms
     fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
-    print(f"{r['engine']} {r['scenario']}/{r['profile']}: status {r['status']}"
-          f"{' (' + r['error'] + ')' if r.get('error') else ''}", file=sys.stderr)
-    print(f"  commit ms p50 {fmt(c.get('p50'))} p99 {fmt(c.get('p99'))} max {fmt(c.get('max'))} "
-          f"(n={c.get('count')}), rows/s {fmt(m.get('rows_per_s'))}, integrity "
-          f"{(r.get('integrity') or {}).get('ok')}", file=sys.stderr)
-    for t in r.get("thresholds", []):
-        print(f"  {'PASS' if t['passed'] else 'FAIL'} {t['expr']}  (measured {fmt(t['value'])})", file=sys.stderr)
-    for w in r.get("warnings", []):
+    print(f"{r.engine} {r.scenario}/{r.profile}: status {r.status}{' (' + r.error + ')' if r.error else ''}",
+          file=sys.stderr)
+    print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
+          f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
+          file=sys.stderr)
+    h = m.harness
+    if h.inside_limit_bytes is not None and r.memory_limit_bytes:
+        print(f"  harness inside the {r.memory_limit_bytes >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB at the "
+              f"measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end", file=sys.stderr)
+    for t in r.thresholds:
+        print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
+              f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
+    for w in r.warnings:
         print(f"  warning: {w}", file=sys.stderr)
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from harness import environment, registry
 from harness.provenance import git_commit
 from harness.errors import ConfigError
-from harness.runner.result import read_json
-from harness.runtime.local import run_local
+from harness.results import load_result
+from harness.runtime import execute
 from harness.scenario.plan import RunPlan, resolve_plan
 from harness.stats import summarize
 from harness.workload.generator import BlockGenerator
@@ -126,12 +126,13 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
 
 
 def harness_side(plan: RunPlan) -> dict:
-    run_local(plan)
-    result = read_json(Path(plan.run_dir) / "result.json") or {"status": "error", "metrics": {}}
-    m = result["metrics"]
-    return {"status": result["status"], "rows": m.get("rows"), "rows_per_s": m.get("rows_per_s"),
-            "generator_wait_s": (m.get("harness") or {}).get("generator_wait_s"),
-            "result": str(Path(plan.run_dir) / "result.json")}
+    execute(plan)
+    path = Path(plan.run_dir) / "result.json"
+    r = load_result(path)
+    if r is None:
+        return {"status": "error", "rows": None, "rows_per_s": None, "generator_wait_s": None, "result": str(path)}
+    return {"status": r.status, "rows": r.metrics.rows, "rows_per_s": r.metrics.rows_per_s,
+            "generator_wait_s": r.metrics.harness.generator_wait_s, "result": str(path)}
 
 
 def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: float | None,

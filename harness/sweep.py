@@ -13,18 +13,16 @@ import json
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.environment import utc_now
-from harness.runner.result import read_json, write_json
+from harness.results import DONE_STATUSES, CellRecord, SweepFile, load_result, read_json, write_json
 from harness.scenario.plan import RunPlan, resolve_plan
 
-SWEEP_VERSION = 1
-DONE_STATUSES = ("passed", "failed", "oom", "error")
 
 
 class SweepInterrupted(Exception):
@@ -63,7 +61,7 @@ class CellRun:
     plan: RunPlan
     cell_id: str
     dir: Path
-    record: dict = field(default_factory=dict)
+    record: CellRecord | None = None
 
 
 # ---- identity --------------------------------------------------------------------------------------
@@ -147,100 +145,104 @@ def _stop_leftovers(cell_dir: Path) -> None:
             print(f"[sweep] removed the still-running container of {old.run_id}", file=sys.stderr)
 
 
-def completed(cr: CellRun) -> dict | None:
+def read_cell(path: Path) -> CellRecord | None:
+    raw = read_json(path)
+    try:
+        return CellRecord.model_validate(raw) if raw else None
+    except ValueError:
+        return None                  # unreadable: treated as a partial attempt (set aside, rerun)
+
+
+def completed(cr: CellRun) -> CellRecord | None:
     """The cell's record when it completed under the same identity, else None."""
-    rec = read_json(cr.dir / "cell.json")
-    if rec and rec.get("cell_id") == cr.cell_id and rec.get("state") == "complete" \
-            and (cr.dir / "result.json").exists():
+    rec = read_cell(cr.dir / "cell.json")
+    if rec and rec.cell_id == cr.cell_id and rec.state == "complete" and (cr.dir / "result.json").exists():
         return rec
     return None
 
 
-def run_cell(cr: CellRun, label: str) -> dict:
+def run_cell(cr: CellRun, label: str) -> CellRecord:
     from harness.runtime import execute
     if (rec := completed(cr)) is not None:
-        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec['status']}), skipped", file=sys.stderr, flush=True)
+        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec.status}), skipped", file=sys.stderr, flush=True)
         return rec
     if cr.dir.exists():
-        old = read_json(cr.dir / "cell.json") or {}
-        why = "superseded" if old.get("state") == "complete" else "partial"
+        old = read_cell(cr.dir / "cell.json")
+        why = "superseded" if old and old.state == "complete" else "partial"
         _stop_leftovers(cr.dir)
         print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {_set_aside(cr.dir, why)}",
               file=sys.stderr)
     shutil.rmtree(cr.plan.data_dir, ignore_errors=True)      # a killed attempt's database must not be reused
     cr.dir.mkdir(parents=True)
-    base = {"cell_id": cr.cell_id, "scenario": cr.cell.scenario, "engine": cr.cell.engine, "mem": cr.cell.mem,
-            "mem_limit_bytes": cr.plan.mem_limit_bytes, "scale": cr.plan.scale, "repeat": cr.cell.repeat,
-            "runtime": cr.plan.runtime, "dir": cr.dir.name}
-    base["started_utc"] = utc_now()
-    write_json(cr.dir / "cell.json", {**base, "state": "running"})
+    rec = CellRecord(cell_id=cr.cell_id, scenario=cr.cell.scenario, engine=cr.cell.engine, mem=cr.cell.mem,
+                     mem_limit_bytes=cr.plan.mem_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
+                     runtime=cr.plan.runtime, dir=cr.dir.name, state="running", started_utc=utc_now())
+    write_json(cr.dir / "cell.json", rec)
     print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({cr.plan.runtime})", file=sys.stderr, flush=True)
     try:
         rc = execute(cr.plan)
     except KeyboardInterrupt:
         raise SweepInterrupted(cr.dir.name) from None
-    result = read_json(cr.dir / "result.json") or {}
-    if result.get("error") == "interrupted":
+    result = load_result(cr.dir / "result.json")
+    if result is not None and result.error == "interrupted":
         raise SweepInterrupted(cr.dir.name)
-    rec = {**base, "state": "complete", "status": result.get("status", "error"), "exit_code": rc,
-           "finished_utc": utc_now()}
+    rec = rec.model_copy(update={"state": "complete", "exit_code": rc, "finished_utc": utc_now(),
+                                 **cell_summary(cr.dir)})
     write_json(cr.dir / "cell.json", rec)
-    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec['status']}", file=sys.stderr, flush=True)
+    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec.status}", file=sys.stderr, flush=True)
     return rec
 
 
 def cell_summary(run_dir: Path) -> dict:
     """The figures a sweep table and a verdict need, read back from the cell's result.json."""
-    r = read_json(run_dir / "result.json") or {}
-    m = r.get("metrics") or {}
-    c = m.get("commit_latency_ms") or {}
-    return {"status": r.get("status"), "error": r.get("error"), "p50_ms": c.get("p50"), "p99_ms": c.get("p99"),
-            "max_ms": c.get("max"), "blocks": c.get("count"), "rows_per_s": m.get("rows_per_s"),
-            "bloat_ratio": m.get("bloat_ratio"), "wal_bytes_max": m.get("wal_bytes_max"),
-            "checkpoints": m.get("checkpoints"), "integrity_ok": (r.get("integrity") or {}).get("ok"),
-            "thresholds": r.get("thresholds", []), "early_abort": r.get("early_abort"),
-            "load_digest": (r.get("load") or {}).get("digest"),
-            "load_row_counts": (r.get("load") or {}).get("row_counts")}
+    r = load_result(run_dir / "result.json")
+    if r is None:
+        return {"status": "error", "error": "the cell wrote no result.json"}
+    m, c = r.metrics, r.metrics.commit_latency_ms
+    return {"status": r.status, "error": r.error, "p50_ms": c.p50, "p99_ms": c.p99, "max_ms": c.max,
+            "blocks": c.count, "rows_per_s": m.rows_per_s, "bloat_ratio": m.bloat_ratio,
+            "wal_bytes_max": m.wal_bytes_max, "checkpoints": m.checkpoints, "integrity_ok": r.integrity.ok,
+            "thresholds": r.thresholds, "early_abort": r.early_abort,
+            "load_digest": (r.load or {}).get("digest"), "load_row_counts": (r.load or {}).get("row_counts")}
 
 
-def starting_state(records: list[dict]) -> dict:
+def starting_state(records: list[CellRecord]) -> dict:
     """Did every cell of a scenario and scale start from the same database? The model's digest after the
     load must be one, and each engine's row counts after its load must be the model's (a load that lost
     rows, say to an OOM-killed bulk insert, shows here)."""
     groups: dict[str, dict] = {}
     for rec in records:
-        if rec.get("load_digest") is None:
+        if rec.load_digest is None:
             continue
-        g = groups.setdefault(f"{rec['scenario']}@{rec['scale']:g}", {"cells": 0, "digests": set(), "differ": []})
+        g = groups.setdefault(f"{rec.scenario}@{rec.scale:g}", {"cells": 0, "digests": set(), "differ": []})
         g["cells"] += 1
-        g["digests"].add(json.dumps(rec["load_digest"], sort_keys=True))
-        model_counts = {t: int(v.split(":")[0]) for t, v in rec["load_digest"].items()}
-        if rec.get("load_row_counts") not in (None, model_counts):
-            g["differ"].append(rec["dir"])
+        g["digests"].add(json.dumps(rec.load_digest, sort_keys=True))
+        model_counts = {t: int(v.split(":")[0]) for t, v in rec.load_digest.items()}
+        if rec.load_row_counts not in (None, model_counts):
+            g["differ"].append(rec.dir)
     return {k: {"cells": g["cells"], "same": len(g["digests"]) == 1 and not g["differ"],
                 **({"row_counts_differ": g["differ"]} if g["differ"] else {})} for k, g in groups.items()}
 
 
-def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> dict:
-    cells = [{**cr.record, **(cell_summary(cr.dir) if cr.record.get("state") == "complete" else {})}
-             for cr in runs if cr.record]
-    statuses = [c.get("status") for c in cells if c.get("state") == "complete"]
-    out = {"version": SWEEP_VERSION, **meta, "updated_utc": utc_now(),
-           "cells_total": len(runs), "cells_complete": len(statuses),
-           "status_counts": {s: statuses.count(s) for s in DONE_STATUSES if s in statuses},
-           "starting_state": starting_state(cells), "cells": cells}
+def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> SweepFile:
+    cells = [cr.record for cr in runs if cr.record]
+    statuses = [c.status for c in cells if c.state == "complete"]
+    out = SweepFile(**meta, updated_utc=utc_now(), cells_total=len(runs), cells_complete=len(statuses),
+                    status_counts={s: statuses.count(s) for s in DONE_STATUSES if s in statuses},
+                    starting_state=starting_state(cells), cells=cells)
     write_json(path, out)
     return out
 
 
-def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> dict:
+def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> SweepFile:
     """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content."""
-    out: dict = {}
+    out = None
     for i, cr in enumerate(runs, 1):
         try:
             cr.record = run_cell(cr, f"{i}/{len(runs)}")
         except SweepInterrupted:
-            cr.record = {**(read_json(cr.dir / "cell.json") or {}), "state": "partial"}
+            rec = read_cell(cr.dir / "cell.json")
+            cr.record = rec.model_copy(update={"state": "partial"}) if rec else None
             write_sweep_json(sweep_json, meta, runs)
             raise
         out = write_sweep_json(sweep_json, meta, runs)
@@ -271,22 +273,22 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
     except SweepInterrupted as e:
         print(f"[sweep] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
-    _print_table(out["cells"])
-    for k, v in out["starting_state"].items():
+    _print_table(out.cells)
+    for k, v in out.starting_state.items():
         if not v["same"]:
             print(f"warning: cells of {k} did not start from the same database (see sweep.json)", file=sys.stderr)
     from harness.report import write_report
     _, html = write_report(root)
     print(root / "sweep.json")
     print(html)
-    return 0 if all(c.get("status") in ("passed", "failed", "oom") for c in out["cells"]) else EXIT_RUN_FAILED
+    return 0 if all(c.status in ("passed", "failed", "oom") for c in out.cells) else EXIT_RUN_FAILED
 
 
-def _print_table(cells: list[dict]) -> None:
+def _print_table(cells: list[CellRecord]) -> None:
     fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
     for c in cells:
-        print(f"{c['scenario']:14s} {c['dir']:28s} {c.get('status') or '-':7s} p99 {fmt(c.get('p99_ms')):>9s} ms"
-              f"  rows/s {fmt(c.get('rows_per_s')):>9s}", file=sys.stderr)
+        print(f"{c.scenario:14s} {c.dir:28s} {c.status or '-':7s} p99 {fmt(c.p99_ms):>9s} ms"
+              f"  rows/s {fmt(c.rows_per_s):>9s}", file=sys.stderr)
 
 
 def parse_list(text: str | None, what: str, cast=str) -> list:

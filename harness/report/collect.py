@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.runner.result import read_json
+from harness.results import CellRecord, LatencySummary, RunResult, load_result, load_sweep, load_verdict
 from harness.stats import summarize
 from harness.units import format_bytes
 
@@ -15,20 +15,20 @@ from harness.units import format_bytes
 @dataclass
 class CellData:
     run_dir: Path
-    result: dict
+    result: RunResult
     repeat: int = 1
 
     @property
     def engine(self) -> str:
-        return self.result["engine"]
+        return self.result.engine
 
     @property
     def scenario(self) -> str:
-        return self.result["scenario"]
+        return self.result.scenario
 
     @property
     def mem_limit_bytes(self) -> int | None:
-        return self.result.get("memory_limit_bytes") or self.result.get("memory_limit_requested_bytes")
+        return self.result.memory_limit_bytes or self.result.memory_limit_requested_bytes
 
     @property
     def mem_label(self) -> str:
@@ -37,23 +37,23 @@ class CellData:
     @property
     def label(self) -> str:
         rep = f" #{self.repeat}" if self.repeat > 1 else ""
-        return f"{self.engine} {self.mem_label} s{self.result['scale']:g}{rep}"
+        return f"{self.engine} {self.mem_label} s{self.result.scale:g}{rep}"
 
     @property
     def group_key(self) -> tuple:
-        return (self.scenario, self.engine, self.mem_limit_bytes, self.result["scale"])
+        return (self.scenario, self.engine, self.mem_limit_bytes, self.result.scale)
 
     @property
     def status(self) -> str:
-        return self.result.get("status") or "error"
+        return self.result.status
 
     @property
-    def commit_ms(self) -> dict:
-        return (self.result.get("metrics") or {}).get("commit_latency_ms") or {}
+    def commit_ms(self) -> LatencySummary:
+        return self.result.metrics.commit_latency_ms
 
     @property
     def measure_s(self) -> float:
-        return (self.result.get("plan") or {}).get("phases", {}).get("measure_s") or 0.0
+        return self.result.measure_s
 
     def blocks(self) -> list[dict]:
         return _read_csv(self.run_dir / "blocks.csv")
@@ -66,7 +66,7 @@ class CellData:
 class ReportData:
     kind: str                         # run | sweep | verdict
     dir: Path
-    meta: dict | None
+    meta: object | None               # SweepFile | VerdictFile | None
     cells: list[CellData] = field(default_factory=list)
 
     def scenarios(self) -> list[str]:
@@ -97,13 +97,13 @@ def _num(v: str):
         return v
 
 
-def _cells_from(root: Path, records: list[dict]) -> list[CellData]:
+def _cells_from(root: Path, records: list[CellRecord]) -> list[CellData]:
     out = []
     for rec in records:
-        run_dir = root / rec["scenario"] / rec["dir"]
-        result = read_json(run_dir / "result.json")
+        run_dir = root / rec.scenario / rec.dir
+        result = load_result(run_dir / "result.json")
         if result is not None:
-            out.append(CellData(run_dir, result, rec.get("repeat") or 1))
+            out.append(CellData(run_dir, result, rec.repeat))
     return out
 
 
@@ -111,19 +111,18 @@ def collect(path: Path) -> ReportData:
     path = path.resolve()
     if not path.is_dir():
         raise ConfigError(f"RUN={path}: not a directory; give a run, sweep or verdict directory under results/")
-    if (v := read_json(path / "verdict.json")) is not None:
-        records = [c for s in v.get("steps", []) for c in s["cells"]]
-        return ReportData("verdict", path, v, _cells_from(path, records))
-    if (s := read_json(path / "sweep.json")) is not None:
-        return ReportData("sweep", path, s, _cells_from(path, [c for c in s["cells"] if c.get("state") == "complete"]))
-    if (r := read_json(path / "result.json")) is not None:
+    if (v := load_verdict(path / "verdict.json")) is not None:
+        return ReportData("verdict", path, v, _cells_from(path, [c for s in v.steps for c in s.cells]))
+    if (s := load_sweep(path / "sweep.json")) is not None:
+        return ReportData("sweep", path, s, _cells_from(path, [c for c in s.cells if c.state == "complete"]))
+    if (r := load_result(path / "result.json")) is not None:
         return ReportData("run", path, None, [CellData(path, r)])
     raise ConfigError(f"RUN={path}: holds no verdict.json, sweep.json or result.json")
 
 
 def group_stats(group: list[CellData]) -> dict:
     """Median and spread over a group's repeats of p99 and rows/s; noisy at a spread >= 10%."""
-    p99 = summarize([c.commit_ms.get("p99") for c in group if c.status in ("passed", "failed")])
-    rate = summarize([(c.result.get("metrics") or {}).get("rows_per_s") for c in group
-                      if c.status in ("passed", "failed")])
+    done = [c for c in group if c.status in ("passed", "failed")]
+    p99 = summarize([c.commit_ms.p99 for c in done])
+    rate = summarize([c.result.metrics.rows_per_s for c in done])
     return {"p99": p99, "rows_per_s": rate, "noisy": p99["noisy"] or rate["noisy"]}

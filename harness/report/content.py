@@ -27,53 +27,53 @@ def _f(v, digits: int = 1) -> str:
 
 def first_line(data: ReportData) -> Block:
     if data.kind == "verdict":
-        cav = data.meta.get("caveats") or []
+        cav = data.meta.caveats
         if cav:
             return Block("caveat", "this verdict was reached at a smaller scale or a shorter duration than its "
                                    "criteria ask, so it does not yet answer them: " + "; ".join(cav) + ".")
         return Block("p", "Reached at the scale and duration the criteria ask for.")
-    scales = sorted({c.result["scale"] for c in data.cells})
+    scales = sorted({c.result.scale for c in data.cells})
     secs = sorted({c.measure_s for c in data.cells})
     return Block("caveat", f"measured at scale {', '.join(f'{s:g}' for s in scales)} of mendoza 1x (800K entities) "
                            f"with {', '.join(f'{s:g}' for s in secs)} s measured; the reference's criterion is p99 "
                            "< 500 ms at 5x for an hour. Compare data-to-memory ratios, not sizes.")
 
 
-def verdict_blocks(meta: dict) -> list[Block]:
-    v = meta.get("verdict")
+def verdict_blocks(meta) -> list[Block]:
+    v = meta.verdict
     if not v:
         return [Block("alarm", "the walk did not finish; run the same make verdict again to resume it.")]
-    out = [Block("verdict", f"Verdict: {v['decision']}"),
-           Block("p", f"Profile {meta['profile']}, memory limits {', '.join(meta['mems'])}, "
-                      f"{meta.get('repeats', 1)} run(s) per cell. An engine passes when every threshold of every "
+    out = [Block("verdict", f"Verdict: {v.decision}"),
+           Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)}, "
+                      f"{meta.repeats} run(s) per cell. An engine passes when every threshold of every "
                       "criterion holds at every memory limit, with integrity intact."),
            Block("h2", "Path through the decision tree")]
-    for step in meta["steps"]:
-        failing = [f"{c['scenario']} @ {c['mem']}: {t['expr']} measured {_f(t['value'], 3)}"
-                   f"{' (early abort)' if t.get('early_abort') else ''}"
-                   for c in step["cells"] for t in c.get("thresholds") or [] if not t["passed"]]
-        dead = [f"{c['scenario']} @ {c['mem']}: {c['status']}" + (f" ({c['error']})" if c.get("error") else "")
-                for c in step["cells"] if c.get("status") not in ("passed", "failed")]
-        out.append(Block("p", f"{step['engine']}: {step['outcome'].upper()}"
-                              + (f" → {step['decision']}" if step["passed"] else "")))
+    for step in meta.steps:
+        failing = [f"{c.scenario} @ {c.mem}: {t.expr} measured {_f(t.value, 3)}"
+                   + (f" ({t.error})" if t.error else "") + (" (early abort)" if t.early_abort else "")
+                   for c in step.cells for t in c.thresholds if not t.passed]
+        dead = [f"{c.scenario} @ {c.mem}: {c.status}" + (f" ({c.error})" if c.error else "")
+                for c in step.cells if c.status not in ("passed", "failed")]
+        out.append(Block("p", f"{step.engine}: {step.outcome.upper()}"
+                              + (f" → {step.decision}" if step.passed else "")))
         if failing or dead:
             out.append(Block("list", items=dead + failing))
     return out
 
 
 def _thresholds_text(c: CellData) -> str:
-    return "; ".join(f"{'✔' if t['passed'] else '✘'} {t['expr']} = {_f(t['value'], 2)}"
-                     for t in c.result.get("thresholds", []))
+    return "; ".join(f"{'✔' if t.passed else '✘'} {t.expr} = {_f(t.value, 2)}" + (f" ({t.error})" if t.error else "")
+                     for t in c.result.thresholds)
 
 
 def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
     headers = ["engine", "memory", "scale", "status", "p50 ms", "p99 ms", "max ms", "rows/s", "bloat",
-               "WAL peak", "checkpoints", "repeats (p99 spread)", "thresholds"]
+               "WAL peak", "checkpoints", "harness inside the limit", "repeats (p99 spread)", "thresholds"]
     rows, noisy = [], []
     for group in data.groups(scenario):
         c = group[0]
         st = group_stats(group)
-        m = c.result.get("metrics") or {}
+        m = c.result.metrics
         spread = st["p99"]["spread"]
         if len(group) == 1:
             rep = "1 (noise not measured)"
@@ -82,16 +82,26 @@ def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
         if st["noisy"]:
             noisy.append(f"{scenario} {c.engine} {c.mem_label}: p99 spread {_pct(st['p99']['spread'])}, "
                          f"rows/s spread {_pct(st['rows_per_s']['spread'])} over {len(group)} repeats")
-        p99 = st["p99"]["median"] if len(group) > 1 else c.commit_ms.get("p99")
-        rate = st["rows_per_s"]["median"] if len(group) > 1 else m.get("rows_per_s")
+        p99 = st["p99"]["median"] if len(group) > 1 else c.commit_ms.p99
+        rate = st["rows_per_s"]["median"] if len(group) > 1 else m.rows_per_s
         status = "/".join(sorted({g.status for g in group}))
-        if c.result.get("early_abort"):
+        if c.result.early_abort:
             status += " (early abort)"
-        rows.append([c.engine, c.mem_label, f"{c.result['scale']:g}", status, _f(c.commit_ms.get("p50")),
-                     _f(p99), _f(c.commit_ms.get("max")), _f(rate, 0), _f(m.get("bloat_ratio"), 2),
-                     format_bytes(m.get("wal_bytes_max")), m.get("checkpoints") if m.get("checkpoints") is not None
-                     else "-", rep, _thresholds_text(c)])
+        rows.append([c.engine, c.mem_label, f"{c.result.scale:g}", status, _f(c.commit_ms.p50),
+                     _f(p99), _f(c.commit_ms.max), _f(rate, 0), _f(m.bloat_ratio, 2),
+                     format_bytes(m.wal_bytes_max), m.checkpoints if m.checkpoints is not None else "-",
+                     _share(c), rep, _thresholds_text(c)])
     return Block("table", headers=headers, rows=rows), noisy
+
+
+def _share(c: CellData) -> str:
+    """The harness's own memory inside the limit, beside the limit (a server engine's runner is outside)."""
+    h = c.result.metrics.harness
+    if h.inside_limit_bytes is None:
+        return "-"
+    if c.result.client_memory_limit_bytes:
+        return "0 (client outside MEM)"
+    return f"{format_bytes(h.inside_limit_bytes)} → {format_bytes(h.inside_limit_bytes_end)} of {c.mem_label}"
 
 
 def _pct(v) -> str:
@@ -103,18 +113,17 @@ def environment_table(cells: list[CellData]) -> Block:
                "RAM", "fsync p50/p99 µs", "scale / entities", "harness"]
     rows = []
     for c in cells:
-        r, env = c.result, c.result.get("environment") or {}
+        r, env = c.result, c.result.environment
         fs = env.get("fsync_floor") or {}
-        server = r.get("server_environment") or {}
-        limit = f"{format_bytes(r.get('memory_limit_bytes'))} ({r.get('memory_enforcement')})"
-        if server.get("memory_limit_bytes_seen"):
-            limit += f"; server saw {format_bytes(server['memory_limit_bytes_seen'])}"
-        settings = ", ".join(f"{k}={v}" for k, v in (r.get("engine_settings") or {}).items())
-        rows.append([f"{c.scenario}/{c.run_dir.name}", r.get("engine_version") or "-", settings or "-", limit,
-                     f"{r.get('runtime')} {(r.get('image_id') or '')[:19]}".strip(),
+        limit = f"{format_bytes(r.memory_limit_bytes)} ({r.memory_enforcement})"
+        if r.client_memory_limit_bytes:
+            limit += f"; client {format_bytes(r.client_memory_limit_bytes)}"
+        settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
+        rows.append([f"{c.scenario}/{c.run_dir.name}", r.engine_version or "-", settings or "-", limit,
+                     f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
-                     f"{r['scale']:g} / {(r.get('plan') or {}).get('load_entities', '-')}",
+                     f"{r.scale:g} / {r.plan.get('load_entities', '-')}",
                      f"{env.get('harness_version')} {(env.get('git_commit') or '')[:12]}"])
     return Block("table", headers=headers, rows=rows)
 
@@ -149,7 +158,7 @@ def build(data: ReportData) -> list[Block]:
     if noisy:
         doc.append(Block("alarm", f"noisy results (repeat spread ≥ {NOISY_SPREAD:.0%}): " + "; ".join(noisy)))
     doc += body
-    warnings = [f"{c.scenario}/{c.run_dir.name}: {w}" for c in data.cells for w in c.result.get("warnings", [])]
+    warnings = [f"{c.scenario}/{c.run_dir.name}: {w}" for c in data.cells for w in c.result.warnings]
     if warnings:
         doc += [Block("h2", "Warnings from the runs"), Block("list", items=warnings)]
     doc += [Block("h2", "Environment of every cell"), environment_table(data.cells),

@@ -31,7 +31,7 @@ def _svg(fig) -> str:
 
 def _threshold_ms(cell: CellData) -> float | None:
     from harness.scenario.thresholds import parse_threshold
-    parsed = [parse_threshold(t["expr"]) for t in cell.result.get("thresholds", [])]
+    parsed = [parse_threshold(t.expr) for t in cell.result.thresholds]
     limits = [t.limit for t in parsed if t.metric == "commit_ms"]
     return min(limits) if limits else None
 
@@ -108,7 +108,7 @@ def p99_vs_memory(cells: list[CellData], title: str) -> str:
     """p99 per engine against its memory limit; an OOM-killed or failed-to-run cell is an x on the axis."""
     fig, ax = plt.subplots(figsize=(8, 3.2))
     for engine in dict.fromkeys(c.engine for c in cells):
-        pts = sorted((c.mem_limit_bytes / MIB, c.commit_ms.get("p99")) for c in cells
+        pts = sorted((c.mem_limit_bytes / MIB, c.commit_ms.p99) for c in cells
                      if c.engine == engine and c.mem_limit_bytes and c.status in ("passed", "failed"))
         dead = [c.mem_limit_bytes / MIB for c in cells
                 if c.engine == engine and c.mem_limit_bytes and c.status not in ("passed", "failed")]

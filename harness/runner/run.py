@@ -1,5 +1,7 @@
-"""One run, inside the memory-limited process: open -> load -> warmup + measure -> verify -> result.json.
-Whatever happens, result.json is written (status error with the partial numbers if the run broke)."""
+"""One run: open -> load + settle -> spool -> warmup + measure -> verify -> judge -> result.json, each a
+phase with its own return value. The runner is the memory-limited process for an embedded engine (a
+server engine's client otherwise); blocks come from the feed, outside the limit. Whatever happens,
+result.json is written (status error with the partial numbers if the run broke)."""
 from __future__ import annotations
 
 import gc
@@ -14,15 +16,16 @@ from pathlib import Path
 
 from harness import registry
 from harness.environment import capture
-from harness.platform import cgroup
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
+from harness.feed.protocol import PREFETCH_BLOCKS
+from harness.platform import cgroup
+from harness.results import Integrity, Spool, ThresholdResult
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
+from harness.runner.feed import BlockFeed
 from harness.runner.readers import ReaderPool
-from harness.runner.result import build_metrics, metric_source, write_result
+from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.feed.protocol import PREFETCH_BLOCKS
-from harness.runner.feed import BlockFeed
 from harness.runner.writer import write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
@@ -65,6 +68,7 @@ def data_memory_dir(engine) -> Path | None:
 
 
 def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
+    """Apply the load's blocks, then settle the engine (untimed): the starting database."""
     t0 = time.perf_counter()
     last_print, rows, blocks = t0, 0, 0
     for built in feed.load_blocks():
@@ -78,11 +82,51 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
             log(plan, f"load {built.live_entities}/{plan.load_entities} entities, {rows} rows, "
                       f"{rows / (now - t0):.0f} rows/s")
     secs = time.perf_counter() - t0
-    return {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
-            "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None}
+    after = engine.storage()
+    load = {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
+            "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None,
+            "db_bytes": after.db_bytes, "wal_bytes": after.wal_bytes,
+            "logical_bytes": feed.after_load.logical_bytes_after,
+            # sweeps check that every cell started from the same database
+            "digest": feed.after_load.digest_after, "row_counts": engine.row_counts()}
+    log(plan, "settling after the load")
+    t0 = time.perf_counter()
+    engine.settle()
+    load["settle_s"] = round(time.perf_counter() - t0, 3)
+    return load
 
 
-def verify(engine, plan: RunPlan, expected: dict) -> dict:
+def spool_phase(feed: BlockFeed, plan: RunPlan, load_rows_per_s: float | None) -> Spool:
+    want = spool_blocks(plan, load_rows_per_s)
+    log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
+    sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
+    return Spool(planned_blocks=want, blocks=sp.blocks, bytes=sp.bytes, seconds=sp.seconds)
+
+
+def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers: ReaderPool,
+                abort: EarlyAbort | None):
+    """Warmup + measure on one open-loop schedule, with nothing the harness allocates able to trigger a
+    collection pause; returns the last block applied."""
+    default_switch_s = sys.getswitchinterval()
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    sys.setswitchinterval(TIMED_SWITCH_INTERVAL_S)
+    state.phase = "warmup"
+    try:
+        readers.start()
+        return write_blocks(engine, feed, state, interval_ms=plan.workload.block_interval_ms,
+                            warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
+                            checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode,
+                            abort=abort)
+    finally:
+        readers.stop()
+        sys.setswitchinterval(default_switch_s)
+        gc.unfreeze()
+        gc.enable()
+
+
+def verify(engine, plan: RunPlan, expected: dict) -> Integrity:
     if plan.integrity == "model":
         actual = digest_rows({t: engine.iter_rows(t) for t in expected})
     else:   # counts only: for scales where a full scan per table is too slow
@@ -90,17 +134,33 @@ def verify(engine, plan: RunPlan, expected: dict) -> dict:
         actual = {t: f"{counts[t]}:*" for t in expected}
         expected = {t: f"{v.split(':')[0]}:*" for t, v in expected.items()}
     mismatched = sorted(t for t in expected if expected[t] != actual.get(t))
-    return {"ok": not mismatched, "method": plan.integrity, "expected": expected, "actual": actual,
-            **({"mismatched_tables": mismatched} if mismatched else {})}
+    return Integrity(ok=not mismatched, method=plan.integrity, expected=expected, actual=actual,
+                     mismatched_tables=mismatched or None)
+
+
+def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None) -> None:
+    """Thresholds with their measured values, the early abort, and the run's status."""
+    metrics = build_metrics(state, plan, out.load, out.final, out.spool)
+    results = [ThresholdResult(**t) for t in evaluate(thresholds, metric_source(state, metrics))]
+    if abort and abort.reason:
+        out.early_abort = abort.reason
+        log(plan, f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
+        results = [t.model_copy(update={"passed": False, "early_abort": True})
+                   if t.expr == abort.reason["threshold"] else t for t in results]
+    out.thresholds = results
+    if not out.integrity.ok:
+        out.status, out.error = "error", "integrity check failed: the engine's rows differ from the model"
+    else:
+        out.status = "passed" if all(t.passed for t in results) else "failed"
 
 
 def run(plan: RunPlan) -> int:
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     state = RunState()
-    ctx: dict = {"plan": plan, "state": state, "environment": capture(data_dir, plan.runtime)}
-    (run_dir / "environment.json").write_text(json.dumps(ctx["environment"], indent=2))
-    seen = ctx["environment"]["memory_limit_bytes_seen"]
+    out = Outcome(environment=capture(data_dir, plan.runtime))
+    (run_dir / "environment.json").write_text(json.dumps(out.environment, indent=2))
+    seen = out.environment["memory_limit_bytes_seen"]
     # MEM is the runner's own limit for an embedded engine; a server engine's runner has its client limit.
     own = plan.client_mem_limit_bytes if plan.client_mem_limit_bytes else plan.mem_limit_bytes
     if own and (seen is None or seen > own):
@@ -109,20 +169,18 @@ def run(plan: RunPlan) -> int:
         return EXIT_BAD_INPUT
     engine = registry.engine_class(plan.engine)()
     try:
-        return _run(plan, engine, state, ctx)
+        return _run(plan, engine, state, out)
     except LimitNotEnforced as e:
         log(plan, f"refusing: {e}")
         return EXIT_BAD_INPUT
     except BaseException as e:
-        ctx["status"] = "error"
-        ctx["error"] = "interrupted" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
+        out.status = "error"
+        out.error = "interrupted" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
         (run_dir / "runner.log").write_text(traceback.format_exc())
-        log(plan, f"run failed: {ctx['error']}")
-        write_result(run_dir, ctx)
+        log(plan, f"run failed: {out.error}")
+        write_result(plan, out, state)
         return EXIT_RUN_FAILED
     finally:
-        gc.unfreeze()
-        gc.enable()
         try:
             engine.close()
         except Exception:
@@ -131,18 +189,18 @@ def run(plan: RunPlan) -> int:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
+def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     run_dir = Path(plan.run_dir)
-    default_switch_s = sys.getswitchinterval()
     engine.open(plan.engine_settings, Path(plan.data_dir))
     engine.create_schema(plan.workload.variant)
-    ctx["engine_info"] = info = engine.info()
+    info = engine.info()
+    out.engine_version, out.engine_settings = info.version, info.settings
+    out.server_memory_limit_bytes = info.server_memory_limit_bytes
     if engine.capabilities.server and plan.mem_limit_bytes and (
             info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
         raise LimitNotEnforced(f"a {plan.mem_limit_bytes}-byte limit was asked for the {plan.engine} server, "
                                f"which sees {info.server_memory_limit_bytes}")
-    feed = BlockFeed(Path(plan.run_dir), Path(plan.data_dir)).start()
-
+    feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
     sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(engine))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
@@ -152,68 +210,26 @@ def _run(plan: RunPlan, engine, state: RunState, ctx: dict) -> int:
                                                             plan.phases.measure_s)) if plan.early_abort else None
     try:
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
-        ctx["load"] = load_phase(engine, feed, plan, state)
-        after_load = engine.storage()
-        ctx["load"].update(db_bytes=after_load.db_bytes, wal_bytes=after_load.wal_bytes,
-                           logical_bytes=feed.after_load.logical_bytes_after,
-                           # sweeps check that every cell started from the same database
-                           digest=feed.after_load.digest_after, row_counts=engine.row_counts())
-        log(plan, "settling after the load")
-        t0 = time.perf_counter()
-        engine.settle()
-        ctx["load"]["settle_s"] = round(time.perf_counter() - t0, 3)
-        want = spool_blocks(plan, ctx["load"]["rows_per_s"])
-        log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
-        sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
-        ctx["spool"] = {"planned_blocks": want, "blocks": sp.blocks, "bytes": sp.bytes, "seconds": sp.seconds,
-                        "live_blocks": None}
-
-        # Nothing the harness allocates may trigger a collection pause on the timed path.
-        gc.collect()
-        gc.freeze()
-        gc.disable()
-        sys.setswitchinterval(TIMED_SWITCH_INTERVAL_S)
-        state.phase = "warmup"
-        readers.start()
-        last = write_blocks(engine, feed, state, interval_ms=plan.workload.block_interval_ms,
-                            warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
-                            checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode,
-                            abort=abort)
+        out.load = load_phase(engine, feed, plan, state)
+        out.spool = spool_phase(feed, plan, out.load["rows_per_s"])
+        last = timed_phase(engine, feed, plan, state, readers, abort)
     finally:
-        readers.stop()
         feed.stop()
-        if "spool" in ctx:     # blocks of warmup + measure generated while the engine worked
-            ctx["spool"]["live_blocks"] = max(0, feed.taken_after_load - ctx["spool"]["blocks"])
+        if out.spool:     # blocks of warmup + measure generated while the engine worked
+            out.spool = out.spool.model_copy(
+                update={"live_blocks": max(0, feed.taken_after_load - out.spool.blocks)})
         state.phase = "verify"
-        sys.setswitchinterval(default_switch_s)
         sampler.stop()
-        gc.unfreeze()
-        gc.enable()
-    ctx["sampler_error"] = sampler.storage_error
-    ctx["long_reads"] = readers.long_reads
+        out.sampler_error = sampler.storage_error
 
     last = last or feed.after_load
-    expected, logical = last.digest_after, last.logical_bytes_after
     final = engine.storage()
-    ctx["final_storage"] = {"db_bytes": final.db_bytes, "wal_bytes": final.wal_bytes,
-                            "checkpoints": final.checkpoints + state.manual_checkpoints,
-                            "logical_bytes": logical, "row_counts": engine.row_counts()}
+    out.final = FinalStorage(final.db_bytes, final.wal_bytes, final.checkpoints + state.manual_checkpoints,
+                             last.logical_bytes_after, engine.row_counts())
     log(plan, "verifying integrity")
-    ctx["integrity"] = verify(engine, plan, expected)
+    out.integrity = verify(engine, plan, last.digest_after)
     with open(run_dir / "blocks.csv", "w") as f:
         state.block_log.write_csv(f)
-
-    ctx["metrics"] = build_metrics(state, ctx)
-    ctx["thresholds"] = evaluate(thresholds, metric_source(state, ctx))
-    if abort and abort.reason:
-        ctx["early_abort"] = abort.reason
-        log(plan, f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
-        for t in ctx["thresholds"]:
-            if t["expr"] == abort.reason["threshold"]:
-                t["passed"], t["early_abort"] = False, True
-    if not ctx["integrity"]["ok"]:
-        ctx["status"], ctx["error"] = "error", "integrity check failed: the engine's rows differ from the model"
-    else:
-        ctx["status"] = "passed" if all(t["passed"] for t in ctx["thresholds"]) else "failed"
-    write_result(run_dir, ctx)
-    return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(ctx["status"], EXIT_RUN_FAILED)
+    judge(plan, state, out, thresholds, abort)
+    write_result(plan, out, state)
+    return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(out.status, EXIT_RUN_FAILED)

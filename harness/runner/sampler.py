@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from harness.runner.metrics import IntervalLog, quick_summary_ms
-from harness.runner.result import write_json
+from harness.results import write_json
 from harness.runner.state import RunState
 from harness.platform import cgroup
 from harness.units import format_bytes

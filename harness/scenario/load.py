@@ -120,7 +120,7 @@ def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:
     for f in files:
         try:
             if f.name == "decision.yaml":
-                from harness.decision import load_decision   # lazy: decision imports this module
+                from harness.scenario.decision import load_decision   # lazy: it imports this module
                 load_decision(f)
             else:
                 load_scenario(f)

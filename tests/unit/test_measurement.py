@@ -62,14 +62,15 @@ def test_a_stall_counts_against_the_blocks_queued_behind_it():
     # and result.json's histograms say the same: the stall is in commit latency, not in service time
     from harness.runner.result import build_metrics
     from harness.scenario.plan import resolve_plan
-    m = build_metrics(state, {"plan": resolve_plan("p99_5x", "sqlite", profile="smoke")})
+    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="smoke"))
     queued = len(behind)
-    assert m["commit_latency_ms"]["count"] == m["service_time_ms"]["count"] == len(log)
-    assert m["commit_latency_ms"]["max"] >= STALL_MS * 0.95 and m["service_time_ms"]["max"] >= STALL_MS * 0.95
+    commit, service = m.commit_latency_ms, m.service_time_ms
+    assert commit.count == service.count == len(log)
+    assert commit.max >= STALL_MS * 0.95 and service.max >= STALL_MS * 0.95
     # blocks queued behind the stall push commit p95 up; service p95 stays a normal block's
     assert queued / len(log) > 0.05
-    assert m["commit_latency_ms"]["p95"] >= (STALL_MS - 2 * INTERVAL_MS) * 0.8
-    assert m["service_time_ms"]["p95"] < 20 and m["service_time_ms"]["p50"] < 20
+    assert commit.p95 >= (STALL_MS - 2 * INTERVAL_MS) * 0.8
+    assert service.p95 < 20 and service.p50 < 20
 
 
 def test_without_stall_latency_is_service_time():
@@ -127,7 +128,7 @@ def _threshold_after(latencies_s: list[float], interval_s: float, expr: str) -> 
         state.block_log.add(due, due, due + lat, 100, "ops")
         state.commit.record_us(int(lat * 1e6))
     state.measure_end_ns = state.window_end_ns = state.t0_ns + int(len(latencies_s) * interval_s * 1e9)
-    return evaluate([parse_threshold(expr)], metric_source(state, {}))[0]
+    return evaluate([parse_threshold(expr)], metric_source(state))[0]
 
 
 def test_a_slow_first_block_fails_no_complete_window():
@@ -167,10 +168,10 @@ def test_rate_is_rows_committed_inside_the_window():
             state.rows_in_window += rows
         state.block_log.add(due, start, end, rows, "ops")
     state.measure_end_ns = state.t0_ns + int(end * 1e9)
-    t = evaluate([parse_threshold("rate(rows) > 5700")], metric_source(state, {}))[0]
+    t = evaluate([parse_threshold("rate(rows) > 5700")], metric_source(state))[0]
     assert 0.91 * 6000 < t["value"] < 0.93 * 6000 and t["passed"] is False, t
-    m = build_metrics(state, {"plan": resolve_plan("p99_5x", "sqlite", profile="smoke")})
-    assert m["rows_per_s"] == round(t["value"], 1) and m["offered_rows_per_s"] == 6000.0 and m["window_s"] == 120
+    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="smoke"))
+    assert m.rows_per_s == round(t["value"], 1) and m.offered_rows_per_s == 6000.0 and m.window_s == 120
 
 
 def test_reset_histogram_matches_the_librarys_reset():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.decision import DECISION_FILE, load_decision
+from harness.scenario.decision import DECISION_FILE, load_decision
 from harness.errors import ConfigError
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.metrics import BlockLog
@@ -113,15 +113,27 @@ def test_thresholds_given_to_a_plan_replace_the_scenarios_and_are_validated(tmp_
 
 
 def test_starting_state_flags_a_cell_whose_load_lost_rows():
+    from harness.results import CellRecord
     digest = {"payloads": "10:aa", "string_attributes": "150:bb", "numeric_attributes": "90:cc"}
     counts = {"payloads": 10, "string_attributes": 150, "numeric_attributes": 90}
-    cells = [{"scenario": "reorg", "scale": 0.001, "dir": f"c{i}", "load_digest": digest, "load_row_counts": counts}
-             for i in range(3)]
+    cells = [CellRecord(cell_id=str(i), scenario="reorg", engine="sqlite", mem=None, mem_limit_bytes=None,
+                        scale=0.001, runtime="local", dir=f"c{i}", state="complete", load_digest=digest,
+                        load_row_counts=counts) for i in range(3)]
     assert starting_state(cells) == {"reorg@0.001": {"cells": 3, "same": True}}
-    cells[1] = {**cells[1], "load_row_counts": {**counts, "payloads": 9}}
+    cells[1] = cells[1].model_copy(update={"load_row_counts": {**counts, "payloads": 9}})
     assert starting_state(cells)["reorg@0.001"] == {"cells": 3, "same": False, "row_counts_differ": ["c1"]}
-    cells[1] = {**cells[1], "load_row_counts": counts, "load_digest": {**digest, "payloads": "10:ab"}}
+    cells[1] = cells[1].model_copy(update={"load_row_counts": counts, "load_digest": {**digest, "payloads": "10:ab"}})
     assert starting_state(cells)["reorg@0.001"]["same"] is False
+
+
+def test_a_result_of_an_unknown_version_is_refused(tmp_path):
+    """Every reader goes through one loader, which refuses what it does not know rather than guess."""
+    from harness.results import load_result, load_sweep, load_verdict
+    for name, load in (("result.json", load_result), ("sweep.json", load_sweep), ("verdict.json", load_verdict)):
+        (tmp_path / name).write_text('{"version": 2}')
+        with pytest.raises(ConfigError, match=f"{name}: version 2; this harness reads version 1 only"):
+            load(tmp_path / name)
+    assert load_result(tmp_path / "missing.json") is None
 
 
 def test_spread_and_the_noisy_flag():

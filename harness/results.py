@@ -1,0 +1,259 @@
+"""The files every reader goes through: result.json (RunResult), sweep.json (SweepFile) and verdict.json
+(VerdictFile), typed, each written atomically and read by one loader that refuses a version it does not
+know (pyperf's rule). The sweep, the verdict, the report, the CLI and bench-overhead read nothing else."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import ConfigError
+
+RESULT_VERSION = 1
+SWEEP_VERSION = 1
+VERDICT_VERSION = 1
+Status = Literal["passed", "failed", "error", "oom"]
+DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LatencySummary(Model):
+    count: int = 0
+    p50: Optional[float] = None
+    p95: Optional[float] = None
+    p99: Optional[float] = None
+    p999: Optional[float] = None
+    max: Optional[float] = None
+    mean: Optional[float] = None
+    stdev: Optional[float] = None
+
+
+class ThresholdResult(Model):
+    expr: str
+    value: Optional[float]
+    passed: bool
+    error: Optional[str] = None          # why it has no value ("not evaluable: ...")
+    early_abort: bool = False            # the cell stopped early on this threshold
+
+
+class Integrity(Model):
+    ok: Optional[bool] = None            # None: the run never got to verify
+    method: Optional[str] = None
+    expected: Optional[dict[str, str]] = None
+    actual: Optional[dict[str, str]] = None
+    mismatched_tables: Optional[list[str]] = None
+
+
+class Spool(Model):
+    planned_blocks: int
+    blocks: int
+    bytes: int
+    seconds: float
+    live_blocks: Optional[int] = None    # blocks of warmup + measure generated while the engine worked
+
+
+class HarnessShare(Model):
+    """What the harness cost: its memory inside the limit and any wait for blocks."""
+    inside_limit_bytes: Optional[int] = None       # runner RSS as the measured phase starts (0: outside MEM)
+    inside_limit_bytes_end: Optional[int] = None
+    inside_limit_bytes_max: Optional[int] = None
+    generator_wait_s: Optional[float] = None
+    generator_wait_share: Optional[float] = None
+    latency_values_clamped: int = 0
+    spool: Optional[Spool] = None
+
+
+class Metrics(Model):
+    partial: bool = False                # rebuilt from what a killed runner left behind
+    phase_reached: Optional[str] = None  # partial results: where the runner died
+    measured_s: Optional[float] = None
+    window_s: Optional[float] = None
+    commit_latency_ms: LatencySummary = LatencySummary()
+    service_time_ms: LatencySummary = LatencySummary()
+    head_lag_ms: LatencySummary = LatencySummary()
+    blocks: Optional[int] = None
+    rows: Optional[int] = None
+    rows_committed_in_window: Optional[int] = None
+    rows_per_s: Optional[float] = None   # sustained: committed inside the window, over the window
+    offered_rows_per_s: Optional[float] = None
+    blocks_per_s: Optional[float] = None
+    db_bytes_max: Optional[float] = None
+    wal_bytes_max: Optional[float] = None
+    db_bytes_after_load: Optional[int] = None
+    db_bytes_final: Optional[int] = None
+    logical_bytes_final: Optional[int] = None
+    bloat_ratio: Optional[float] = None
+    bloat_ratio_after_load: Optional[float] = None
+    checkpoints: Optional[int] = None
+    manual_checkpoint_ms: Optional[dict] = None
+    mem_bytes_max: Optional[float] = None
+    rss_bytes_max: Optional[float] = None
+    harness: HarnessShare = HarnessShare()
+    read_latency_ms: Optional[LatencySummary] = None
+    reads: Optional[int] = None
+    read_errors: Optional[int] = None
+    reads_per_s: Optional[float] = None
+
+
+class RunResult(Model):
+    version: Literal[1] = RESULT_VERSION
+    run_id: str
+    engine: str
+    scenario: str
+    profile: str
+    runtime: str
+    status: Status
+    error: Optional[str] = None
+    memory_limit_bytes: Optional[int] = None             # as the process holding the data sees it
+    memory_limit_requested_bytes: Optional[int] = None
+    client_memory_limit_bytes: Optional[int] = None      # a server engine's runner, outside MEM
+    memory_enforcement: str = "none"
+    image_id: Optional[str] = None
+    server_environment: Optional[dict] = None
+    scale: float
+    engine_version: Optional[str] = None
+    engine_settings: dict = {}
+    plan: dict
+    environment: dict
+    load: Optional[dict] = None
+    metrics: Metrics
+    thresholds: list[ThresholdResult] = []
+    early_abort: Optional[dict] = None
+    integrity: Integrity = Integrity()
+    final_storage: Optional[dict] = None
+    warnings: list[str] = []
+    files: dict[str, str] = {}
+
+    @property
+    def measure_s(self) -> float:
+        return float(self.plan.get("phases", {}).get("measure_s") or 0.0)
+
+
+class CellRecord(Model):
+    """One cell of a sweep or a verdict: what was asked, its state, and (once complete) its figures."""
+    cell_id: str
+    scenario: str
+    engine: str
+    mem: Optional[str]
+    mem_limit_bytes: Optional[int]
+    scale: float
+    repeat: int = 1
+    runtime: str
+    dir: str
+    state: Literal["running", "complete", "partial"]
+    started_utc: Optional[str] = None
+    finished_utc: Optional[str] = None
+    exit_code: Optional[int] = None
+    status: Optional[Status] = None
+    error: Optional[str] = None
+    p50_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    max_ms: Optional[float] = None
+    blocks: Optional[int] = None
+    rows_per_s: Optional[float] = None
+    bloat_ratio: Optional[float] = None
+    wal_bytes_max: Optional[float] = None
+    checkpoints: Optional[int] = None
+    integrity_ok: Optional[bool] = None
+    thresholds: list[ThresholdResult] = []
+    early_abort: Optional[dict] = None
+    load_digest: Optional[dict[str, str]] = None
+    load_row_counts: Optional[dict[str, int]] = None
+    # set by the verdict
+    criterion: Optional[str] = None
+    measure_s: Optional[float] = None
+
+
+class SweepFile(Model):
+    version: Literal[1] = SWEEP_VERSION
+    kind: Literal["sweep", "verdict-cells"]
+    dir: str
+    spec: Optional[dict] = None
+    updated_utc: str
+    cells_total: int
+    cells_complete: int
+    status_counts: dict[str, int]
+    starting_state: dict[str, dict]
+    cells: list[CellRecord]
+
+
+class VerdictStep(Model):
+    engine: str
+    decision: str
+    passed: bool
+    outcome: Literal["passed", "failed", "error"]
+    errors: list[str]
+    cells: list[CellRecord]
+
+
+class Verdict(Model):
+    engine: Optional[str]
+    decision: str
+    path: list[str]
+
+
+class VerdictFile(Model):
+    version: Literal[1] = VERDICT_VERSION
+    kind: Literal["verdict"] = "verdict"
+    decision_file: str
+    profile: str
+    mems: list[str]
+    repeats: int
+    dir: str
+    criteria: list[dict]
+    steps: list[VerdictStep]
+    verdict: Optional[Verdict] = None
+    caveats: list[str] = []
+    updated_utc: Optional[str] = None
+
+
+M = TypeVar("M", bound=Model)
+
+
+def write_json(path: Path, obj: dict | BaseModel, indent: int | None = 2) -> None:
+    """Atomically: a reader (a resumed sweep, a report, the parent of a killed runner) sees the old file
+    or the new one, never half of one."""
+    text = obj.model_dump_json(indent=indent) if isinstance(obj, BaseModel) else json.dumps(obj, indent=indent)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    """Untyped: for the runner's own side files (progress.json, environment.json), never a result."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _load(path: Path, model: type[M], version: int) -> M | None:
+    raw = read_json(path)
+    if raw is None:
+        return None
+    if raw.get("version") != version:
+        raise ConfigError(f"{path}: version {raw.get('version')!r}; this harness reads version {version} only")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise ConfigError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def load_result(path: Path) -> RunResult | None:
+    """result.json, or None when there is none (yet); a file of another version is refused."""
+    return _load(path, RunResult, RESULT_VERSION)
+
+
+def load_sweep(path: Path) -> SweepFile | None:
+    return _load(path, SweepFile, SWEEP_VERSION)
+
+
+def load_verdict(path: Path) -> VerdictFile | None:
+    return _load(path, VerdictFile, VERDICT_VERSION)
