@@ -35,16 +35,15 @@ def run_local(plan: RunPlan) -> int:
     plan.write(plan_path)
     env = dict(os.environ)
     server = registry.capabilities(plan.engine).server
-    db_cg = _cgroup(plan.run_id, plan.mem_limit_bytes, plan) if plan.mem_limit_bytes else None
-    runner_cg = db_cg
-    if server:
-        if db_cg:
-            env[SERVER_CGROUP_ENV] = str(db_cg.path)
-        runner_cg = (_cgroup(f"{plan.run_id}-client", plan.client_mem_limit_bytes, plan)
-                     if db_cg and plan.client_mem_limit_bytes else None)
-    if runner_cg:
-        env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement
+    db_cg = runner_cg = None
     try:
+        db_cg = runner_cg = _cgroup(plan.run_id, plan.mem_limit_bytes, plan) if plan.mem_limit_bytes else None
+        if server and db_cg:
+            env[SERVER_CGROUP_ENV] = str(db_cg.path)
+            runner_cg = (_cgroup(f"{plan.run_id}-client", plan.client_mem_limit_bytes, plan)
+                         if plan.client_mem_limit_bytes else None)
+        if runner_cg:
+            env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement
         proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "_runner", str(plan_path)], env=env,
                                 preexec_fn=runner_cg.add_self if runner_cg else None)
         while True:

@@ -20,7 +20,7 @@ from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 PLAN_VERSION = 1
-# A server engine's client (the runner) runs outside MEM, under this limit of its own, recorded.
+# With MEM, a server engine's client (the runner) runs outside it, under this limit of its own, recorded.
 CLIENT_MEM_LIMIT_BYTES = 1 << 30
 
 
@@ -136,7 +136,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     return RunPlan(
         run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
         engine_settings=settings_obj.model_dump(mode="json"), runtime=runtime,  # type: ignore[arg-type]
-        mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server else None,
+        mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server and mem_limit_bytes else None,
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
         phases=phases, readers=body.readers, checkpoint=body.checkpoint, thresholds=body.thresholds,

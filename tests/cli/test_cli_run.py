@@ -150,3 +150,20 @@ def test_the_runners_memory_stays_flat_over_a_three_minute_measured_phase(tmp_pa
     assert r["metrics"]["commit_latency_ms"]["count"] >= 1500
     growth = h["inside_limit_bytes_end"] - h["inside_limit_bytes"]
     assert growth < 4 << 20, f"runner RSS grew {growth / 2**20:.1f} MiB over the measured phase ({h})"
+
+
+@pytest.mark.cgroup
+@pytest.mark.slow
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+def test_a_server_engine_gets_mem_and_its_client_runs_outside_it(tmp_path):
+    """MEM is what the database gets: for postgres, the server, while the runner (its client) has a
+    limit of its own and holds nothing inside MEM. Once the runner shared MEM with nothing and the
+    server had none, so postgres effectively got twice the memory of an embedded engine."""
+    rc, r, _, _ = run_scenario(tmp_path, "--engine", "postgres", "--scenario", "reorg", "--profile", "smoke",
+                               "--duration", "3", "--mem", "512m")
+    assert r["status"] in ("passed", "failed") and r["integrity"]["ok"] is True
+    assert r["memory_limit_bytes"] == 512 << 20 and r["memory_limit_requested_bytes"] == 512 << 20
+    assert r["client_memory_limit_bytes"] == 1 << 30
+    assert r["metrics"]["harness"]["inside_limit_bytes"] == 0
+    # the sampler reads the server's cgroup: the database's memory, below MEM
+    assert 0 < r["metrics"]["mem_bytes_max"] <= 512 << 20
