@@ -14,7 +14,7 @@ from harness.runner.state import RunState
 from harness.feed.protocol import LoadArgs
 from harness.runner.writer import write_blocks
 from harness.engine_api import StorageStats
-from tests.conftest import feed_pair, mixed_spec
+from tests.conftest import can_use_cgroups, feed_pair, mixed_spec
 
 INTERVAL_MS, STALL_MS = 50, 400
 
@@ -299,6 +299,37 @@ def test_spool_pages_stay_cached_on_the_feeds_side(tmp_path):
     assert sp.blocks == 64 and path.stat().st_size == sp.bytes
     resident = int(subprocess.check_output(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)]))
     assert resident >= sp.bytes
+
+
+@pytest.mark.cgroup
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+def test_spool_pages_cached_by_the_feed_are_not_charged_to_the_limited_reader(tmp_path):
+    """The feed writes the spool outside the limit; a limited process reading it is not charged for those
+    pages. Control: the same read after the pages left the cache is charged (so the check can fail)."""
+    import sys
+    from harness.environment import filesystem
+    from harness.feed.server import spool
+    from harness.platform.cgroup import MemoryCgroup, usage_bytes
+    if filesystem(tmp_path)["fstype"] == "tmpfs":
+        pytest.skip("tmpfs pages are shared memory, charged differently")
+    path = tmp_path / "spool.bin"
+    size = spool(path, iter(lambda: os.urandom(1 << 20), None), 64).bytes
+    read = [sys.executable, "-c", f"f = open({str(path)!r}, 'rb')\nwhile f.read(1 << 20): pass"]
+    cg = MemoryCgroup(f"test-spool-{os.getpid()}", 512 << 20)
+    try:
+        base = usage_bytes(cg.path)
+        subprocess.run(read, preexec_fn=cg.add_self, check=True)
+        cached_outside = usage_bytes(cg.path) - base
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        base = usage_bytes(cg.path)
+        subprocess.run(read, preexec_fn=cg.add_self, check=True)
+        read_from_disk = usage_bytes(cg.path) - base
+    finally:
+        cg.remove()
+    assert cached_outside < size // 8, f"{cached_outside >> 20} MiB charged for a {size >> 20} MiB spool"
+    assert read_from_disk > size // 2, f"control: only {read_from_disk >> 20} MiB charged when read from disk"
 
 
 def test_the_spool_holds_the_schedule_or_the_load_rate_with_a_margin():
