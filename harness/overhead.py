@@ -34,8 +34,8 @@ PREBUILT_MIN_BLOCKS = 16
 PREBUILT_DEFAULT_BLOCKS = 1000
 PREBUILT_MAX_BLOCKS = 4000
 # Both sides' databases go to tmpfs by default. The question is the harness's CPU cost, and tmpfs makes
-# it stricter: the engine is at its fastest, so a fixed per-block cost weighs most. On this machine's
-# disk the loop alone took 142-173 ms per sqlite block over nine identical runs in half an hour.
+# it stricter: the engine is at its fastest, so a fixed per-block cost weighs most; this disk's own
+# variance is as wide as the 10% being judged (docs/overhead.md).
 TMPFS = Path("/dev/shm")
 TMPFS_MIN_FREE_BYTES = 8 << 30      # p99_5x quick: postgres's database and WAL, the cached spool
 

@@ -5,7 +5,7 @@ digests it into the expected-state model, then serves the results over run_dir/f
 holds no model: each block carries the model's digest after it, which is all integrity needs.
 
 After the load it spools the blocks of warmup + measure to a file before the clock starts (TSBS-style):
-even at SCHED_IDLE, generating while the engine works cost postgres a fifth of its rows/s on two cores.
+even at SCHED_IDLE, generating while the engine works took CPU from it on two cores (docs/overhead.md).
 The spool is written here, so its page-cache pages are charged to this side, not to the engine's limit;
 the runner reads them without charge or disk I/O. Blocks past the spool are generated live."""
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
     except (OSError, AttributeError):
         pass
     # Lowest CPU priority: on a small machine the feed must not take cores from the engine while it works
-    # (nice 19 alone still cost duckdb a fifth of its rows/s on 2 cores); it runs in the engine's idle time.
+    # (nice 19 alone did, docs/overhead.md); it runs in the engine's idle time.
     os.nice(19)
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
