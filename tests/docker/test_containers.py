@@ -64,6 +64,17 @@ def test_a_cache_bigger_than_the_limit_is_recorded_as_oom(tmp_path):
     assert _leftovers(r["run_id"]) == ""
 
 
+def test_a_server_oom_kill_is_the_runs_oom(tmp_path):
+    """MEM is the postgres server's: shared buffers larger than its container get a backend OOM-killed
+    during the load. That is the run's oom, not an engine error, though the runner outlived it."""
+    rc, r, run_dir = run_in_docker(tmp_path, "--engine", "postgres", "--scenario", "p99_5x", "--profile", "quick",
+                                   "--scale", "0.02", "--duration", "5", "--mem", "160m",
+                                   "--set", "engines.postgres.shared_buffers=1GB")
+    assert rc == 3 and r["status"] == "oom" and "postgres-server" in r["error"] and "OOM-killed" in r["error"], r["error"]
+    assert r["client_memory_limit_bytes"] == 1 << 30
+    assert _leftovers(r["run_id"]) == ""
+
+
 def test_images_run_unprivileged_and_embedded_engines_get_no_network():
     from testcontainers.core.container import DockerContainer
     probe = ("import json, os, pathlib; from harness.platform import cgroup; print(json.dumps({'uid': os.getuid(), "
@@ -115,3 +126,21 @@ def test_ctrl_c_keeps_the_partial_result_and_removes_the_containers(tmp_path):
     assert p.returncode == 3 and r["status"] == "error" and r["error"] == "interrupted", (err[-1500:], seen[-10:])
     assert r["metrics"]["commit_latency_ms"]["count"] > 0, "what was measured before Ctrl-C is kept"
     assert _leftovers(r["run_id"]) == ""
+
+
+def test_engine_temp_files_go_to_the_data_mount_not_the_storage_driver(tmp_path):
+    """SQLite writes statement journals for every multi-row UPDATE; in the container's own /tmp they went
+    through the storage driver (fuse-overlayfs here), which made sqlite in docker sustain ~73% of the
+    offered load where the same cell on the host sustained all of it. They belong beside the database."""
+    rc, r, run_dir = run_in_docker(tmp_path, "--engine", "sqlite", "--scenario", "reorg", "--profile", "smoke",
+                                   "--duration", "2", "--keep-data",
+                                   "--set", "engines.sqlite.journal_mode=WAL")
+    probe = subprocess.run(["docker", "run", "--rm", "--entrypoint", "sh", "-e", "TMPDIR=/data/.tmp",
+                            "-v", f"{tmp_path / 'data' / r['run_id']}:/data", image_tag("sqlite"), "-c",
+                            "python -c 'import tempfile; print(tempfile.gettempdir())' && stat -f -c %T /data/.tmp"],
+                           capture_output=True, text=True)
+    import yaml
+    from tests.conftest import ROOT
+    env = yaml.safe_load((ROOT / "compose.yaml").read_text())["x-runner-env"]
+    assert env["TMPDIR"] == "/data/.tmp"
+    assert probe.stdout.split()[0] == "/data/.tmp" and "fuse" not in probe.stdout, probe.stdout + probe.stderr
