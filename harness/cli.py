@@ -89,9 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _writable(path: Path | None, flag: str) -> None:
-    """Refuse before anything runs when results or data cannot be written where asked."""
+    """Refuse before anything runs when results or data cannot be written where asked. Leaves nothing
+    behind: folders it had to create for the probe are removed again."""
     if path is None:
         return
+    created = [p for p in [path, *path.parents] if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".arkbench-write-probe-{os.getpid()}"
@@ -99,6 +101,12 @@ def _writable(path: Path | None, flag: str) -> None:
         probe.unlink()
     except OSError as e:
         raise ConfigError(f"{flag} {path}: cannot write there ({e.strerror or e})") from None
+    finally:
+        for p in created:                 # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                pass
 
 
 def _dispatch(args) -> int:

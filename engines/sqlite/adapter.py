@@ -54,6 +54,7 @@ class SQLiteEngine(EngineBase):
         self._apply_pragmas(self.conn, self.settings, writer=True)
         self.variant: str | None = None
         self._ckpt_lock = threading.Lock()
+        self._shm_fd: int | None = None       # the -shm, held open (see _wal_bytes_in_use)
         self._ckpt_seen = self._wal_checkpoint_seq() or 0   # a WAL created from now on starts at 0
         self._ckpt_count = 0
 
@@ -123,16 +124,26 @@ class SQLiteEngine(EngineBase):
         conn, self.conn = getattr(self, "conn", None), None
         if conn is not None:
             conn.close()
+        fd, self._shm_fd = getattr(self, "_shm_fd", None), None
+        if fd is not None:            # only now: closing it drops this process's locks on the -shm
+            os.close(fd)
 
     # --- WAL observation without touching the database ----------------------------------------
     def _wal_bytes_in_use(self) -> int:
         """Frames in the WAL now (wal-index mxFrame), not the file size: SQLite reuses the WAL file from
-        its start after a checkpoint, so the file only shows the high-water mark."""
-        try:
-            with open(f"{self.path}-shm", "rb") as f:
-                hdr = f.read(48)
-        except OSError:
-            return 0
+        its start after a checkpoint, so the file only shows the high-water mark.
+
+        The -shm file is opened once and held until close(): SQLite's locks on it are POSIX locks, which
+        any close() of any descriptor of that file in this process drops. Reading it through a fresh
+        descriptor each second released the engine's own locks; another process opening the database
+        then truncated the wal-index under the engine's mapping (SIGBUS)."""
+        with self._ckpt_lock:
+            if self._shm_fd is None:
+                try:
+                    self._shm_fd = os.open(f"{self.path}-shm", os.O_RDONLY)
+                except OSError:
+                    return 0
+            hdr = os.pread(self._shm_fd, 48, 0)
         if len(hdr) < 48:
             return 0
         page = struct.unpack_from("=H", hdr, 14)[0]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.platform import cgroup
 from harness.runner.result import mark_oom, write_failed_result
 from harness.provenance import harness_version
 from harness.scenario.plan import RunPlan
@@ -151,7 +152,18 @@ def _project_containers(project: str) -> list[str]:
 
 
 def _oom_killed(container: str) -> bool:
-    return _docker("inspect", "-f", "{{.State.OOMKilled}}", container).stdout.strip() == "true"
+    """Docker sets State.OOMKilled only when the kill ends the container; a server that lost a backend to
+    the OOM killer and went on running shows it in its cgroup's counter, read here on the daemon's host."""
+    out = _docker("inspect", "-f", "{{.State.OOMKilled}} {{.Id}}", container).stdout.split()
+    if not out:
+        return False
+    if out[0] == "true":
+        return True
+    for d in (cgroup.ROOT / "memory" / "docker" / out[1], cgroup.ROOT / "memory" / "system.slice" / f"docker-{out[1]}.scope",
+              cgroup.ROOT / "docker" / out[1], cgroup.ROOT / "system.slice" / f"docker-{out[1]}.scope"):
+        if d.is_dir():
+            return cgroup.oom_kills(d) > 0
+    return False
 
 
 def remove_leftovers(run_id: str) -> int:

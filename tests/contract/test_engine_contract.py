@@ -113,3 +113,38 @@ def test_engine_folders_match_registry():
     for name in registry.ENGINE_NAMES:
         assert registry.engine_class(name).name == name
         assert (ROOT / "engines" / name / "README.md").exists(), f"engines/{name}/README.md"
+
+
+
+def _reads_the_wal_index(name: str) -> bool:
+    from engines.sqlite.adapter import SQLiteEngine
+    cls = registry.engine_class(name)
+    return issubclass(cls, SQLiteEngine) and cls._wal_bytes_in_use is SQLiteEngine._wal_bytes_in_use
+
+
+def _locks_held_on(path: str) -> int:
+    """POSIX locks this process holds on `path` (/proc/locks: 'N: POSIX ADVISORY READ PID MAJ:MIN:INODE ...')."""
+    import os
+    inode, pid = os.stat(path).st_ino, str(os.getpid())
+    with open("/proc/locks") as f:
+        return sum(1 for line in f if line.split()[4:6] and line.split()[4] == pid
+                   and line.split()[5].endswith(f":{inode}"))
+
+
+@pytest.mark.parametrize("name", [n for n in registry.ENGINE_NAMES if _reads_the_wal_index(n)])
+def test_the_storage_probe_keeps_sqlites_own_locks(make_engine, name):
+    """SQLite's wal-index locks are POSIX locks, which any close() of any descriptor of the -shm file in
+    the same process drops. A storage probe that reopened the file every second released them; the next
+    process to open the database then truncated the wal-index under the engine's mapping (a run died of
+    SIGBUS while a test changed a row from another connection)."""
+    eng = make_engine(name, "bitemporal")
+    gen = BlockGenerator(mixed_spec())
+    for b in gen.load_blocks(40, 400, 10):
+        eng.apply_block(eng.prepare_block(b))
+    shm = f"{eng.path}-shm"
+    held = _locks_held_on(shm)
+    assert held > 0, "the engine holds locks on its wal-index"
+    for _ in range(3):
+        eng.storage()                          # what the sampler does every second
+        eng.apply_block(eng.prepare_block(gen.next_block()))
+    assert _locks_held_on(shm) >= held
