@@ -91,7 +91,7 @@ class Sampler(threading.Thread):
                 st.observe_gauge(k, row[k])
         self._last_t, self._last_blocks, self._last_rows, self._last_reads = now, blocks, rows, reads
         # The collector is off during the timed phase; what the hlog encoder leaves in cycles (a ctypes
-        # array type per encode) is freed here: only the youngest generation, tens of microseconds.
+        # array type per encode) is freed here: only the youngest generation, a few microseconds.
         gc.collect(0)
         self._write_progress(now, db, wal, ckpt)
         self._print(now, c["p99"], wal, lag_ms)
