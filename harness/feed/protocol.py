@@ -56,16 +56,14 @@ class SpoolRequest:
     blocks: int
 
 
-def send(sock: socket.socket, obj: object) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(len(data).to_bytes(_LEN, "little"))
-    sock.sendall(data)
-
-
 def frame(obj: object) -> bytes:
-    """A record as spool files hold it: the same framing as on the socket."""
+    """A record as the socket carries it and spool files hold it."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     return len(data).to_bytes(_LEN, "little") + data
+
+
+def send(sock: socket.socket, obj: object) -> None:
+    sock.sendall(frame(obj))
 
 
 def recv(sock: socket.socket) -> object:
@@ -93,10 +91,10 @@ def read_frame(f) -> object:
 
 @contextmanager
 def socket_path(run_dir: Path):
-    """A path to run_dir/feed.sock that fits sun_path (108 bytes) however deep run_dir is: through an
-    open descriptor of the folder, /proc/self/fd/N/feed.sock."""
+    """(path, folder descriptor): a path to run_dir/feed.sock that fits sun_path (108 bytes) however deep
+    run_dir is, through an open descriptor of the folder (/proc/self/fd/N/feed.sock)."""
     fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        yield f"/proc/self/fd/{fd}/{SOCKET_NAME}"
+        yield f"/proc/self/fd/{fd}/{SOCKET_NAME}", fd
     finally:
         os.close(fd)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, LoadArgs, Spooled, SpoolRequest,
-                                   frame, recv, send)
+                                   frame, recv, send, socket_path)
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
 
@@ -90,8 +90,12 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
         pass
-    dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
-    path = f"/proc/self/fd/{dir_fd}/{SOCKET_NAME}"      # fits sun_path however deep run_dir is
+    with socket_path(Path(run_dir)) as (path, dir_fd):
+        _listen_and_serve(path, dir_fd, spec, load, engine_name, Path(data_dir), ready, stop, parent_pid)
+
+
+def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir: Path, ready, stop,
+                      parent_pid: int) -> None:
     try:
         os.unlink(SOCKET_NAME, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -112,7 +116,7 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
                     return
         conn.settimeout(None)
         try:
-            _serve(conn, spec, load, engine_name, Path(data_dir))
+            _serve(conn, spec, load, engine_name, data_dir)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             return                                       # the runner is done, or gone
         except BaseException as e:
@@ -126,7 +130,6 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
     finally:
         srv.close()
         os.unlink(SOCKET_NAME, dir_fd=dir_fd)
-        os.close(dir_fd)
 
 
 def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Random, with_keys: bool) -> Built:

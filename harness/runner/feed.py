@@ -3,7 +3,6 @@ receiver thread reads what the feed sends over run_dir/feed.sock, and the spool 
 has written it, into a small local queue, so the writer's get() is a queue pop."""
 from __future__ import annotations
 
-import os
 import queue
 import socket
 import threading
@@ -32,7 +31,7 @@ class BlockFeed:
 
     def start(self) -> "BlockFeed":
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        with socket_path(self.run_dir) as path:
+        with socket_path(self.run_dir) as (path, _):
             while True:
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
@@ -139,8 +138,3 @@ class BlockFeed:
             self._recv.join(timeout=5)
         if self._sock is not None:
             self._sock.close()
-        if self.spooled and self.spooled.name:           # a run that stopped before reading it all
-            try:
-                os.unlink(self.data_dir / self.spooled.name)
-            except FileNotFoundError:
-                pass

@@ -19,7 +19,6 @@ class ReaderPool:
         self.engine, self.cfg, self.keys, self.state, self.seed = engine, cfg, keys, state, seed
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
-        self.long_reads = 0
 
     def start(self) -> None:
         if self.cfg.threads:
@@ -85,6 +84,5 @@ class ReaderPool:
         try:
             while not self._stop.wait(lr.every_s):
                 reader.hold_snapshot(min(lr.hold_s, 3600.0))
-                self.long_reads += 1
         finally:
             reader.close()

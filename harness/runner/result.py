@@ -177,8 +177,8 @@ def make_result(plan, out: Outcome, metrics: Metrics, warnings: list[str]) -> Ru
         files={k: v for k, v in RUN_FILES.items() if (run_dir / v).exists()})
 
 
-def write_result(plan, out: Outcome, state: RunState) -> Path:
-    metrics = build_metrics(state, plan, out.load, out.final, out.spool)
+def write_result(plan, out: Outcome, state: RunState, metrics: Metrics | None = None) -> Path:
+    metrics = metrics or build_metrics(state, plan, out.load, out.final, out.spool)
     result = make_result(plan, out, metrics, warnings_for(plan, metrics, out.status, state, out.sampler_error))
     path = Path(plan.run_dir) / "result.json"
     write_json(path, result)

@@ -19,7 +19,7 @@ from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
 from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
-from harness.results import Integrity, Spool, ThresholdResult
+from harness.results import Integrity, Metrics, Spool, ThresholdResult
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.feed import BlockFeed
 from harness.runner.readers import ReaderPool
@@ -138,8 +138,8 @@ def verify(engine, plan: RunPlan, expected: dict) -> Integrity:
                      mismatched_tables=mismatched or None)
 
 
-def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None) -> None:
-    """Thresholds with their measured values, the early abort, and the run's status."""
+def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None) -> Metrics:
+    """Thresholds with their measured values, the early abort, and the run's status; the metrics they read."""
     metrics = build_metrics(state, plan, out.load, out.final, out.spool)
     results = [ThresholdResult(**t) for t in evaluate(thresholds, metric_source(state, metrics))]
     if abort and abort.reason:
@@ -152,6 +152,7 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
         out.status, out.error = "error", "integrity check failed: the engine's rows differ from the model"
     else:
         out.status = "passed" if all(t.passed for t in results) else "failed"
+    return metrics
 
 
 def run(plan: RunPlan) -> int:
@@ -230,6 +231,5 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     out.integrity = verify(engine, plan, last.digest_after)
     with open(run_dir / "blocks.csv", "w") as f:
         state.block_log.write_csv(f)
-    judge(plan, state, out, thresholds, abort)
-    write_result(plan, out, state)
+    write_result(plan, out, state, judge(plan, state, out, thresholds, abort))
     return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(out.status, EXIT_RUN_FAILED)
