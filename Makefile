@@ -31,20 +31,26 @@ RUN ?=
 CELL_ARGS = --runtime $(RUNTIME) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) \
   $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(EARLY_ABORT),--early-abort)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
-IMAGE_ENGINES ?= sqlite libsql postgres duckdb turso
+IMAGE_ENGINES ?=
 WHEELHOUSE := build/wheelhouse
+# Engines are discovered: every engines/<name>/engine.toml (harness/registry.py).
+MANIFESTS := $(wildcard engines/*/engine.toml)
+# Read with the system python3 (tomllib), before any venv exists.
+MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
+  print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
 .PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(MANIFESTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "arkbench needs Python >= 3.11 ($(PYTHON))" >&2; exit 2; }
-	@# Debian packages: PostgreSQL (the postgres engine runs its own private server per run; no default
-	@# cluster is created) and chromium (the report test opens report.html in it, headless).
-	@missing=""; ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing=" postgresql"; \
-	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	@# Debian packages: the engines' (debian_packages in their engine.toml; a server engine runs its own
+	@# private server per run, and no default cluster is created) and chromium (the report test opens
+	@# report.html in it, headless).
+	@missing=""; for p in $(call MANIFEST_LIST,debian_packages) chromium; do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian's$$missing"; \
@@ -54,7 +60,7 @@ $(STAMP): pyproject.toml
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,report]'
+	$(VENV)/bin/pip install -q -e '.[test,report]' $(foreach r,$(call MANIFEST_LIST,requirements),'$(r)')
 	@touch $@
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
@@ -81,13 +87,12 @@ bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENG
 # The runtime dependencies at .venv's exact versions, as wheels, so image builds need no PyPI (the test
 # and report extras stay on the host).
 $(WHEELHOUSE)/requirements.txt: $(STAMP) docker/runtime-requirements.py
-	@mkdir -p $(WHEELHOUSE)
-	@$(PY) docker/runtime-requirements.py arkbench > $(WHEELHOUSE)/requirements.in
-	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.in
-	@mv $(WHEELHOUSE)/requirements.in $@
+	@rm -f $(WHEELHOUSE)/*.txt
+	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE)
+	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $@ || { rm -f $@; exit 1; }
 
 images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=]
-	@docker/images.sh $(VERSION) "$(IMAGE_ENGINES)"
+	@docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry names))"
 
 validate: $(STAMP) ## validate every scenario under scenarios/
 	@$(HARNESS) validate scenarios/

@@ -1,29 +1,50 @@
-"""Print name==version for the harness's runtime dependencies and theirs, as installed in this venv: the
-images' wheelhouse. Test and report extras (pytest, playwright, matplotlib) stay out of the images."""
+"""Write the images' requirement files into a wheelhouse folder, from this venv's installed versions:
+  requirements.txt   every runtime distribution, pinned (the constraints every image installs under);
+  core.txt           the harness's own dependencies (pyproject's, no extras);
+  engine-<name>.txt  each engine's extra distributions (its engine.toml's `requirements`).
+Test and report extras (pytest, playwright, matplotlib) stay out of the images.
+Usage: python docker/runtime-requirements.py WHEELHOUSE"""
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from harness import registry
 
-def closure(root: str) -> dict[str, str]:
+
+def closure(requirements: list[str]) -> dict[str, str]:
+    """name -> installed version for the given requirements and everything they need."""
     seen: dict[str, str] = {}
-    todo = [(root, ())]
+    todo = [Requirement(r) for r in requirements]
     while todo:
-        name, extras = todo.pop()
-        dist = metadata.distribution(name)
+        req = todo.pop()
+        dist = metadata.distribution(req.name)
         key = canonicalize_name(dist.metadata["Name"])
-        if key != canonicalize_name(root):
-            seen[key] = dist.version
+        if key in seen:
+            continue
+        seen[key] = dist.version
         for text in dist.requires or []:
-            req = Requirement(text)
-            if req.marker and not any(req.marker.evaluate({"extra": e}) for e in (*extras, "")):
+            sub = Requirement(text)
+            if sub.marker and not any(sub.marker.evaluate({"extra": e}) for e in (*req.extras, "")):
                 continue
-            todo.append((req.name, tuple(req.extras)))
+            todo.append(sub)
     return seen
 
 
+def core_requirements() -> list[str]:
+    reqs = [Requirement(t) for t in metadata.distribution("arkbench").requires or []]
+    return [str(r) for r in reqs if not r.marker]
+
+
 if __name__ == "__main__":
-    for name, version in sorted(closure(sys.argv[1] if len(sys.argv) > 1 else "arkbench").items()):
-        print(f"{name}=={version}")
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    core = core_requirements()
+    engines = {n: list(registry.manifest(n).requirements) for n in registry.names()}
+    pinned = closure(core + [r for reqs in engines.values() for r in reqs])
+    (out / "core.txt").write_text("".join(f"{r}\n" for r in core))
+    for name, reqs in engines.items():
+        (out / f"engine-{name}.txt").write_text("".join(f"{r}\n" for r in reqs))
+    (out / "requirements.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(pinned.items())))

@@ -125,7 +125,7 @@ def _dispatch(args) -> int:
     if args.cmd == "bench-overhead":
         from harness import registry
         from harness.overhead import bench_overhead
-        return bench_overhead(args.engines or list(registry.ENGINE_NAMES), args.scenario, args.profile,
+        return bench_overhead(args.engines or list(registry.names()), args.scenario, args.profile,
                               args.duration, args.results, args.repeats, data_root=args.data)
     if args.cmd in ("sweep", "verdict"):
         from harness.sweep import CellOptions, parse_list
@@ -153,12 +153,12 @@ def _dispatch(args) -> int:
     from harness.runtime import execute
     from harness.runtime.docker import choose_runtime
     from harness.scenario.plan import resolve_plan
-    runtime, why = choose_runtime(args.runtime, args.engine)
-    print(why, file=sys.stderr)
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
-                        duration_s=args.duration, mem=args.mem, runtime=runtime,
-                        results_root=args.results, data_root=args.data, keep_data=args.keep_data,
-                        overrides=args.overrides)
+                        duration_s=args.duration, mem=args.mem, results_root=args.results, data_root=args.data,
+                        keep_data=args.keep_data, overrides=args.overrides)
+    runtime, why = choose_runtime(args.runtime, plan)
+    print(why, file=sys.stderr)
+    plan = plan.model_copy(update={"runtime": runtime})
     rc = execute(plan)
     result = Path(plan.run_dir) / "result.json"
     if result.exists():

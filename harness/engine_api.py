@@ -1,37 +1,66 @@
-"""The engine contract (docs/design.md): a small Protocol, capability flags instead of engine-name branches."""
+"""The engine contract (docs/design.md): a small Protocol, capability flags instead of engine-name branches.
+An engine declares its capabilities in its engine.toml (harness/registry.py); the plan resolves them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from harness.workload.block import Block
+from harness.workload.schema import TABLES
 
-TABLES = ("string_attributes", "numeric_attributes", "payloads")
+# json_schema_extra of a settings field the engine itself never sees (a server URL, the OS user a
+# server runs as): not read back from the engine.
+HARNESS_SIDE = {"harness_side": True}
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    server: bool                      # a separate server process holds the data (gets the memory limit)
-    wal: bool                         # has a write-ahead log whose size we report
-    mvcc: bool                        # readers never block the writer
-    readers_in_process_only: bool     # readers must be threads of the runner (one process per file)
-    checkpoint_modes: tuple[str, ...] = ()   # what checkpoint(mode) accepts; empty: no manual checkpoint
+def engine_setting_names(settings_model) -> tuple[str, ...]:
+    """The settings an adapter applies to the engine and reads back for the result."""
+    return tuple(n for n, f in settings_model.model_fields.items()
+                 if not (isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("harness_side")))
+
+
+class Capabilities(BaseModel):
+    """Declared in an engine's engine.toml, resolved into the plan; each one changes what the harness does."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: bool = Field(description="a separate server process holds the data: MEM is its limit (its own "
+                                     "container or cgroup, with a per-run secret); the runner is its client, "
+                                     "limited apart")
+    wal: bool = Field(description="the engine reports its WAL's size and checkpoints; without it they are "
+                                  "recorded as unknown (null) and thresholds on them are refused")
+    checkpoint_modes: tuple[str, ...] = Field((), description="what checkpoint(mode) accepts; a scenario's "
+                                                              "checkpoint.mode outside it is refused")
 
 
 @dataclass(frozen=True)
 class StorageStats:
     db_bytes: int             # main database file(s)
-    wal_bytes: int            # WAL in use now (not the file's high-water mark)
-    checkpoints: int          # checkpoints completed since open (automatic and manual)
+    wal_bytes: int | None     # WAL in use now (not the file's high-water mark); None: not visible
+    checkpoints: int | None   # checkpoints completed since open (automatic and manual); None: not visible
+
+
+def observed_storage(engine, caps: Capabilities) -> StorageStats:
+    """engine.storage(), with the WAL's figures unknown (None) where the engine's WAL is not visible."""
+    s = engine.storage()
+    return s if caps.wal else StorageStats(s.db_bytes, None, None)
 
 
 @dataclass
 class EngineInfo:
-    version: str
+    library: str                      # the engine as it runs: "SQLite 3.45.1", "PostgreSQL 15.8"
+    driver: str                       # the Python package that drives it: "libsql 0.1.11"
     settings: dict[str, object] = field(default_factory=dict)   # effective, read back from the engine
+    # other library versions that tell what was measured (libsql: the stdlib sqlite3's beside its own)
+    related: dict[str, str] = field(default_factory=dict)
     # a server engine: the memory limit its server process sees (MEM applies to it, not to the runner)
     server_memory_limit_bytes: int | None = None
+
+    @property
+    def version(self) -> str:
+        return f"{self.library} ({self.driver})"
 
 
 class Reader(Protocol):
@@ -53,7 +82,6 @@ class EngineBase:
 
 class Engine(Protocol):
     name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None: ...
     def create_schema(self, variant: str) -> None: ...          # "bitemporal" | "simple"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import gc
-import importlib
 import json
 import math
 import os
@@ -83,7 +82,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     driver (the adapter's prepare_block, as in the feed) between the settle and the clock, as the runner
     spools them: building between blocks, even 16 at a time, handed postgres idle time (a quarter of the
     loop's wall) in which its checkpointer, WAL writer and autovacuum caught up for free."""
-    loop_cls = importlib.import_module(f"engines.{plan.engine}.baseline").Loop
+    loop_cls = registry.baseline_loop(plan.engine)
     prepare = registry.engine_class(plan.engine)().prepare_block    # as the feed converts: never opened
     data_dir = Path(plan.data_dir + "-loop")
     n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
@@ -161,8 +160,6 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
                 plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s,
                                     results_root=results_root, data_root=data_root,
                                     overrides=["workload.block_interval_ms=0"])
-                if plan.workload.variant != "bitemporal":
-                    raise ConfigError("bench-overhead's control loops implement the bitemporal schema only")
                 sides = {}
                 for side in (("harness", "loop") if r % 2 == 0 else ("loop", "harness")):
                     print(f"[bench-overhead] {engine} {r + 1}/{repeats}: {side}", file=sys.stderr, flush=True)

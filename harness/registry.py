@@ -1,22 +1,195 @@
-"""One lowercase key names an engine everywhere: engines/<name>/, this registry, compose service, result field.
-Engine modules are imported lazily so validating a scenario never loads a database driver."""
+"""Engines are discovered, not listed: every engines/<name>/engine.toml is one engine (ClickBench's
+rule). The manifest says what the harness must know without importing the driver: the adapter class,
+the settings model, capabilities, the SQL type mapping, the control loop, images and the extra Python
+distributions. The folder name is the engine's key everywhere (scenario field, result, image tag).
+`python -m harness.registry names|requirements|images` serves the Makefile and docker/images.sh."""
 from __future__ import annotations
 
+import functools
 import importlib
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Mapping, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-ENGINE_NAMES: tuple[str, ...] = ("sqlite", "libsql", "postgres", "duckdb", "turso")
+from harness.engine_api import Capabilities
+from harness.errors import ConfigError
+from harness.validation import format_error
+from harness.workload.schema import LOGICAL_TYPES, VARIANTS
+
+ENGINES_DIR = Path(importlib.import_module("engines").__path__[0])
+MANIFEST = "engine.toml"
+SHARED_RUNNER_DOCKERFILE = "docker/runner.Dockerfile"   # repo-relative; an engine may bring its own
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")                  # a scenario field and an image tag component
+OBJECT_REF = re.compile(r"^[a-z_][a-z0-9_]*:[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CapabilityOverride(_Strict):
+    server: Optional[bool] = None
+    wal: Optional[bool] = None
+    checkpoint_modes: Optional[tuple[str, ...]] = None
+
+
+class Image(_Strict):
+    dockerfile: str = SHARED_RUNNER_DOCKERFILE   # relative to the engine folder, or the shared one
+    target: Optional[str] = None
+
+
+class Images(_Strict):
+    runner: Image = Image()
+    server: Optional[Image] = None               # a server engine's server container
+
+
+class Manifest(_Strict):
+    name: str = ""                               # the folder's name (filled in)
+    description: str
+    adapter: str = Field(description="module:Class inside the folder")
+    settings: str = Field(description="module:Model inside the folder (imports no driver)")
+    baseline: str = Field(description="module:Class, bench-overhead's control loop")
+    requirements: tuple[str, ...] = ()           # Python distributions beyond the harness's own
+    # Debian packages it needs: installed on the host by `make install` (local runtime), baked into the
+    # local base image (docker/build-base.sh) when no registry answers
+    debian_packages: tuple[str, ...] = ()
+    capabilities: Capabilities
+    # capabilities that change when a setting is set, e.g. libsql's `url` makes it a server's client
+    capabilities_with: dict[str, CapabilityOverride] = {}
+    types: dict[str, str] = Field(description=f"SQL type of each logical type: {', '.join(LOGICAL_TYPES)}")
+    contract_settings: dict[str, dict] = {}      # extra settings the contract suite runs it with
+    images: Images = Images()
+
+    @field_validator("adapter", "settings", "baseline")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        if not OBJECT_REF.match(v):
+            raise ValueError(f"'module:Name' inside the engine folder, e.g. 'adapter:MyEngine'; got {v!r}")
+        return v
+
+    @field_validator("types")
+    @classmethod
+    def _types(cls, v: dict[str, str]) -> dict[str, str]:
+        if set(v) != set(LOGICAL_TYPES):
+            raise ValueError(f"one SQL type for each of {', '.join(LOGICAL_TYPES)}; got {', '.join(sorted(v)) or 'none'}")
+        return v
+
+    @model_validator(mode="after")
+    def _server_image(self) -> "Manifest":
+        if self.capabilities.server and self.images.server is None:
+            raise ValueError("capabilities.server is true: [images.server] must name the server's image")
+        return self
+
+    def dockerfile(self, role: str) -> str:
+        """Repo-relative path of the Dockerfile for `role` ("runner" or "server")."""
+        image = getattr(self.images, role)
+        if image.dockerfile == SHARED_RUNNER_DOCKERFILE:
+            return image.dockerfile
+        return str((ENGINES_DIR / self.name / image.dockerfile).relative_to(ENGINES_DIR.parent))
+
+
+def load_manifest(folder: Path) -> Manifest:
+    path = folder / MANIFEST
+    if not NAME.match(folder.name):
+        raise ConfigError(f"{folder}: an engine folder's name is its key: lowercase letters, digits, '_'")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    try:
+        m = Manifest.model_validate({**raw, "name": folder.name})
+    except ValidationError as e:
+        raise ConfigError(format_error(path, e, Manifest)) from None
+    for role in ("runner", "server"):
+        image = getattr(m.images, role)
+        if image is not None and not (ENGINES_DIR.parent / m.dockerfile(role)).is_file():
+            raise ConfigError(f"{path}: images.{role}.dockerfile: {m.dockerfile(role)} does not exist")
+    return m
+
+
+@functools.cache
+def manifests() -> dict[str, Manifest]:
+    found = sorted(p.parent for p in ENGINES_DIR.glob(f"*/{MANIFEST}"))
+    return {f.name: load_manifest(f) for f in found}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(manifests())
+
+
+def manifest(name: str) -> Manifest:
+    try:
+        return manifests()[name]
+    except KeyError:
+        raise ConfigError(f"unknown engine {name!r}; allowed: {', '.join(names())}") from None
+
+
+def _object(name: str, ref: str):
+    module, attr = ref.split(":")
+    return getattr(importlib.import_module(f"engines.{name}.{module}"), attr)
 
 
 def settings_model(name: str) -> type[BaseModel]:
-    return importlib.import_module(f"engines.{name}.settings").Settings
+    return _object(name, manifest(name).settings)
 
 
 def engine_class(name: str):
-    return importlib.import_module(f"engines.{name}.adapter").ENGINE
+    return _object(name, manifest(name).adapter)
 
 
-def capabilities(name: str):
-    """Capabilities live beside the settings so the orchestrator never needs the driver."""
-    return importlib.import_module(f"engines.{name}.settings").CAPABILITIES
+def baseline_loop(name: str):
+    return _object(name, manifest(name).baseline)
+
+
+def capabilities(name: str, settings: Mapping[str, object] | None = None) -> Capabilities:
+    """The manifest's capabilities, with those of any `capabilities_with` setting the run sets."""
+    m = manifest(name)
+    caps = m.capabilities
+    for setting, override in m.capabilities_with.items():
+        if settings and settings.get(setting) is not None:
+            caps = caps.model_copy(update=override.model_dump(exclude_none=True))
+    return caps
+
+
+def ddl(name: str, variant: str) -> str:
+    """The engine's own ddl-<variant>.sql when it has one, else the workload's schema in its types."""
+    if variant not in VARIANTS:
+        raise ValueError(f"schema variant {variant!r}; allowed: {', '.join(VARIANTS)}")
+    own = ENGINES_DIR / name / f"ddl-{variant}.sql"
+    if own.is_file():
+        return own.read_text()
+    from harness.workload.schema import generic_ddl
+    return generic_ddl(variant, manifest(name).types)
+
+
+def _main(argv: list[str]) -> int:
+    """names | debian-packages | images ENGINE... (tag-suffix role dockerfile target, one a line)"""
+    cmd, args = (argv[0] if argv else ""), argv[1:]
+    try:
+        if cmd == "names":
+            print(" ".join(names()))
+        elif cmd == "debian-packages":
+            print(" ".join(sorted({p for m in manifests().values() for p in m.debian_packages})))
+        elif cmd == "images" and len(args) >= 1:
+            for n in args:
+                m = manifest(n)
+                for role in ("runner", "server"):
+                    image = getattr(m.images, role)
+                    if image is not None:
+                        tag = n if role == "runner" else f"{n}-server"
+                        print(tag, role, m.dockerfile(role), image.target or "-")
+        else:
+            print(f"usage: python -m harness.registry {_main.__doc__}", file=sys.stderr)
+            return 2
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

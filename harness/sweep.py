@@ -69,11 +69,11 @@ class CellRun:
 _PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data")
 
 
-def engine_build(engine: str, runtime: str) -> str:
-    """What, beside the plan, decides the numbers: the image, or the code and packages run locally."""
-    if runtime == "docker":
-        from harness.runtime.docker import image_id, image_tag
-        return f"image:{image_id(image_tag(engine))}"
+def engine_build(plan: RunPlan) -> str:
+    """What, beside the plan, decides the numbers: the images, or the code and packages run locally."""
+    if plan.runtime == "docker":
+        from harness.runtime.docker import image_id, images_needed
+        return "image:" + ",".join(str(image_id(t)) for t in images_needed(plan))
     from importlib import metadata
 
     from harness.provenance import git_commit, harness_version
@@ -108,19 +108,19 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
     runs, builds, names = [], {}, set()
     data_root = Path(opts.data_root).resolve() / root.name
     for c in cells:
-        runtime, _ = choose_runtime(opts.runtime, c.engine)
         plan = resolve_plan(c.scenario, c.engine, profile=opts.profile, scale=c.scale, duration_s=opts.duration_s,
-                            mem=c.mem, runtime=runtime, keep_data=opts.keep_data, overrides=list(opts.overrides),
+                            mem=c.mem, keep_data=opts.keep_data, overrides=list(opts.overrides),
                             thresholds=list(opts.thresholds) if opts.thresholds is not None else None,
                             early_abort=opts.early_abort)
+        runtime, _ = choose_runtime(opts.runtime, plan)
         name = cell_name(c, plan, repeats)
         if (c.scenario, name) in names:
             raise ConfigError(f"two cells would share the name {c.scenario}/{name}; check MEMS and SCALES for repeats")
         names.add((c.scenario, name))
-        plan = plan.model_copy(update={"run_dir": str(root / c.scenario / name),
+        plan = plan.model_copy(update={"run_dir": str(root / c.scenario / name), "runtime": runtime,
                                        "data_dir": str(data_root / c.scenario / name)})
-        key = (c.engine, runtime)
-        builds.setdefault(key, engine_build(c.engine, runtime))
+        key = (c.engine, runtime, plan.capabilities)
+        builds.setdefault(key, engine_build(plan))
         runs.append(CellRun(c, plan, cell_identity(plan, builds[key]), root / c.scenario / name))
     return runs
 

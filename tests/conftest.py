@@ -23,19 +23,17 @@ def mixed_spec(variant: str = "bitemporal", seed: int = 11, reorg: float = 0.2) 
                         reorg_fraction=reorg, ephemeral_btl_blocks=(2, 6), extend_blocks=(1, 4))
 
 
-@pytest.fixture(params=registry.ENGINE_NAMES)
+@pytest.fixture(params=registry.names())
 def engine_name(request):
     return request.param
 
 
 def engine_setting_cases() -> list:
-    """(engine, overrides) for every engine's defaults plus its CONTRACT_SETTINGS (e.g. turso's mvcc)."""
-    import importlib
+    """(engine, overrides) for every engine's defaults plus its manifest's contract_settings (turso's mvcc)."""
     cases = []
-    for name in registry.ENGINE_NAMES:
+    for name, m in registry.manifests().items():
         cases.append(pytest.param(name, {}, id=name))
-        extra = getattr(importlib.import_module(f"engines.{name}.settings"), "CONTRACT_SETTINGS", {})
-        cases += [pytest.param(name, over, id=f"{name}-{label}") for label, over in extra.items()]
+        cases += [pytest.param(name, over, id=f"{name}-{label}") for label, over in m.contract_settings.items()]
     return cases
 
 

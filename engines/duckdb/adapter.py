@@ -12,23 +12,14 @@ from typing import ClassVar, Iterator, Mapping
 import duckdb
 import pyarrow as pa
 
-from engines.duckdb.settings import CAPABILITIES
-from engines.sqlite import dialect
-from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
+from harness import registry, sql
+from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats, engine_setting_names
 from harness.platform import cgroup
+from harness.workload import schema
 from harness.workload.block import Block
 
-_DDL_DIR = Path(__file__).parent
-_TEXT_COLUMNS = {"key", "content_type", "string_attributes", "numeric_attributes"}
 FORCE_CHECKPOINT_SQL = "FORCE CHECKPOINT"     # checkpoint("FULL"), the settle step and the control loop
-
-
-def _arrow_type(table: str, column: str) -> pa.DataType:
-    if column in ("entity_key", "payload"):
-        return pa.binary()
-    if column in _TEXT_COLUMNS or (column == "value" and table == "string_attributes"):
-        return pa.string()
-    return pa.int64()
+_ARROW_TYPES = {"bytes": pa.binary(), "text": pa.string(), "int64": pa.int64()}   # schema's logical types
 
 
 def connect_config(settings: Mapping[str, object]) -> dict:
@@ -44,6 +35,28 @@ def connect_config(settings: Mapping[str, object]) -> dict:
     return cfg
 
 
+@dataclass(frozen=True)
+class BlockSQL:
+    """The block's statements for one schema variant, over registered Arrow tables _pk, _keys, _ins."""
+    variant: str
+    insert: dict[str, str]
+    delete: dict[str, str]
+    terminate: dict[str, str]
+
+    @classmethod
+    def of(cls, variant: str) -> "BlockSQL":
+        insert, delete, terminate = {}, {}, {}
+        for t in TABLES:
+            cols = ", ".join(schema.columns(variant, t))
+            insert[t] = f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _ins"
+            delete[t] = f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
+                f"{t}.{c} = _pk.{c}" for c in schema.primary_key(variant, t))
+            terminate[t] = (f"UPDATE {t} SET to_block = $1 WHERE entity_key IN (SELECT k FROM _keys) "
+                            f"AND from_block <= $1 AND to_block > $1") if variant == "bitemporal" \
+                else f"DELETE FROM {t} WHERE entity_key IN (SELECT k FROM _keys)"
+        return cls(variant, insert, delete, terminate)
+
+
 @dataclass
 class Prepared:
     block: Block
@@ -52,9 +65,50 @@ class Prepared:
     inserts: dict[str, pa.Table] = field(default_factory=dict)
 
 
+def prepare(block: Block) -> Prepared:
+    v = block.variant
+
+    def table(t: str, names: tuple[str, ...], rows: list[tuple]) -> pa.Table:
+        columns = list(zip(*rows)) if rows else [[] for _ in names]
+        return pa.table({n: pa.array(col, _ARROW_TYPES[schema.column_type(v, t, n)]) for n, col in zip(names, columns)})
+    return Prepared(
+        block=block,
+        deletes={t: table(t, schema.primary_key(v, t), pks) for t, pks in block.deletes.items() if pks},
+        keys=pa.table({"k": pa.array(block.terminate_keys, pa.binary())}) if block.terminate_keys else None,
+        inserts={t: table(t, schema.columns(v, t), rows) for t, rows in block.inserts.items() if rows})
+
+
+def write_block(con: duckdb.DuckDBPyConnection, q: BlockSQL, p: Prepared) -> None:
+    """ONE transaction: the adapter and the bench-overhead control loop both write with it."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for t, pk in p.deletes.items():
+            con.register("_pk", pk)
+            con.execute(q.delete[t])
+        if p.keys is not None:
+            con.register("_keys", p.keys)
+            for t in TABLES:
+                con.execute(q.terminate[t], [p.block.number] if q.variant == "bitemporal" else [])
+        for t, rows in p.inserts.items():
+            con.register("_ins", rows)
+            con.execute(q.insert[t])
+        con.execute("COMMIT")
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass          # DuckDB already aborted the transaction
+        raise
+    finally:
+        for name in ("_pk", "_keys", "_ins"):
+            try:
+                con.unregister(name)
+            except duckdb.Error:
+                pass
+
+
 class DuckDBEngine(EngineBase):
     name: ClassVar[str] = "duckdb"
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
     db_filename: ClassVar[str] = "arkiv.duckdb"
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
@@ -68,58 +122,14 @@ class DuckDBEngine(EngineBase):
         self._wal_seen = self._wal_size()
 
     def create_schema(self, variant: str) -> None:
-        self.con.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())
-        self._prepare_sql(variant)
-
-    def _prepare_sql(self, variant: str) -> None:
-        self.variant = variant
-        cols = {t: dialect.columns(variant, t) for t in TABLES}
-        self._insert = {t: f"INSERT INTO {t} ({', '.join(cols[t])}) SELECT {', '.join(cols[t])} FROM _ins" for t in TABLES}
-        self._delete = {t: f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
-            f"{t}.{c} = _pk.{c}" for c in dialect.primary_key(variant, t)) for t in TABLES}
-        self._terminate = {t: (f"UPDATE {t} SET to_block = $1 WHERE entity_key IN (SELECT k FROM _keys) "
-                               f"AND from_block <= $1 AND to_block > $1") if variant == "bitemporal"
-                           else f"DELETE FROM {t} WHERE entity_key IN (SELECT k FROM _keys)" for t in TABLES}
+        self.con.execute(registry.ddl(self.name, variant))
+        self.variant, self._sql = variant, BlockSQL.of(variant)
 
     def prepare_block(self, block: Block) -> Prepared:
-        v = block.variant
-
-        def table(t: str, names: tuple[str, ...], rows: list[tuple]) -> pa.Table:
-            columns = list(zip(*rows)) if rows else [[] for _ in names]
-            return pa.table({n: pa.array(col, _arrow_type(t, n)) for n, col in zip(names, columns)})
-        return Prepared(
-            block=block,
-            deletes={t: table(t, dialect.primary_key(v, t), pks) for t, pks in block.deletes.items() if pks},
-            keys=pa.table({"k": pa.array(block.terminate_keys, pa.binary())}) if block.terminate_keys else None,
-            inserts={t: table(t, dialect.columns(v, t), rows) for t, rows in block.inserts.items() if rows})
+        return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
-            for t, pk in p.deletes.items():
-                con.register("_pk", pk)
-                con.execute(self._delete[t])
-            if p.keys is not None:
-                con.register("_keys", p.keys)
-                for t in TABLES:
-                    con.execute(self._terminate[t], [p.block.number] if self.variant == "bitemporal" else [])
-            for t, rows in p.inserts.items():
-                con.register("_ins", rows)
-                con.execute(self._insert[t])
-            con.execute("COMMIT")
-        except BaseException:
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass          # DuckDB already aborted the transaction
-            raise
-        finally:
-            for name in ("_pk", "_keys", "_ins"):
-                try:
-                    con.unregister(name)
-                except duckdb.Error:
-                    pass
+        write_block(self.con, self._sql, p)
         self._observe_wal()
 
     def _wal_size(self) -> int:
@@ -137,12 +147,10 @@ class DuckDBEngine(EngineBase):
                 self._checkpoints += 1
             self._wal_seen = size
 
-    def reader(self) -> dialect.QueryReader:
-        return dialect.QueryReader(self.con.cursor(), self.variant or "bitemporal")
+    def reader(self) -> sql.QueryReader:
+        return sql.QueryReader(self.con.cursor(), self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
-        if mode not in self.capabilities.checkpoint_modes:
-            raise ValueError(f"checkpoint mode {mode!r}; allowed: {', '.join(self.capabilities.checkpoint_modes)}")
         self.con.execute(FORCE_CHECKPOINT_SQL if mode == "FULL" else "CHECKPOINT")
         self._observe_wal()
 
@@ -162,20 +170,19 @@ class DuckDBEngine(EngineBase):
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         cur = self.con.cursor()
-        cur.execute(dialect.select_all_sql(self.variant or "bitemporal", table))
+        cur.execute(sql.select_all_sql(self.variant or "bitemporal", table))
         while batch := cur.fetchmany(2000):
             yield from batch
         cur.close()
 
     def info(self) -> EngineInfo:
-        names = ("memory_limit", "threads", "checkpoint_threshold", "wal_autocheckpoint")
-        eff = {}
-        for n in names:
-            try:
-                eff[n] = self.con.execute(f"SELECT current_setting('{n}')").fetchone()[0]
-            except duckdb.Error:
-                continue
-        return EngineInfo(version=f"DuckDB {duckdb.__version__}", settings=eff)
+        eff = {n: self.con.execute(f"SELECT current_setting('{n}')").fetchone()[0]
+               for n in engine_setting_names(registry.settings_model(self.name))}
+        # the same threshold under its other name: which one a DuckDB version honours is not a guess
+        eff["wal_autocheckpoint"] = self.con.execute("SELECT current_setting('wal_autocheckpoint')").fetchone()[0]
+        version = self.con.execute("PRAGMA version").fetchone()
+        return EngineInfo(library=f"DuckDB {version[0]} ({version[1]})", driver=f"duckdb {duckdb.__version__}",
+                          settings=eff)
 
     def close(self) -> None:
         con, self.con = getattr(self, "con", None), None

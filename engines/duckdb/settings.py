@@ -4,12 +4,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.engine_api import Capabilities
 
-# DuckDB's one-process-per-file rule: readers are threads (cursors) of the runner.
-# PASSIVE = CHECKPOINT (skipped while other transactions run), FULL = FORCE CHECKPOINT.
-CAPABILITIES = Capabilities(server=False, wal=True, mvcc=True, readers_in_process_only=True,
-                            checkpoint_modes=("PASSIVE", "FULL"))
 _SIZE = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$", re.IGNORECASE)
 
 

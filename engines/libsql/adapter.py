@@ -1,24 +1,27 @@
 """Embedded libSQL through the `libsql` package: libSQL's own build of the engine (its
-`sqlite_version()` differs from the system SQLite's), driven exactly like SQLite. Never libsql-client
-with a file: URL, which silently runs the stdlib sqlite3. With a server URL set, every call goes to
-remote.RemoteLibSQL instead (libsql-client against sqld)."""
+`sqlite_version()` differs from the stdlib sqlite3's; both are recorded), driven exactly like SQLite.
+Never libsql-client with a file: URL, which silently runs the stdlib sqlite3. With a server URL set,
+every call goes to remote.RemoteLibSQL instead (libsql-client against sqld)."""
 from __future__ import annotations
 
 import dataclasses
 import os
+import sqlite3
+from importlib.metadata import version
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
 import libsql
 
-from engines.libsql.settings import CAPABILITIES
-from engines.sqlite.adapter import _DDL_DIR, SQLiteEngine
-from harness.engine_api import Capabilities, EngineInfo, StorageStats
+from engines.sqlite.adapter import SQLiteEngine
+from harness import registry
+from harness.engine_api import EngineInfo, StorageStats
 from harness.workload.block import Block
 
-# libsql 0.1.x binds a Python int above 2**53 through a double: 2**63-1 is stored as REAL and 2**53+1
-# becomes 2**53 (found by the integrity check). Such values are bound as decimal text instead, which
-# the INTEGER column affinity stores as the exact integer.
+# libsql 0.1.x binds a Python int above 2**31-1 as a double: an INTEGER column stores it back as an
+# integer only while the double is exact, so 2**53+1 becomes 2**53 and 2**63-1 stays REAL (found by the
+# integrity check; engines/libsql/tests). Such values are bound as decimal text instead, which the
+# INTEGER column affinity stores as the exact integer.
 _EXACT_DOUBLE = 1 << 53
 
 
@@ -28,9 +31,20 @@ def _exact(row: tuple) -> tuple:
 
 class LibSQLEngine(SQLiteEngine):
     name: ClassVar[str] = "libsql"
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
 
     remote = None      # a remote.RemoteLibSQL in server mode
+
+    @classmethod
+    def connect(cls, path: Path, read_only: bool = False):
+        # libsql.connect has no uri= flag; readers get their own read-write handle and only read.
+        return libsql.connect(str(path), isolation_level=None)
+
+    @classmethod
+    def driver(cls) -> str:
+        return f"libsql {version('libsql')}"
+
+    def library(self) -> str:
+        return f"libSQL (SQLite {self.sqlite_version()})"
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
         if not settings.get("url"):
@@ -42,7 +56,7 @@ class LibSQLEngine(SQLiteEngine):
     def create_schema(self, variant: str) -> None:
         if not self.remote:
             return super().create_schema(variant)
-        self.remote.create_schema((_DDL_DIR / f"ddl-{variant}.sql").read_text())
+        self.remote.create_schema(registry.ddl(self.name, variant))
         self._prepare(variant)
 
     def apply_block(self, block: Block) -> None:
@@ -73,10 +87,6 @@ class LibSQLEngine(SQLiteEngine):
             remote.close()
         super().close()
 
-    def _connect(self, path: Path, read_only: bool = False):
-        # libsql.connect has no uri= flag; readers get their own read-write handle and only read.
-        return libsql.connect(str(path), isolation_level=None)
-
     def prepare_block(self, block: Block) -> Block:
         # Also in server mode (the feed process never opens the engine): the text is stored as INTEGER.
         return dataclasses.replace(
@@ -84,19 +94,13 @@ class LibSQLEngine(SQLiteEngine):
             deletes={t: [_exact(k) for k in keys] for t, keys in block.deletes.items()})
 
     def info(self) -> EngineInfo:
+        # the stdlib's SQLite beside libSQL's own: which SQLite was measured is never a guess
+        related = {"stdlib sqlite3": sqlite3.sqlite_version}
         if self.remote:
-            version = self.remote.scalar("select sqlite_version()")
-            return EngineInfo(version=f"libSQL server (SQLite {version}) at {self.remote.url}, "
-                                      f"libsql-client {_package_version('libsql-client')}",
-                              settings={"url": self.remote.url})
-        base = super().info()
-        return EngineInfo(version=f"libSQL (SQLite {base.version.split()[-1]}, libsql package "
-                                  f"{_package_version('libsql')})", settings=base.settings)
-
-
-def _package_version(dist: str) -> str:
-    from importlib.metadata import version
-    return version(dist)
+            return EngineInfo(library=f"libSQL server (SQLite {self.remote.scalar('select sqlite_version()')}) "
+                                      f"at {self.remote.url}", driver=f"libsql-client {version('libsql-client')}",
+                              settings={"url": self.remote.url}, related=related)
+        return dataclasses.replace(super().info(), related=related)
 
 
 ENGINE = LibSQLEngine

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from engines.sqlite import dialect
+from harness import sql
 from harness.engine_api import TABLES, StorageStats
 from harness.workload.block import Block
 
@@ -23,17 +23,17 @@ def block_statements(block: Block) -> list:
     from libsql_client import Statement
     v, out = block.variant, []
     for t, pks in block.deletes.items():
-        sql = dialect.delete_by_pk_sql(v, t)
-        out += [Statement(sql, list(pk)) for pk in pks]
+        stmt = sql.delete_by_pk_sql(v, t)
+        out += [Statement(stmt, list(pk)) for pk in pks]
     if block.terminate_keys:
-        params = dialect.terminate_params(v, block.number, block.terminate_keys)
+        params = sql.terminate_params(v, block.number, block.terminate_keys)
         for t in TABLES:
-            sql = dialect.terminate_sql(v, t)
-            out += [Statement(sql, list(p)) for p in params]
+            stmt = sql.terminate_sql(v, t)
+            out += [Statement(stmt, list(p)) for p in params]
     for t, rows in block.inserts.items():
         for i in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
             chunk = rows[i:i + INSERT_ROWS_PER_STATEMENT]
-            out.append(Statement(dialect.insert_sql(v, t, rows=len(chunk)), [x for r in chunk for x in r]))
+            out.append(Statement(sql.insert_sql(v, t, rows=len(chunk)), [x for r in chunk for x in r]))
     return out
 
 
@@ -58,7 +58,7 @@ class Handle:
         self.client.close()
 
 
-class RemoteReader(dialect.QueryReader):
+class RemoteReader(sql.QueryReader):
     def hold_snapshot(self, duration_s: float) -> None:
         # Over Hrana a BEGIN ... COMMIT pair must share one stream: the client's transaction object.
         with self.handle.client.transaction() as tx:
@@ -98,7 +98,7 @@ class RemoteLibSQL:
 
     def iter_rows(self, variant: str, table: str, page_rows: int = 5000) -> Iterator[tuple]:
         # keyset pages over rowid: one bounded response per request
-        cols = ", ".join(dialect.columns(variant, table))
+        cols = ", ".join(sql.columns(variant, table))
         last = -1 << 63
         while rows := self.handle.execute(f"SELECT rowid, {cols} FROM {table} WHERE rowid > ? "
                                           f"ORDER BY rowid LIMIT {page_rows}", (last,)).fetchall():

@@ -5,16 +5,16 @@ import os
 
 from pydantic import Field, field_validator
 
-from engines.sqlite.settings import CAPABILITIES as _SQLITE_CAPABILITIES
 from engines.sqlite.settings import Settings as _SQLiteSettings
+from harness.engine_api import HARNESS_SIDE
 
-CAPABILITIES = _SQLITE_CAPABILITIES
 SERVER_SCHEMES = ("ws://", "wss://", "http://", "https://", "libsql://")
 
 
 class Settings(_SQLiteSettings):
     url: str | None = Field(default_factory=lambda: os.environ.get("LIBSQL_URL") or None,
-                            description="libSQL server URL (ws/wss/http/https/libsql); unset: embedded")
+                            description="libSQL server URL (ws/wss/http/https/libsql); unset: embedded",
+                            json_schema_extra=HARNESS_SIDE)
 
     @field_validator("url")
     @classmethod

@@ -3,7 +3,6 @@ sent in pipeline mode: per table one set-based statement over unnest()ed column 
 deletes, the terminations and the inserts. The arrays are built in prepare_block, off the timed path."""
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,28 +12,41 @@ from typing import ClassVar, Iterator, Mapping
 import psycopg
 
 from engines.postgres.server import ExternalServer, PostgresServer
-from engines.postgres.settings import CAPABILITIES, Settings
-from engines.sqlite import dialect
-from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
+from engines.postgres.settings import Settings
+from harness import registry, sql
+from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats
+from harness.runtime import server_container
+from harness.workload import schema
 from harness.workload.block import Block
 
-_DDL_DIR = Path(__file__).parent
 # What autovacuum would do at a time of its choosing, inside or outside the measured phase: statistics
 # and visibility/hint bits for the freshly loaded tables; then the load's dirty pages.
 SETTLE_SQL = ("VACUUM (ANALYZE)", "CHECKPOINT")
-_TEXT = {"key", "content_type", "string_attributes", "numeric_attributes"}
 
 
-def _pg_type(table: str, column: str) -> str:
-    if column in ("entity_key", "payload"):
-        return "bytea"
-    if column in _TEXT or (column == "value" and table == "string_attributes"):
-        return "text"
-    return "bigint"
+@dataclass(frozen=True)
+class BlockSQL:
+    """The block's statements for one schema variant: unnest() over one array parameter per column."""
+    variant: str
+    insert: dict[str, str]
+    delete: dict[str, str]
+    terminate: dict[str, str]
 
+    @classmethod
+    def of(cls, variant: str) -> "BlockSQL":
+        types = registry.manifest("postgres").types
 
-def _unnest(table: str, columns: tuple[str, ...]) -> str:
-    return "unnest(" + ", ".join(f"%s::{_pg_type(table, c)}[]" for c in columns) + ")"
+        def unnest(t: str, cols: tuple[str, ...]) -> str:
+            return "unnest(" + ", ".join(f"%s::{types[schema.column_type(variant, t, c)]}[]" for c in cols) + ")"
+        insert, delete, terminate = {}, {}, {}
+        for t in TABLES:
+            cols, pk = schema.columns(variant, t), schema.primary_key(variant, t)
+            insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {unnest(t, cols)}"
+            delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {unnest(t, pk)})"
+            terminate[t] = (f"UPDATE {t} SET to_block = %(b)s WHERE entity_key = ANY(%(keys)s::bytea[]) "
+                            f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
+                else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
+        return cls(variant, insert, delete, terminate)
 
 
 @dataclass
@@ -44,14 +56,34 @@ class Prepared:
     inserts: dict[str, list[list]] = field(default_factory=dict)    # table -> one list per column
 
 
+def prepare(block: Block) -> Prepared:
+    return Prepared(block=block,
+                    deletes={t: [list(c) for c in zip(*pks)] for t, pks in block.deletes.items() if pks},
+                    inserts={t: [list(c) for c in zip(*rows)] for t, rows in block.inserts.items() if rows})
+
+
+def write_block(conn: psycopg.Connection, q: BlockSQL, p: Prepared) -> None:
+    """ONE transaction, pipelined: the adapter and the bench-overhead control loop both write with it."""
+    with conn.pipeline(), conn.transaction():
+        cur = conn.cursor()
+        for t, cols in p.deletes.items():
+            cur.execute(q.delete[t], cols)
+        if p.block.terminate_keys:
+            params = {"b": p.block.number, "keys": p.block.terminate_keys}
+            for t in TABLES:
+                cur.execute(q.terminate[t], params)
+        for t, cols in p.inserts.items():
+            cur.execute(q.insert[t], cols)
+
+
 class PostgresEngine(EngineBase):
     name: ClassVar[str] = "postgres"
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
         s = Settings.model_validate(dict(settings))
-        if os.environ.get("ARKBENCH_PG_HOST"):   # docker runtime: the server has its own container
-            self.server = ExternalServer(os.environ["ARKBENCH_PG_HOST"], os.environ["ARKBENCH_PG_PASSWORD"], s.os_user)
+        external = server_container.external_server()     # docker runtime: a container of its own
+        if external:
+            self.server = ExternalServer(*external, s.os_user)
         else:
             self.server = PostgresServer(Path(data_dir), s.server_conf(), s.bin_dir, s.os_user)
         try:
@@ -67,45 +99,20 @@ class PostgresEngine(EngineBase):
         self._ckpt_at_open = self._checkpoint_counter()
 
     def create_schema(self, variant: str) -> None:
-        self.conn.execute((_DDL_DIR / f"ddl-{variant}.sql").read_text())
-        self._prepare_sql(variant)
-
-    def _prepare_sql(self, variant: str) -> None:
-        self.variant = variant
-        self._insert, self._delete, self._terminate = {}, {}, {}
-        for t in TABLES:
-            cols, pk = dialect.columns(variant, t), dialect.primary_key(variant, t)
-            self._insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {_unnest(t, cols)}"
-            self._delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {_unnest(t, pk)})"
-            self._terminate[t] = (f"UPDATE {t} SET to_block = %s WHERE entity_key = ANY(%s::bytea[]) "
-                                  f"AND from_block <= %s AND to_block > %s") if variant == "bitemporal" \
-                else f"DELETE FROM {t} WHERE entity_key = ANY(%s::bytea[])"
+        self.conn.execute(registry.ddl(self.name, variant))
+        self.variant, self._sql = variant, BlockSQL.of(variant)
 
     def prepare_block(self, block: Block) -> Prepared:
-        return Prepared(block=block,
-                        deletes={t: [list(c) for c in zip(*pks)] for t, pks in block.deletes.items() if pks},
-                        inserts={t: [list(c) for c in zip(*rows)] for t, rows in block.inserts.items() if rows})
+        return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
-        b, keys = p.block.number, p.block.terminate_keys
-        with self.conn.pipeline(), self.conn.transaction():
-            cur = self.conn.cursor()
-            for t, cols in p.deletes.items():
-                cur.execute(self._delete[t], cols)
-            if keys:
-                params = (b, keys, b, b) if self.variant == "bitemporal" else (keys,)
-                for t in TABLES:
-                    cur.execute(self._terminate[t], params)
-            for t, cols in p.inserts.items():
-                cur.execute(self._insert[t], cols)
+        write_block(self.conn, self._sql, p)
 
     def reader(self) -> "PostgresReader":
         return PostgresReader(psycopg.connect(self.server.conninfo(), autocommit=True), self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
-        if mode not in self.capabilities.checkpoint_modes:
-            raise ValueError(f"checkpoint mode {mode!r}; allowed: {', '.join(self.capabilities.checkpoint_modes)}")
-        self.conn.execute("CHECKPOINT")
+        self.conn.execute("CHECKPOINT")          # the one mode its manifest declares
 
     def settle(self) -> None:
         for sql in SETTLE_SQL:
@@ -139,14 +146,15 @@ class PostgresEngine(EngineBase):
         with psycopg.connect(self.server.conninfo()) as conn:
             with conn.cursor(name="dump") as cur:
                 cur.itersize = 2000
-                cur.execute(dialect.select_all_sql(self.variant or "bitemporal", table))
+                cur.execute(sql.select_all_sql(self.variant or "bitemporal", table))
                 yield from cur
 
     def info(self) -> EngineInfo:
         version = self.conn.execute("SHOW server_version").fetchone()[0]
         eff = {n: self.conn.execute(f"SHOW {n}").fetchone()[0] for n in self.settings_names}
         eff["server_user"] = self.server.user
-        return EngineInfo(version=f"PostgreSQL {version} (psycopg {psycopg.__version__})", settings=eff,
+        return EngineInfo(library=f"PostgreSQL {version}", driver=f"psycopg {psycopg.__version__} "
+                          f"(libpq {psycopg.pq.version() // 10000}.{psycopg.pq.version() % 10000}, {psycopg.pq.__impl__})", settings=eff,
                           server_memory_limit_bytes=self.server.memory_limit_bytes_seen())
 
     def close(self) -> None:
@@ -159,7 +167,7 @@ class PostgresEngine(EngineBase):
             server.stop()
 
 
-class PostgresReader(dialect.QueryReader):
+class PostgresReader(sql.QueryReader):
     placeholder = "%s"
 
     def hold_snapshot(self, duration_s: float) -> None:

@@ -1,12 +1,13 @@
-"""Control loop for bench-overhead: raw psycopg in pipeline mode, the same unnest() statements."""
+"""bench-overhead's control loop: raw psycopg and a private server, the adapter's postgresql.conf
+values, DDL and pipelined statements (adapter.write_block), nothing of the harness's runner."""
 from pathlib import Path
 
 import psycopg
 
-from engines.postgres.adapter import SETTLE_SQL, _unnest
+from engines.postgres.adapter import SETTLE_SQL, BlockSQL, write_block
 from engines.postgres.server import PostgresServer
 from engines.postgres.settings import Settings
-from engines.sqlite import dialect
+from harness import registry
 
 
 class Loop:
@@ -15,30 +16,16 @@ class Loop:
         self.server = PostgresServer(data_dir, s.server_conf(), s.bin_dir, s.os_user)
         self.server.start()
         self.c = psycopg.connect(self.server.conninfo(), autocommit=True)
-        self.c.execute((Path(__file__).parent / f"ddl-{variant}.sql").read_text())
-        self.v = variant
+        self.c.execute(registry.ddl("postgres", variant))
+        self.sql = BlockSQL.of(variant)
 
     def apply(self, p) -> None:
         """p: the adapter's prepare_block (column lists), made before the clock as the feed makes it."""
-        b, deletes, inserts = p.block, p.deletes, p.inserts
-        v = self.v
-        with self.c.pipeline(), self.c.transaction():
-            cur = self.c.cursor()
-            for t, cols in deletes.items():
-                pk = dialect.primary_key(v, t)
-                cur.execute(f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {_unnest(t, pk)})", cols)
-            if b.terminate_keys:
-                for t in ("string_attributes", "numeric_attributes", "payloads"):
-                    cur.execute(f"UPDATE {t} SET to_block = %s WHERE entity_key = ANY(%s::bytea[]) "
-                                "AND from_block <= %s AND to_block > %s",
-                                (b.number, b.terminate_keys, b.number, b.number))
-            for t, cols in inserts.items():
-                names = dialect.columns(v, t)
-                cur.execute(f"INSERT INTO {t} ({', '.join(names)}) SELECT * FROM {_unnest(t, names)}", cols)
+        write_block(self.c, self.sql, p)
 
     def settle(self) -> None:
-        for sql in SETTLE_SQL:
-            self.c.execute(sql)
+        for stmt in SETTLE_SQL:
+            self.c.execute(stmt)
 
     def close(self) -> None:
         self.c.close()

@@ -4,7 +4,6 @@ In the docker runtime the server has its own container (serve.py): it then also 
 container's internal network, with a per-run password (scram-sha-256) for TCP connections."""
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
@@ -17,10 +16,10 @@ from pathlib import Path
 import psycopg
 
 from harness.platform import cgroup
+from harness.runtime import server_container
 
 START_TIMEOUT_S = 60
 PORT = 5432
-SERVER_ENV_VAR = "ARKBENCH_SERVER_ENV"   # docker runtime: server-environment.json, as the runner sees it
 
 
 class ServerError(RuntimeError):
@@ -81,7 +80,7 @@ class PostgresServer:
     def __init__(self, data_dir: Path, conf: dict[str, str], bin_dir: str | None, os_user: str,
                  listen: str = "", password: str | None = None) -> None:
         if listen and not password:
-            raise ServerError("a TCP listener needs a password (ARKBENCH_PG_PASSWORD)")
+            raise ServerError(f"a TCP listener needs a password ({server_container.PASSWORD_ENV})")
         self.bin = find_bin_dir(bin_dir)
         self.conf, self.listen, self.password = conf, listen, password
         self._tmp: list[Path] = []
@@ -180,7 +179,7 @@ class PostgresServer:
 
 
 class ExternalServer:
-    """A server this process did not start (the docker runtime's postgres-server container)."""
+    """A server this process did not start (the docker runtime's server container)."""
 
     def __init__(self, host: str, password: str, user: str) -> None:
         self.host, self.password, self.user = host, password, user
@@ -193,11 +192,7 @@ class ExternalServer:
         return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"
 
     def memory_limit_bytes_seen(self) -> int | None:
-        """What the server's container recorded of its own limit (serve.py), in the run folder."""
-        try:
-            return json.loads(Path(os.environ[SERVER_ENV_VAR]).read_text())["memory_limit_bytes_seen"]
-        except (KeyError, OSError, ValueError):
-            return None
+        return server_container.memory_limit_bytes_seen()
 
     def log_tail(self, n: int = 30) -> str:
         return "(the server's log is in its container's output: compose.log)"

@@ -6,11 +6,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.engine_api import Capabilities
+from harness.engine_api import HARNESS_SIDE
 
-# The server holds the data; readers are ordinary connections. A manual checkpoint is CHECKPOINT.
-CAPABILITIES = Capabilities(server=True, wal=True, mvcc=True, readers_in_process_only=False,
-                            checkpoint_modes=("FULL",))
 _SIZE = re.compile(r"^\d+\s*(B|kB|MB|GB|TB)?$")
 _DURATION = re.compile(r"^\d+\s*(us|ms|s|min|h|d)?$")
 
@@ -32,8 +29,10 @@ class Settings(BaseModel):
     full_page_writes: Literal["on", "off"] = "on"
     autovacuum: Literal["on", "off"] = "on"
     fsync: Literal["on", "off"] = "on"
-    bin_dir: Optional[str] = Field(None, description="PostgreSQL's bin directory; default: the newest under /usr/lib/postgresql")
-    os_user: str = Field("arkbench", description="the non-root user the server runs as (created if missing)")
+    bin_dir: Optional[str] = Field(None, description="PostgreSQL's bin directory; default: the newest under /usr/lib/postgresql",
+                                   json_schema_extra=HARNESS_SIDE)
+    os_user: str = Field("arkbench", description="the non-root user the server runs as (created if missing)",
+                         json_schema_extra=HARNESS_SIDE)
 
     @field_validator("shared_buffers", "max_wal_size", "min_wal_size", "work_mem", "maintenance_work_mem",
                      "effective_cache_size")

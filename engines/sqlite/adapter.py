@@ -1,21 +1,19 @@
-"""SQLite on the stdlib sqlite3 module: one transaction per block, executemany per statement (the
-reference's experiment 4 found it equal to arkiv's per-row execute), PRAGMAs from the scenario."""
+"""SQLite on the stdlib sqlite3 module: one transaction per block through harness.sql.write_block
+(executemany per statement), every PRAGMA of the scenario applied, all of them read back for the result."""
 from __future__ import annotations
 
 import os
+import platform
 import sqlite3
 import struct
 import threading
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
-from engines.sqlite import dialect
-from engines.sqlite.settings import CAPABILITIES
-from harness.engine_api import TABLES, Capabilities, EngineBase, EngineInfo, StorageStats
+from harness import registry, sql
+from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats, engine_setting_names
 from harness.workload.block import Block
 
-_DDL_DIR = Path(__file__).parent
-PRAGMAS = ("journal_mode", "synchronous", "cache_size", "mmap_size", "wal_autocheckpoint", "busy_timeout")
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
 _WAL_HEADER = struct.Struct(">IIII")  # magic, version, page size, checkpoint sequence
 # No background work to wait for after the load; an empty WAL makes the first autocheckpoint land at the
@@ -25,24 +23,33 @@ SETTLE_CHECKPOINT = "TRUNCATE"
 
 class SQLiteEngine(EngineBase):
     name: ClassVar[str] = "sqlite"
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
     db_filename: ClassVar[str] = "arkiv.db"
-    begin_sql: str = "BEGIN IMMEDIATE"
 
-    # --- connection plumbing, overridden by SQLite-family engines (libsql, turso) ------------------
-    def _connect(self, path: Path, read_only: bool = False):
+    # --- what the SQLite family (libsql, turso) overrides; the control loop uses the same ------------
+    @classmethod
+    def connect(cls, path: Path, read_only: bool = False):
         uri = f"file:{path}?mode=ro" if read_only else f"file:{path}"
         return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
-    def _apply_pragmas(self, conn, settings: Mapping[str, object], writer: bool) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {int(settings['busy_timeout'])}")
+    @classmethod
+    def pragma_sql(cls, settings: Mapping[str, object], writer: bool) -> list[str]:
+        """Every setting of the scenario; page_size first, since it only applies before the schema."""
+        out = [f"PRAGMA busy_timeout = {int(settings['busy_timeout'])}"]
         if writer:
-            conn.execute(f"PRAGMA page_size = {int(settings['page_size'])}")
-            conn.execute(f"PRAGMA journal_mode = {settings['journal_mode']}")
-            conn.execute(f"PRAGMA wal_autocheckpoint = {int(settings['wal_autocheckpoint'])}")
-        conn.execute(f"PRAGMA synchronous = {settings['synchronous']}")
-        conn.execute(f"PRAGMA cache_size = {int(settings['cache_size'])}")
-        conn.execute(f"PRAGMA mmap_size = {int(settings['mmap_size'])}")
+            out += [f"PRAGMA page_size = {int(settings['page_size'])}",
+                    f"PRAGMA journal_mode = {settings['journal_mode']}",
+                    f"PRAGMA wal_autocheckpoint = {int(settings['wal_autocheckpoint'])}"]
+        return out + [f"PRAGMA synchronous = {settings['synchronous']}",
+                      f"PRAGMA cache_size = {int(settings['cache_size'])}",
+                      f"PRAGMA mmap_size = {int(settings['mmap_size'])}"]
+
+    @classmethod
+    def begin_sql(cls, settings: Mapping[str, object]) -> str:
+        return "BEGIN IMMEDIATE"
+
+    @classmethod
+    def driver(cls) -> str:
+        return f"Python {platform.python_version()} sqlite3 module"
 
     # --- contract ------------------------------------------------------------------------------
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
@@ -50,8 +57,10 @@ class SQLiteEngine(EngineBase):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / self.db_filename
-        self.conn = self._connect(self.path)
-        self._apply_pragmas(self.conn, self.settings, writer=True)
+        self.conn = self.connect(self.path)
+        for stmt in self.pragma_sql(self.settings, writer=True):
+            self.conn.execute(stmt).fetchall()   # fetched: pyturso runs a pragma only when its rows are read
+        self._begin = self.begin_sql(self.settings)
         self.variant: str | None = None
         self._ckpt_lock = threading.Lock()
         self._shm_fd: int | None = None       # the -shm, held open (see _wal_bytes_in_use)
@@ -59,42 +68,24 @@ class SQLiteEngine(EngineBase):
         self._ckpt_count = 0
 
     def create_schema(self, variant: str) -> None:
-        self.conn.executescript((_DDL_DIR / f"ddl-{variant}.sql").read_text())
+        self.conn.executescript(registry.ddl(self.name, variant))
         self._prepare(variant)
 
     def _prepare(self, variant: str) -> None:
         self.variant = variant
-        self._insert = {t: dialect.insert_sql(variant, t) for t in TABLES}
-        self._delete = {t: dialect.delete_by_pk_sql(variant, t) for t in TABLES}
-        self._terminate = {t: dialect.terminate_sql(variant, t) for t in TABLES}
+        self._sql = sql.BlockSQL.of(variant)
 
     def apply_block(self, block: Block) -> None:
-        c = self.conn
-        c.execute(self.begin_sql)
-        try:
-            for table, pks in block.deletes.items():
-                c.executemany(self._delete[table], pks)
-            if block.terminate_keys:
-                params = dialect.terminate_params(block.variant, block.number, block.terminate_keys)
-                for table in TABLES:
-                    c.executemany(self._terminate[table], params)
-            for table, rows in block.inserts.items():
-                c.executemany(self._insert[table], rows)
-            c.execute("COMMIT")
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            raise
+        sql.write_block(self.conn, self._begin, self._sql, block)
 
-    def reader(self) -> dialect.QueryReader:
-        conn = self._connect(self.path, read_only=True)
-        self._apply_pragmas(conn, self.settings, writer=False)
-        return dialect.QueryReader(conn, self.variant or "bitemporal")
+    def reader(self) -> sql.QueryReader:
+        conn = self.connect(self.path, read_only=True)
+        for stmt in self.pragma_sql(self.settings, writer=False):
+            conn.execute(stmt).fetchall()
+        return sql.QueryReader(conn, self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
-        if mode not in self.capabilities.checkpoint_modes:
-            raise ValueError(f"checkpoint mode {mode!r}; allowed: {', '.join(self.capabilities.checkpoint_modes)}")
-        self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+        self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()   # modes: the plan checked them
 
     def settle(self) -> None:
         self.checkpoint(SETTLE_CHECKPOINT)
@@ -107,18 +98,23 @@ class SQLiteEngine(EngineBase):
         return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
-        cur = self.conn.execute(dialect.select_all_sql(self.variant or "bitemporal", table))
+        cur = self.conn.execute(sql.select_all_sql(self.variant or "bitemporal", table))
         while batch := cur.fetchmany(2000):
             yield from batch
 
+    def sqlite_version(self) -> str:
+        return self.conn.execute("select sqlite_version()").fetchone()[0]
+
+    def library(self) -> str:
+        return f"SQLite {self.sqlite_version()}"
+
     def info(self) -> EngineInfo:
-        version = self.conn.execute("select sqlite_version()").fetchone()[0]
+        """Every setting read back with its PRAGMA (None: the engine answered nothing)."""
         eff = {}
-        for p in PRAGMAS + ("page_size",):
+        for p in engine_setting_names(registry.settings_model(self.name)):
             row = self.conn.execute(f"PRAGMA {p}").fetchone()
-            if row is not None:          # turso answers nothing for pragmas it ignores
-                eff[p] = row[0]
-        return EngineInfo(version=f"SQLite {version}", settings=eff)
+            eff[p] = row[0] if row is not None else None
+        return EngineInfo(library=self.library(), driver=self.driver(), settings=eff)
 
     def close(self) -> None:
         conn, self.conn = getattr(self, "conn", None), None

@@ -4,7 +4,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.engine_api import Capabilities
 from harness.units import parse_size_bytes
 
 
@@ -37,6 +36,3 @@ class Settings(BaseModel):
             raise ValueError("page_size must be a power of two from 512 to 65536")
         return v
 
-
-CAPABILITIES = Capabilities(server=False, wal=True, mvcc=False, readers_in_process_only=False,
-                            checkpoint_modes=("PASSIVE", "FULL", "RESTART", "TRUNCATE"))

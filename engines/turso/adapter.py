@@ -10,28 +10,36 @@ from typing import ClassVar, Mapping
 import turso
 
 from engines.sqlite.adapter import SQLiteEngine
-from engines.turso.settings import CAPABILITIES
-from harness.engine_api import Capabilities, EngineInfo
 
 
 class TursoEngine(SQLiteEngine):
     name: ClassVar[str] = "turso"
-    capabilities: ClassVar[Capabilities] = CAPABILITIES
 
-    def _connect(self, path: Path, read_only: bool = False):
+    @classmethod
+    def connect(cls, path: Path, read_only: bool = False):
         return turso.connect(str(path), isolation_level=None)
 
-    def _apply_pragmas(self, conn, settings: Mapping[str, object], writer: bool) -> None:
-        # pyturso runs a statement that returns rows only when its result is fetched: fetch every one,
-        # or `journal_mode = 'mvcc'` silently never happens.
-        pragmas = [f"busy_timeout = {int(settings['busy_timeout'])}"]
+    @classmethod
+    def pragma_sql(cls, settings: Mapping[str, object], writer: bool) -> list[str]:
+        # pyturso runs a statement that returns rows only when its result is fetched (the callers fetch
+        # every one, or `journal_mode = 'mvcc'` silently never happens)
+        out = [f"PRAGMA busy_timeout = {int(settings['busy_timeout'])}"]
         if writer:
             mode = settings["journal_mode"]
-            pragmas.append(f"journal_mode = '{mode}'" if mode == "mvcc" else f"journal_mode = {mode}")
-            self.begin_sql = "BEGIN CONCURRENT" if mode == "mvcc" else "BEGIN IMMEDIATE"
-        pragmas += [f"synchronous = {settings['synchronous']}", f"cache_size = {int(settings['cache_size'])}"]
-        for p in pragmas:
-            conn.execute(f"PRAGMA {p}").fetchall()
+            out.append(f"PRAGMA journal_mode = '{mode}'" if mode == "mvcc" else f"PRAGMA journal_mode = {mode}")
+        return out + [f"PRAGMA synchronous = {settings['synchronous']}",
+                      f"PRAGMA cache_size = {int(settings['cache_size'])}"]
+
+    @classmethod
+    def begin_sql(cls, settings: Mapping[str, object]) -> str:
+        return "BEGIN CONCURRENT" if settings["journal_mode"] == "mvcc" else "BEGIN IMMEDIATE"
+
+    @classmethod
+    def driver(cls) -> str:
+        return f"pyturso {version('pyturso')}"
+
+    def library(self) -> str:
+        return f"Turso (SQLite-compatible {self.sqlite_version()})"
 
     def _wal_bytes_in_use(self) -> int:
         """Turso keeps no -shm wal-index: report the WAL file (and the MVCC log) as they are on disk."""
@@ -42,11 +50,6 @@ class TursoEngine(SQLiteEngine):
             except OSError:
                 pass
         return total
-
-    def info(self) -> EngineInfo:
-        base = super().info()
-        return EngineInfo(version=f"Turso (pyturso {version('pyturso')}, SQLite-compatible "
-                                  f"{base.version.split()[-1]})", settings=base.settings)
 
 
 ENGINE = TursoEngine

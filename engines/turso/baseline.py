@@ -1,6 +1,7 @@
-"""Control loop for bench-overhead: the raw pyturso driver, SQLite's SQL."""
-import turso
+"""Control loop for bench-overhead: the raw pyturso driver with the adapter's pragmas and statements."""
+from engines.sqlite.baseline import Loop as _SQLiteLoop
+from engines.turso.adapter import TursoEngine
 
-from engines.sqlite.baseline import make
 
-Loop = make(lambda p: turso.connect(p, isolation_level=None))
+class Loop(_SQLiteLoop):
+    engine = TursoEngine

@@ -4,11 +4,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.engine_api import Capabilities
 from harness.units import parse_size_bytes
 
-CAPABILITIES = Capabilities(server=False, wal=True, mvcc=True, readers_in_process_only=False,
-                            checkpoint_modes=("PASSIVE", "TRUNCATE"))
 _IGNORED = {
     "wal_autocheckpoint": "turso ignores the wal_autocheckpoint pragma (it checkpoints on its own schedule)",
     "mmap_size": "turso ignores the mmap_size pragma (it does not memory-map the database)",
@@ -36,6 +33,3 @@ class Settings(BaseModel):
     @classmethod
     def _cache_size(cls, v: int | str) -> int:
         return v if isinstance(v, int) else -(parse_size_bytes(v) // 1024)
-
-# Extra settings the contract suite runs this engine with, besides its defaults.
-CONTRACT_SETTINGS = {"mvcc": {"journal_mode": "mvcc"}}

@@ -21,8 +21,8 @@ RUN_FILES = {"hlog": "commit.hlog", "read_hlog": "read.hlog", "timeseries": "tim
 @dataclass
 class FinalStorage:
     db_bytes: int
-    wal_bytes: int
-    checkpoints: int
+    wal_bytes: int | None
+    checkpoints: int | None
     logical_bytes: int
     row_counts: dict[str, int]
 

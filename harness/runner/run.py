@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 
 from harness import registry
+from harness.engine_api import observed_storage
 from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
 from harness.feed.protocol import PREFETCH_BLOCKS
@@ -58,10 +59,10 @@ def spool_blocks(plan: RunPlan, load_rows_per_s: float | None) -> int:
     return math.ceil(UNTHROTTLED_SPOOL_MARGIN * (load_rows_per_s or 0) * span_s / w.rows_per_block) + PREFETCH_BLOCKS
 
 
-def data_memory_dir(engine) -> Path | None:
+def data_memory_dir(plan: RunPlan) -> Path | None:
     """The cgroup whose usage is the database's: the runner's own for an embedded engine; a server engine's
     server cgroup where the runner can see it (local runtime), else none (its container is not ours)."""
-    if not engine.capabilities.server:
+    if not plan.capabilities.server:
         return cgroup.run_memory_dir()
     path = os.environ.get(cgroup.SERVER_CGROUP_ENV)
     return Path(path) if path else None
@@ -82,7 +83,7 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
             log(plan, f"load {built.live_entities}/{plan.load_entities} entities, {rows} rows, "
                       f"{rows / (now - t0):.0f} rows/s")
     secs = time.perf_counter() - t0
-    after = engine.storage()
+    after = observed_storage(engine, plan.capabilities)
     load = {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
             "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None,
             "db_bytes": after.db_bytes, "wal_bytes": after.wal_bytes,
@@ -197,13 +198,13 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     info = engine.info()
     out.engine_version, out.engine_settings = info.version, info.settings
     out.server_memory_limit_bytes = info.server_memory_limit_bytes
-    if engine.capabilities.server and plan.mem_limit_bytes and (
+    if plan.capabilities.server and plan.mem_limit_bytes and (
             info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
         raise LimitNotEnforced(f"a {plan.mem_limit_bytes}-byte limit was asked for the {plan.engine} server, "
                                f"which sees {info.server_memory_limit_bytes}")
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
-    sampler = Sampler(state, engine, run_dir, f"{plan.scenario}/{plan.engine}",
-                      plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(engine))
+    sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
+                      plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
     readers = ReaderPool(engine, plan.readers, lambda: feed.live_keys, state, plan.workload.seed)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
@@ -224,8 +225,9 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         out.sampler_error = sampler.storage_error
 
     last = last or feed.after_load
-    final = engine.storage()
-    out.final = FinalStorage(final.db_bytes, final.wal_bytes, final.checkpoints + state.manual_checkpoints,
+    final = observed_storage(engine, plan.capabilities)
+    out.final = FinalStorage(final.db_bytes, final.wal_bytes,
+                             None if final.checkpoints is None else final.checkpoints + state.manual_checkpoints,
                              last.logical_bytes_after, engine.row_counts())
     log(plan, "verifying integrity")
     out.integrity = verify(engine, plan, last.digest_after)

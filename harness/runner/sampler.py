@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from harness.engine_api import Capabilities, observed_storage
 from harness.runner.metrics import IntervalLog, quick_summary_ms
 from harness.results import write_json
 from harness.runner.state import RunState
@@ -20,10 +21,10 @@ COLUMNS = ("t_s", "phase", "blocks", "rows", "rows_per_s", "commit_p50_ms", "com
 
 
 class Sampler(threading.Thread):
-    def __init__(self, state: RunState, engine, run_dir: Path, label: str, duration_s: float,
+    def __init__(self, state: RunState, engine, caps: Capabilities, run_dir: Path, label: str, duration_s: float,
                  interval_s: float = 1.0, mem_dir: Path | None = None) -> None:
         super().__init__(name="sampler", daemon=True)
-        self.state, self.engine, self.run_dir, self.label = state, engine, run_dir, label
+        self.state, self.engine, self.caps, self.run_dir, self.label = state, engine, caps, run_dir, label
         self.duration_s, self.interval_s = duration_s, interval_s
         self._stop_evt = threading.Event()
         self.mem_dir = mem_dir       # the cgroup that holds the database (None: not visible here)
@@ -68,8 +69,9 @@ class Sampler(threading.Thread):
                                             "read latency (us) from the intended start time; arkbench")
             self.read_log.write(read_h, self._last_t, now)
         try:
-            s = self.engine.storage()
-            db, wal, ckpt = s.db_bytes, s.wal_bytes, s.checkpoints + st.manual_checkpoints
+            s = observed_storage(self.engine, self.caps)
+            db, wal = s.db_bytes, s.wal_bytes
+            ckpt = None if s.checkpoints is None else s.checkpoints + st.manual_checkpoints
         except Exception as e:  # the sampler must never take the run down; say what failed
             self.storage_error = f"{type(e).__name__}: {e}"
             db = wal = ckpt = None

@@ -1,7 +1,8 @@
-"""RUNTIME=docker: the same runner inside the engine's container, defined by compose.yaml, with
-mem_limit = memswap_limit = MEM (no swap). The runner reads the effective limit from its own cgroup;
-an OOM kill (State.OOMKilled or exit 137) becomes status "oom" (exit 3) with the container logs kept.
-Containers and networks go away on success, failure and Ctrl-C."""
+"""RUNTIME=docker: the same runner inside the engine's container, from a compose file made for the run
+(harness/runtime/compose.py, kept as run_dir/compose.yaml), with mem_limit = memswap_limit = MEM (no
+swap). The runner reads the effective limit from its own cgroup; an OOM kill (State.OOMKilled or exit
+137) becomes status "oom" (exit 3) with the container logs kept. Containers and networks go away on
+success, failure and Ctrl-C."""
 from __future__ import annotations
 
 import json
@@ -12,20 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform import cgroup
 from harness.runner.result import mark_oom, write_failed_result
-from harness.provenance import harness_version
+from harness.runtime import server_container
+from harness.runtime.compose import CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed
 from harness.scenario.plan import RunPlan
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_FILE = ROOT / "compose.yaml"
 CONTAINER_UID = 10001                 # the images' non-root user (docker/install-runner.sh)
-CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
-
-
-def image_tag(engine: str) -> str:
-    return f"arkbench/{engine}:{harness_version()}"
 
 
 def compose_cmd() -> list[str]:
@@ -50,15 +47,20 @@ def image_id(tag: str) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def choose_runtime(requested: str, engine: str) -> tuple[str, str]:
-    """RUNTIME=auto: docker when a daemon answers and the engine's image is built, else local."""
+def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
+    """RUNTIME=auto: docker when a daemon answers and the run's images are built, else local."""
     if requested != "auto":
         return requested, f"RUNTIME={requested}"
     if not daemon_answers():
         return "local", "RUNTIME=auto: local (no Docker daemon answers)"
-    if image_id(image_tag(engine)) is None:
-        return "local", f"RUNTIME=auto: local (image {image_tag(engine)} not built; `make images`)"
-    return "docker", f"RUNTIME=auto: docker (image {image_tag(engine)})"
+    try:
+        tags = images_needed(plan)
+    except ConfigError as e:
+        return "local", f"RUNTIME=auto: local ({str(e).removeprefix('RUNTIME=docker: ')})"
+    missing = [t for t in tags if image_id(t) is None]
+    if missing:
+        return "local", f"RUNTIME=auto: local (image {missing[0]} not built; `make images`)"
+    return "docker", f"RUNTIME=auto: docker (image {tags[0]})"
 
 
 def _docker(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:
@@ -86,11 +88,10 @@ def _return_to_owner(path: Path, owner: Path) -> None:
 
 
 def run_docker(plan: RunPlan) -> int:
-    service = plan.engine
-    tag = image_tag(service)
-    img = image_id(tag)
-    if img is None:
-        raise ConfigError(f"RUNTIME=docker: image {tag} is not built; run `make images`")
+    ids = {tag: image_id(tag) for tag in images_needed(plan)}
+    missing = [tag for tag, i in ids.items() if i is None]
+    if missing:
+        raise ConfigError(f"RUNTIME=docker: image {missing[0]} is not built; run `make images`")
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     _give_to_container_user(run_dir)
     _give_to_container_user(data_dir)
@@ -98,21 +99,18 @@ def run_docker(plan: RunPlan) -> int:
     plan.write(run_dir / "plan.yaml")
     plan.model_copy(update={"run_dir": CONTAINER_RUN_DIR, "data_dir": CONTAINER_DATA_DIR}).write(
         run_dir / "plan.container.yaml")
+    compose_path = run_dir / "compose.yaml"
+    compose_path.write_text(yaml.safe_dump(compose_file(plan, ids[image_tag(plan.engine)]), sort_keys=False))
     project = f"arkbench-{plan.run_id}".lower()
-    env = {**os.environ,
-           "ARKBENCH_VERSION": harness_version(), "ARKBENCH_IMAGE_ID": img,
-           "ARKBENCH_RUN_DIR": str(run_dir.resolve()), "ARKBENCH_DATA_DIR": str(data_dir.resolve()),
-           "ARKBENCH_MEM": str(plan.mem_limit_bytes or 0), "ARKBENCH_CPUS": str(os.cpu_count() or 1),
-           "ARKBENCH_CLIENT_MEM": str(plan.client_mem_limit_bytes or 0),
-           # per run, never in an image or a result: the postgres server's password on the private network
-           "ARKBENCH_PG_PASSWORD": secrets.token_urlsafe(24)}
-    compose = [*compose_cmd(), "-f", str(COMPOSE_FILE), "-p", project]
+    # per run, never in an image, a file or a result: a server engine's password on the private network
+    env = {**os.environ, server_container.PASSWORD_ENV: secrets.token_urlsafe(24)}
+    compose = [*compose_cmd(), "-f", str(compose_path), "-p", project]
     container = f"{project}-runner"
     try:
-        up = subprocess.run([*compose, "run", "-d", "--name", container, service], env=env,
+        up = subprocess.run([*compose, "run", "-d", "--name", container, "runner"], env=env,
                             capture_output=True, text=True)
         if up.returncode:
-            raise ConfigError(f"docker compose run {service} failed: {up.stderr.strip()[-1500:]}")
+            raise ConfigError(f"docker compose run failed ({compose_path}): {up.stderr.strip()[-1500:]}")
         rc = _wait(container, plan)
         state = json.loads(_docker("inspect", "-f", "{{json .State}}", container).stdout or "{}")
         _save_logs(compose, env, container, run_dir)

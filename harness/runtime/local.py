@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import registry
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform.cgroup import SERVER_CGROUP_ENV, MemoryCgroup
 from harness.runner.result import mark_oom, write_failed_result
@@ -34,7 +33,7 @@ def run_local(plan: RunPlan) -> int:
     plan_path = run_dir / "plan.yaml"
     plan.write(plan_path)
     env = dict(os.environ)
-    server = registry.capabilities(plan.engine).server
+    server = plan.capabilities.server
     db_cg = runner_cg = None
     try:
         db_cg = runner_cg = _cgroup(plan.run_id, plan.mem_limit_bytes, plan) if plan.mem_limit_bytes else None

@@ -9,7 +9,8 @@ from pydantic import Field, ValidationError, field_validator
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.scenario.load import format_error, resolve_path
+from harness.scenario.load import resolve_path
+from harness.validation import format_error
 from harness.scenario.model import Strict, ThresholdExprs
 
 DECISION_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "decision.yaml"
@@ -43,8 +44,8 @@ class Step(Strict):
     @field_validator("engine")
     @classmethod
     def _engine(cls, v: str) -> str:
-        if v not in registry.ENGINE_NAMES:
-            raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(registry.ENGINE_NAMES)}")
+        if v not in registry.names():
+            raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(registry.names())}")
         return v
 
 

@@ -103,7 +103,7 @@ class Checkpoint(Strict):
 # One optional field per registered engine, typed by that engine's own Settings model.
 EngineSettings = create_model(
     "EngineSettings", __config__=ConfigDict(extra="forbid", frozen=True),
-    **{name: (Optional[registry.settings_model(name)], None) for name in registry.ENGINE_NAMES},
+    **{name: (Optional[registry.settings_model(name)], None) for name in registry.names()},
 )
 
 

@@ -12,9 +12,12 @@ import yaml
 from pydantic import Field, ValidationError
 
 from harness import registry
+from harness.engine_api import Capabilities
 from harness.errors import ConfigError
-from harness.scenario.load import deep_merge, format_error, load_scenario, resolve_path
+from harness.scenario.load import deep_merge, load_scenario, resolve_path
+from harness.validation import format_error
 from harness.scenario.model import Body, Checkpoint, Load, Phases, Readers, Strict, Workload
+from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
 from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
@@ -32,6 +35,7 @@ class RunPlan(Strict):
     profile: str
     engine: str
     engine_settings: dict
+    capabilities: Capabilities                       # the manifest's, for these settings
     runtime: Literal["local", "docker"]
     mem_limit_bytes: Optional[int] = None            # what the database gets: embedded, the runner; server, the server
     client_mem_limit_bytes: Optional[int] = None     # a server engine's runner (its client), outside MEM
@@ -87,8 +91,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
                  keep_data: bool = False, overrides: list[str] = (), thresholds: list[str] | None = None,
                  early_abort: bool = False) -> RunPlan:
     """thresholds, when given, replace the scenario's (a decision tree's criteria)."""
-    if engine not in registry.ENGINE_NAMES:
-        raise ConfigError(f"unknown engine {engine!r}; allowed: {', '.join(registry.ENGINE_NAMES)}")
+    registry.manifest(engine)      # an unknown engine: one line naming the ones there are
     path = resolve_path(scenario)
     sc, raw = load_scenario(path)
     profile = sc.pick_profile(profile)
@@ -122,11 +125,17 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
             raise ConfigError(f"MEM: {mem} is more than this machine's RAM ({host_bytes >> 20} MiB); "
                               "such a limit would never bind and would measure nothing")
 
-    caps = registry.capabilities(engine)
+    settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
+    settings = settings_obj.model_dump(mode="json")
+    caps = registry.capabilities(engine, settings)
     if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
         raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
                           f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
-    settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
+    if not caps.wal:
+        for expr in body.thresholds:
+            if parse_threshold(expr).metric in WAL_METRICS:
+                raise ConfigError(f"{path}: thresholds: {expr!r}: {engine} does not report its WAL with these "
+                                  "settings (capabilities.wal is false): the threshold could never be judged")
     phases = body.phases if duration_s is None else body.phases.model_copy(update={"measure_s": duration_s})
     load = body.load if scale is None else body.load.model_copy(update={"scale": scale})
 
@@ -135,7 +144,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     data_dir = ((data_root or Path("data")) / run_id).resolve()
     return RunPlan(
         run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
-        engine_settings=settings_obj.model_dump(mode="json"), runtime=runtime,  # type: ignore[arg-type]
+        engine_settings=settings, capabilities=caps, runtime=runtime,  # type: ignore[arg-type]
         mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server and mem_limit_bytes else None,
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,

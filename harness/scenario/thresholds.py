@@ -25,6 +25,7 @@ METRICS: dict[str, str] = {
     "rss_bytes": "gauge",
     "bloat_ratio": "gauge",
 }
+WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false
 _AGGS_BY_KIND = {
     "latency": "pNN (p50, p99, p99.9), max, min, mean, count",
     "counter": "rate (per second of the measured phase), count",

@@ -1,9 +1,10 @@
-"""Every registered engine, the same seeded stream: same digest as the model, plausible storage, and a
-failed block rolls back completely. A new engine gets these by being registered."""
+"""Every discovered engine (engines/*/engine.toml), the same seeded stream: same digest as the model,
+plausible storage, a failed block rolls back completely, every setting read back. A new engine gets these
+by having a folder."""
 import pytest
 
 from harness import registry
-from harness.engine_api import TABLES
+from harness.engine_api import TABLES, engine_setting_names
 from harness.workload.block import Block
 from harness.workload.digest import digest_rows
 from harness.workload.generator import BlockGenerator
@@ -65,7 +66,7 @@ def test_storage_grows_with_rows(make_engine, engine_name):
     # the engine stores at least the logical bytes, and not absurdly more
     assert logical * 0.5 < after.db_bytes + after.wal_bytes < logical * 20
     assert engine.info().version
-    if engine.capabilities.wal:    # settle checkpoints: the load's WAL is no longer pending
+    if registry.capabilities(engine_name).wal:    # settle checkpoints: the load's WAL is no longer pending
         assert after.wal_bytes > 0
         engine.settle()
         assert engine.storage().wal_bytes < after.wal_bytes / 4, (after, engine.storage())
@@ -106,11 +107,24 @@ def test_reader_queries_return_rows(make_engine, engine_name):
         reader.close()
 
 
-def test_engine_folders_match_registry():
+@pytest.mark.parametrize("name,overrides", engine_setting_cases())
+def test_every_setting_is_read_back_from_the_engine(make_engine, name, overrides):
+    """The result records what the engine runs with, not what was asked: every setting it applies, read
+    back (a setting the engine answers nothing for would show as None and fail here), and its library
+    and driver versions."""
+    engine = make_engine(name, "bitemporal", overrides)
+    info = engine.info()
+    wanted = engine_setting_names(registry.settings_model(name))
+    missing = [n for n in wanted if info.settings.get(n) is None]
+    assert not missing, f"{name}: not read back: {missing} (got {info.settings})"
+    assert info.library and info.driver and info.library not in info.driver
+
+
+def test_every_engine_folder_declares_itself():
     from tests.conftest import ROOT
-    folders = {p.name for p in (ROOT / "engines").iterdir() if (p / "adapter.py").exists()}
-    assert folders == set(registry.ENGINE_NAMES)
-    for name in registry.ENGINE_NAMES:
+    folders = {p.name for p in (ROOT / "engines").iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert folders == set(registry.names()), "a folder under engines/ without an engine.toml"
+    for name in registry.names():
         assert registry.engine_class(name).name == name
         assert (ROOT / "engines" / name / "README.md").exists(), f"engines/{name}/README.md"
 
@@ -131,7 +145,7 @@ def _locks_held_on(path: str) -> int:
                    and line.split()[5].endswith(f":{inode}"))
 
 
-@pytest.mark.parametrize("name", [n for n in registry.ENGINE_NAMES if _reads_the_wal_index(n)])
+@pytest.mark.parametrize("name", [n for n in registry.names() if _reads_the_wal_index(n)])
 def test_the_storage_probe_keeps_sqlites_own_locks(make_engine, name):
     """SQLite's wal-index locks are POSIX locks, which any close() of any descriptor of the -shm file in
     the same process drops. A storage probe that reopened the file every second released them; the next

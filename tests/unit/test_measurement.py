@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from harness import registry
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
@@ -89,7 +90,7 @@ def test_sampler_tick_is_cheap():
         for v in range(1, 400_000, 97):
             r.record_us(v)
     with tempfile.TemporaryDirectory() as d:
-        s = Sampler(state, StallingEngine(-1), Path(d), "test", 1.0)
+        s = Sampler(state, StallingEngine(-1), registry.capabilities("sqlite"), Path(d), "test", 1.0)
         t = time.perf_counter()
         s.sample()
         took_ms = (time.perf_counter() - t) * 1000
@@ -198,7 +199,7 @@ def test_the_timed_path_leaves_no_cyclic_garbage():
     state = RunState()
     state.phase = "measure"
     with tempfile.TemporaryDirectory() as d:
-        s = Sampler(state, StallingEngine(-1), Path(d), "test", 1.0)
+        s = Sampler(state, StallingEngine(-1), registry.capabilities("sqlite"), Path(d), "test", 1.0)
         gc.collect()
         gc.disable()
         try:

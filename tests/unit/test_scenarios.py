@@ -116,7 +116,7 @@ def test_plan_resolves_profile_and_overrides(tmp_path):
 def test_plan_rejects_bad_override_and_engine(tmp_path):
     with pytest.raises(ConfigError, match=r"engines\.sqlite\.cache_sise"):
         resolve_plan("reorg", "sqlite", results_root=tmp_path, overrides=["engines.sqlite.cache_sise=1"])
-    with pytest.raises(ConfigError, match="unknown engine 'oracle'; allowed: sqlite"):
+    with pytest.raises(ConfigError, match="unknown engine 'oracle'; allowed: duckdb, libsql, postgres, sqlite"):
         resolve_plan("reorg", "oracle", results_root=tmp_path)
     with pytest.raises(ConfigError, match="unknown scenario"):
         resolve_plan("reorgg", "sqlite", results_root=tmp_path)
@@ -125,11 +125,6 @@ def test_plan_rejects_bad_override_and_engine(tmp_path):
 def test_plan_refuses_memory_above_host_ram(tmp_path):
     with pytest.raises(ConfigError, match="more than this machine's RAM"):
         resolve_plan("reorg", "sqlite", mem="4096g", results_root=tmp_path)
-
-
-def test_turso_rejects_ignored_pragma_with_reason(tmp_path):
-    msg = error_of(tmp_path, GOOD + "engines:\n  turso: {wal_autocheckpoint: 1000}\n")
-    assert "engines.turso" in msg and "turso ignores the wal_autocheckpoint pragma" in msg
 
 
 @pytest.mark.parametrize("engine,setting,value,allowed", [

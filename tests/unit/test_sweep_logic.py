@@ -78,7 +78,7 @@ def test_the_decision_file_holds_the_reference_tree():
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (("engine: duckdb", "engine: mysql"), "steps.3.engine: unknown engine 'mysql'; allowed: sqlite"),
+    (("engine: duckdb", "engine: mysql"), "steps.3.engine: unknown engine 'mysql'; allowed: duckdb, libsql"),
     (("scenario: reorg", "scenario: nope"), "criteria.1.scenario: unknown scenario 'nope'"),
     (("p99(commit_ms) < 500\", \"rate", "p99(commit_ms) < soon\", \"rate"), "criteria.0.thresholds: [0] malformed"),
     (("otherwise:", "colour: red\notherwise:"), "colour: unknown field 'colour'; allowed: description, steps"),

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from engines.libsql.remote import RemoteLibSQL
 from engines.libsql.settings import Settings
-from engines.sqlite.adapter import _DDL_DIR
+from harness import registry
 from harness.engine_api import TABLES
 from harness.workload.digest import digest_rows
 from harness.workload.generator import BlockGenerator
@@ -43,7 +43,7 @@ def test_block_statements_leave_the_models_digest(tmp_path):
     which is the stdlib sqlite3. This is exactly why the engine refuses file: URLs for real runs."""
     r = RemoteLibSQL(f"file:{tmp_path / 'stmts.db'}", None)
     try:
-        r.create_schema((_DDL_DIR / "ddl-bitemporal.sql").read_text())
+        r.create_schema(registry.ddl("libsql", "bitemporal"))
         expected = _stream_into(r.apply_block)
         assert digest_rows({t: r.iter_rows("bitemporal", t, page_rows=97) for t in TABLES}) == expected
     finally:
@@ -56,7 +56,7 @@ def test_a_file_url_is_refused_naming_the_trap():
 
 
 @pytest.mark.skipif(_server_url() is None, reason="no libSQL server reachable: set LIBSQL_URL to a running "
-                    "sqld (compose profile `sqld`, which needs the upstream image)")
+                    "sqld (the upstream image, which this machine cannot pull)")
 def test_server_mode_same_digest_as_model(tmp_path):
     from engines.libsql.adapter import LibSQLEngine
     e = LibSQLEngine()
@@ -67,6 +67,6 @@ def test_server_mode_same_digest_as_model(tmp_path):
         e.create_schema("bitemporal")
         expected = _stream_into(lambda b: e.apply_block(e.prepare_block(b)))
         assert digest_rows({t: e.iter_rows(t) for t in TABLES}) == expected
-        assert "libSQL server" in e.info().version
+        assert "libSQL server" in e.info().library
     finally:
         e.close()

@@ -1,0 +1,72 @@
+"""The compose file of one docker run, made from the engine's manifest and the plan, and kept in the run
+folder as the record of exactly what ran. Every container: a non-root user (the images' USER), no
+privileged mode, all capabilities dropped, no new privileges, no host network, memory limit = memory+swap
+limit (no swap), a cpus limit, the run's results and data folders as the only mounts. An embedded engine's
+runner gets no network at all; a server engine (capabilities.server) gets two containers on an internal
+network: `server`, whose limit is MEM, and `runner`, its client, under the plan's client limit."""
+from __future__ import annotations
+
+import os
+
+from harness import registry
+from harness.errors import ConfigError
+from harness.provenance import harness_version
+from harness.runtime import server_container
+from harness.scenario.plan import RunPlan
+
+CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
+NETWORK = "private"
+# Only the secret is left to compose's interpolation from the environment: it never lands in a file.
+PASSWORD_REF = f"${{{server_container.PASSWORD_ENV}}}"
+
+
+def image_tag(engine: str, role: str = "runner") -> str:
+    return f"arkbench/{engine}{'' if role == 'runner' else '-' + role}:{harness_version()}"
+
+
+def _container(image: str, mem_limit_bytes: int | None, run_dir: str, data_dir: str) -> dict:
+    limit = str(mem_limit_bytes or 0)          # 0: no limit
+    return {"image": image, "mem_limit": limit, "memswap_limit": limit, "cpus": str(os.cpu_count() or 1),
+            "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"],
+            "stop_signal": "SIGINT",           # the runner writes a partial result on SIGINT
+            "stop_grace_period": "60s",
+            "volumes": [f"{run_dir}:{CONTAINER_RUN_DIR}", f"{data_dir}:{CONTAINER_DATA_DIR}"],
+            "command": [f"{CONTAINER_RUN_DIR}/plan.container.yaml"]}
+
+
+def compose_file(plan: RunPlan, image_id: str) -> dict:
+    server = plan.capabilities.server
+    runner = _container(image_tag(plan.engine), plan.client_mem_limit_bytes if server else plan.mem_limit_bytes,
+                        plan.run_dir, plan.data_dir)
+    runner["environment"] = {
+        "ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": image_id,
+        # Engines' temporary files (SQLite's statement journals and sorters) beside the database, on the
+        # data mount, as on a host: the container's own /tmp is its storage driver's (fuse-overlayfs here).
+        "TMPDIR": f"{CONTAINER_DATA_DIR}/.tmp"}
+    if not server:
+        runner["network_mode"] = "none"
+        return {"services": {"runner": runner}}
+    runner["environment"].update({
+        server_container.HOST_ENV: server_container.SERVER_HOST, server_container.PASSWORD_ENV: PASSWORD_REF,
+        server_container.ENVIRONMENT_FILE_ENV: f"{CONTAINER_RUN_DIR}/{server_container.ENVIRONMENT_FILE}"})
+    runner["networks"] = [NETWORK]
+    runner["depends_on"] = {server_container.SERVER_HOST: {"condition": "service_healthy"}}
+    srv = _container(image_tag(plan.engine, "server"), plan.mem_limit_bytes, plan.run_dir, plan.data_dir)
+    srv["environment"] = {server_container.PASSWORD_ENV: PASSWORD_REF}
+    srv["networks"] = [NETWORK]
+    srv["healthcheck"] = {"test": ["CMD", "test", "-f", str(server_container.READY_FILE)], "interval": "1s",
+                          "timeout": "2s", "retries": 120, "start_period": "5s"}
+    return {"services": {"runner": runner, server_container.SERVER_HOST: srv},
+            "networks": {NETWORK: {"internal": True}}}       # no route out: the runner and its server only
+
+
+def images_needed(plan: RunPlan) -> list[str]:
+    """The run's image tags, runner first. A server engine whose manifest builds no server image (libsql
+    with `url`: a server arkbench does not start) cannot run here."""
+    if not plan.capabilities.server:
+        return [image_tag(plan.engine)]
+    if registry.manifest(plan.engine).images.server is None:
+        raise ConfigError(f"RUNTIME=docker: {plan.engine} with these settings is the client of a server that "
+                          f"arkbench does not start (engines/{plan.engine}/engine.toml has no [images.server]); "
+                          "use RUNTIME=local")
+    return [image_tag(plan.engine), image_tag(plan.engine, "server")]

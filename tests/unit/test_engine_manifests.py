@@ -1,0 +1,151 @@
+"""Engines are discovered from engines/*/engine.toml: a bad manifest is one line naming the file and the
+field; each capability flag changes what the harness does; the docker runtime's compose file comes from
+the manifest; the generic DDL renders the workload's schema as faithfully as the reference's own text."""
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harness import registry
+from harness.engine_api import StorageStats, observed_storage
+from harness.errors import ConfigError
+from harness.runtime.compose import PASSWORD_REF, compose_file, images_needed
+from harness.scenario.plan import CLIENT_MEM_LIMIT_BYTES, resolve_plan
+from harness.workload.schema import VARIANTS, generic_ddl
+from tests.unit.test_scenarios import GOOD, write
+
+MINIMAL = """
+description = "a test engine"
+adapter = "adapter:E"
+settings = "settings:S"
+baseline = "baseline:L"
+[capabilities]
+server = false
+wal = true
+[types]
+bytes = "BLOB"
+int64 = "INTEGER"
+text = "TEXT"
+"""
+
+
+def manifest_error(tmp_path: Path, text: str, folder: str = "toy") -> str:
+    d = tmp_path / folder
+    d.mkdir()
+    (d / "engine.toml").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        registry.load_manifest(d)
+    msg = str(e.value)
+    assert "\n" not in msg and str(d) in msg
+    return msg
+
+
+def test_a_minimal_manifest_loads(tmp_path):
+    d = tmp_path / "toy"
+    d.mkdir()
+    (d / "engine.toml").write_text(MINIMAL)
+    m = registry.load_manifest(d)
+    assert m.name == "toy" and m.capabilities.wal and m.dockerfile("runner") == registry.SHARED_RUNNER_DOCKERFILE
+
+
+@pytest.mark.parametrize("change,field,allowed", [
+    (("text = \"TEXT\"\n", ""), "types", "one SQL type for each of bytes, text, int64"),
+    (("adapter = \"adapter:E\"", "adapter = \"adapter.E\""), "adapter", "'module:Name'"),
+    (("wal = true", "wal = true\nmvcc = true"), "capabilities", "unknown field 'mvcc'; allowed: server, wal, checkpoint_modes"),
+    (("server = false", "server = true"), "(top level)", "[images.server] must name the server's image"),
+    (("description", "descripton"), "description", "required field is missing"),
+])
+def test_manifest_errors_name_the_file_the_field_and_what_is_allowed(tmp_path, change, field, allowed):
+    msg = manifest_error(tmp_path, MINIMAL.replace(*change))
+    assert f"engine.toml: {field}" in msg and allowed in msg, msg
+
+
+def test_a_folder_name_that_cannot_be_a_key_is_refused(tmp_path):
+    assert "lowercase letters" in manifest_error(tmp_path, MINIMAL, folder="My-DB")
+
+
+def test_a_missing_dockerfile_is_named(tmp_path):
+    msg = manifest_error(tmp_path, MINIMAL + '[images.runner]\ndockerfile = "Dockerfile"\n')
+    assert "images.runner.dockerfile" in msg and "does not exist" in msg
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_generic_ddl_builds_the_same_schema_as_the_reference_ddl(tmp_path, variant):
+    """The schema lives in harness/workload/schema.py; sqlite keeps the reference's DDL text. Rendered
+    in SQLite's types, the generic DDL makes the same tables, columns, keys, defaults and indexes."""
+    def shape(ddl: str) -> dict:
+        c = sqlite3.connect(":memory:")
+        c.executescript(ddl)
+        out = {}
+        for (t,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
+            idx = {i[1]: c.execute(f"PRAGMA index_xinfo('{i[1]}')").fetchall()
+                   for i in c.execute(f"PRAGMA index_list('{t}')") if not i[1].startswith("sqlite_autoindex")}
+            pk = [r for r in c.execute(f"PRAGMA index_list('{t}')") if r[3] == "pk"]
+            out[t] = (c.execute(f"PRAGMA table_xinfo('{t}')").fetchall(), idx,
+                      c.execute(f"PRAGMA index_xinfo('{pk[0][1]}')").fetchall() if pk else None)
+        return out
+    reference = (registry.ENGINES_DIR / "sqlite" / f"ddl-{variant}.sql").read_text()
+    generic = generic_ddl(variant, registry.manifest("sqlite").types)
+    assert shape(generic) == shape(reference)
+    assert len(shape(generic)) == 3
+
+
+# ---- each capability flag changes what the harness does ----------------------------------------------
+
+def test_server_gives_the_limit_to_a_server_container_and_the_runner_a_client_limit(tmp_path):
+    embedded = resolve_plan("reorg", "sqlite", mem="512m", results_root=tmp_path)
+    server = resolve_plan("reorg", "postgres", mem="512m", results_root=tmp_path)
+    assert not embedded.capabilities.server and embedded.client_mem_limit_bytes is None
+    assert server.capabilities.server and server.client_mem_limit_bytes == CLIENT_MEM_LIMIT_BYTES
+    one = compose_file(embedded, "sha256:x")
+    assert list(one["services"]) == ["runner"] and one["services"]["runner"]["network_mode"] == "none"
+    assert one["services"]["runner"]["mem_limit"] == str(512 << 20) and "networks" not in one
+    two = compose_file(server, "sha256:x")
+    runner, srv = two["services"]["runner"], two["services"]["server"]
+    assert srv["mem_limit"] == str(512 << 20) and runner["mem_limit"] == str(CLIENT_MEM_LIMIT_BYTES)
+    assert two["networks"]["private"] == {"internal": True}
+    # the per-run secret reaches both containers only through compose's interpolation, never a file
+    assert runner["environment"]["ARKBENCH_SERVER_PASSWORD"] == PASSWORD_REF == srv["environment"]["ARKBENCH_SERVER_PASSWORD"]
+    assert images_needed(server) == [f"arkbench/postgres:{server_image_version()}",
+                                     f"arkbench/postgres-server:{server_image_version()}"]
+
+
+def server_image_version() -> str:
+    from harness.provenance import harness_version
+    return harness_version()
+
+
+@pytest.mark.parametrize("engine", registry.names())
+def test_every_compose_container_is_locked_down(tmp_path, engine):
+    plan = resolve_plan("reorg", engine, mem="512m", results_root=tmp_path)
+    for name, svc in compose_file(plan, "sha256:x")["services"].items():
+        assert svc["cap_drop"] == ["ALL"] and "no-new-privileges:true" in svc["security_opt"], name
+        assert not svc.get("privileged") and svc.get("network_mode") != "host", name
+        assert svc["mem_limit"] == svc["memswap_limit"], "no swap"
+        assert all(v.split(":")[0] in (plan.run_dir, plan.data_dir) for v in svc["volumes"]), "only the run's folders"
+
+
+def test_a_setting_can_change_capabilities_libsql_with_a_server_url(tmp_path):
+    """libsql with `url` is a server's client: server true (MEM is refused, the docker runtime cannot start
+    that server) and wal false (its WAL is not visible: thresholds on it refused, figures null)."""
+    url = ["engines.libsql.url=http://127.0.0.1:8080"]
+    embedded = resolve_plan("reorg", "libsql", results_root=tmp_path)
+    remote = resolve_plan("reorg", "libsql", overrides=url, mem="512m", results_root=tmp_path)
+    assert (embedded.capabilities.server, embedded.capabilities.wal) == (False, True)
+    assert (remote.capabilities.server, remote.capabilities.wal) == (True, False)
+    assert remote.client_mem_limit_bytes == CLIENT_MEM_LIMIT_BYTES
+    with pytest.raises(ConfigError, match="does not start"):
+        images_needed(remote)
+    p = write(tmp_path, GOOD.replace('["p99(commit_ms) < 500"]', '["max(wal_bytes) < 100MB"]'))
+    resolve_plan(str(p), "libsql", results_root=tmp_path)                   # embedded: judged
+    with pytest.raises(ConfigError, match="capabilities.wal is false"):
+        resolve_plan(str(p), "libsql", overrides=url, results_root=tmp_path)
+
+
+def test_without_wal_the_wal_figures_are_unknown_not_zero():
+    class Engine:
+        def storage(self):
+            return StorageStats(db_bytes=100, wal_bytes=0, checkpoints=0)
+    with_wal, without = registry.capabilities("libsql"), registry.capabilities("libsql", {"url": "http://x"})
+    assert observed_storage(Engine(), with_wal) == StorageStats(100, 0, 0)
+    assert observed_storage(Engine(), without) == StorageStats(100, None, None)
