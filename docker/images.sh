@@ -35,7 +35,8 @@ while read -r name role dockerfile target; do
   args=(--build-arg BASE_IMAGE="$base" --build-arg ENGINE="$engine" --build-arg HARNESS_VERSION="$version"
         --build-arg GIT_COMMIT="$commit" --build-arg RUNNER_IMAGE="arkbench/$engine:$version")
   [ "$target" = - ] || args+=(--target "$target")
-  docker build -q -f "$dockerfile" "${args[@]}" -t "$tag" . >/dev/null
+  # the legacy builder's deprecation notice on every build is noise; a failed build shows everything
+  if ! out=$(docker build -q -f "$dockerfile" "${args[@]}" -t "$tag" . 2>&1); then echo "$out" >&2; exit 1; fi
   echo "images: $tag ($role) $(docker image inspect -f '{{.Id}}' "$tag" | cut -c1-19) ($(( $(date +%s) - t0 )) s)"
 done <<< "$specs"
 echo "images: done in $(( $(date +%s) - start )) s"

@@ -104,10 +104,6 @@ def load_manifest(folder: Path) -> Manifest:
         m = Manifest.model_validate({**raw, "name": folder.name})
     except ValidationError as e:
         raise ConfigError(format_error(path, e, Manifest)) from None
-    for role in ("runner", "server"):
-        image = getattr(m.images, role)
-        if image is not None and not (ENGINES_DIR.parent / m.dockerfile(role)).is_file():
-            raise ConfigError(f"{path}: images.{role}.dockerfile: {m.dockerfile(role)} does not exist")
     return m
 
 
@@ -166,6 +162,22 @@ def ddl(name: str, variant: str) -> str:
     return generic_ddl(variant, manifest(name).types)
 
 
+def image_builds(m: Manifest) -> list[tuple[str, str, str, str | None]]:
+    """(tag name, role, repo-relative Dockerfile, target) of each image the engine declares, runner
+    first (a server image builds FROM it). Checked here, where images are built: the images themselves
+    carry no docker/ folder."""
+    out = []
+    for role in ("runner", "server"):
+        image = getattr(m.images, role)
+        if image is None:
+            continue
+        if not (ENGINES_DIR.parent / m.dockerfile(role)).is_file():
+            raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: images.{role}.dockerfile: "
+                              f"{m.dockerfile(role)} does not exist")
+        out.append((m.name if role == "runner" else f"{m.name}-server", role, m.dockerfile(role), image.target))
+    return out
+
+
 def _main(argv: list[str]) -> int:
     """names | debian-packages | images ENGINE... (tag-suffix role dockerfile target, one a line)"""
     cmd, args = (argv[0] if argv else ""), argv[1:]
@@ -176,12 +188,8 @@ def _main(argv: list[str]) -> int:
             print(" ".join(sorted({p for m in manifests().values() for p in m.debian_packages})))
         elif cmd == "images" and len(args) >= 1:
             for n in args:
-                m = manifest(n)
-                for role in ("runner", "server"):
-                    image = getattr(m.images, role)
-                    if image is not None:
-                        tag = n if role == "runner" else f"{n}-server"
-                        print(tag, role, m.dockerfile(role), image.target or "-")
+                for tag, role, dockerfile, target in image_builds(manifest(n)):
+                    print(tag, role, dockerfile, target or "-")
         else:
             print(f"usage: python -m harness.registry {_main.__doc__}", file=sys.stderr)
             return 2

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import ConfigError
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2          # 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them)
 SWEEP_VERSION = 1
 VERDICT_VERSION = 1
 Status = Literal["passed", "failed", "error", "oom"]
@@ -102,7 +102,7 @@ class Metrics(Model):
 
 
 class RunResult(Model):
-    version: Literal[1] = RESULT_VERSION
+    version: Literal[1, 2] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -117,8 +117,11 @@ class RunResult(Model):
     image_id: Optional[str] = None
     server_environment: Optional[dict] = None
     scale: float
-    engine_version: Optional[str] = None
-    engine_settings: dict = {}
+    engine_version: Optional[str] = None                  # library (driver), for people
+    engine_library: Optional[str] = None                  # the engine as it ran: "SQLite 3.45.1"
+    engine_driver: Optional[str] = None                   # the Python package that drove it
+    engine_related_versions: dict[str, str] = {}          # e.g. the stdlib's SQLite beside libsql's own
+    engine_settings: dict = {}                            # effective: read back from the engine
     plan: dict
     environment: dict
     load: Optional[dict] = None
@@ -233,12 +236,14 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-def _load(path: Path, model: type[M], version: int) -> M | None:
+def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ()) -> M | None:
+    """older: earlier versions the model still reads exactly (fields added since have defaults)."""
     raw = read_json(path)
     if raw is None:
         return None
-    if raw.get("version") != version:
-        raise ConfigError(f"{path}: version {raw.get('version')!r}; this harness reads version {version} only")
+    if raw.get("version") not in (version, *older):
+        known = ", ".join(map(str, (*older, version)))
+        raise ConfigError(f"{path}: version {raw.get('version')!r}; this harness reads version {known} only")
     try:
         return model.model_validate(raw)
     except ValidationError as e:
@@ -248,7 +253,7 @@ def _load(path: Path, model: type[M], version: int) -> M | None:
 
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused."""
-    return _load(path, RunResult, RESULT_VERSION)
+    return _load(path, RunResult, RESULT_VERSION, older=(1,))
 
 
 def load_sweep(path: Path) -> SweepFile | None:

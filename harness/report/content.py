@@ -109,7 +109,7 @@ def _pct(v) -> str:
 
 
 def environment_table(cells: list[CellData]) -> Block:
-    headers = ["cell", "engine version", "settings", "memory limit (enforced by)", "runtime / image", "CPU",
+    headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
                "RAM", "fsync p50/p99 µs", "scale / entities", "harness"]
     rows = []
     for c in cells:
@@ -119,7 +119,8 @@ def environment_table(cells: list[CellData]) -> Block:
         if r.client_memory_limit_bytes:
             limit += f"; client {format_bytes(r.client_memory_limit_bytes)}"
         settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
-        rows.append([f"{c.scenario}/{c.run_dir.name}", r.engine_version or "-", settings or "-", limit,
+        version = "; ".join([r.engine_version or "-", *(f"{k} {v}" for k, v in r.engine_related_versions.items())])
+        rows.append([f"{c.scenario}/{c.run_dir.name}", version, settings or "-", limit,
                      f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",

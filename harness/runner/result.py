@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.engine_api import EngineInfo
 from harness.results import (HarnessShare, Integrity, LatencySummary, Metrics, RunResult, Spool, ThresholdResult,
                              load_result, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
@@ -33,9 +34,7 @@ class Outcome:
     environment: dict
     status: str = "error"
     error: str | None = None
-    engine_version: str | None = None
-    engine_settings: dict | None = None
-    server_memory_limit_bytes: int | None = None
+    engine: EngineInfo | None = None
     load: dict | None = None
     spool: Spool | None = None
     final: FinalStorage | None = None
@@ -157,20 +156,21 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
 
 
 def make_result(plan, out: Outcome, metrics: Metrics, warnings: list[str]) -> RunResult:
-    env, run_dir = out.environment, Path(plan.run_dir)
-    server = bool(plan.client_mem_limit_bytes)
+    env, run_dir, info = out.environment, Path(plan.run_dir), out.engine
+    server = plan.capabilities.server
     return RunResult(
         run_id=plan.run_id, engine=plan.engine, scenario=plan.scenario, profile=plan.profile, runtime=plan.runtime,
         status=out.status, error=out.error,
         # MEM as the process holding the data sees it: the runner, or a server engine's server
-        memory_limit_bytes=out.server_memory_limit_bytes if server else env.get("memory_limit_bytes_seen"),
+        memory_limit_bytes=(info and info.server_memory_limit_bytes) if server else env.get("memory_limit_bytes_seen"),
         memory_limit_requested_bytes=plan.mem_limit_bytes,
         client_memory_limit_bytes=env.get("memory_limit_bytes_seen") if server else None,
         memory_enforcement=env.get("memory_enforcement", "none"), image_id=env.get("image_id"),
         # a server engine in its own container (docker runtime): the limit that server saw itself
         server_environment=read_json(run_dir / "server-environment.json"),
-        scale=plan.scale, engine_version=out.engine_version,
-        engine_settings=out.engine_settings if out.engine_settings is not None else plan.engine_settings,
+        scale=plan.scale, engine_version=info and info.version, engine_library=info and info.library,
+        engine_driver=info and info.driver, engine_related_versions=info.related if info else {},
+        engine_settings=info.settings if info else plan.engine_settings,
         plan=plan.model_dump(mode="json", by_alias=True), environment=env, load=out.load, metrics=metrics,
         thresholds=out.thresholds, early_abort=out.early_abort, integrity=out.integrity,
         final_storage=vars(out.final) if out.final else None, warnings=warnings,

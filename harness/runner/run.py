@@ -195,9 +195,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     run_dir = Path(plan.run_dir)
     engine.open(plan.engine_settings, Path(plan.data_dir))
     engine.create_schema(plan.workload.variant)
-    info = engine.info()
-    out.engine_version, out.engine_settings = info.version, info.settings
-    out.server_memory_limit_bytes = info.server_memory_limit_bytes
+    out.engine = info = engine.info()
     if plan.capabilities.server and plan.mem_limit_bytes and (
             info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
         raise LimitNotEnforced(f"a {plan.mem_limit_bytes}-byte limit was asked for the {plan.engine} server, "

@@ -25,13 +25,14 @@ def run_scenario(tmp_path, *extra, timeout=120) -> tuple[int, dict, Path, str]:
 @pytest.mark.slow
 def test_reorg_smoke_run(tmp_path):
     rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "reorg", "--profile", "smoke", "--duration", "4")
-    assert r["version"] == 1 and r["engine"] == "sqlite" and r["scenario"] == "reorg"
+    assert r["version"] == 2 and r["engine"] == "sqlite" and r["scenario"] == "reorg"
     assert r["integrity"]["ok"] is True and r["integrity"]["expected"] == r["integrity"]["actual"]
     c = r["metrics"]["commit_latency_ms"]
     assert c["count"] > 20 and 0 < c["p50"] <= c["p99"] <= c["max"]
     assert r["status"] in ("passed", "failed") and rc == {"passed": 0, "failed": 1}[r["status"]]
     assert all(t["value"] is not None for t in r["thresholds"])
-    assert r["environment"]["fsync_floor"]["samples"] > 0 and r["engine_version"].startswith("SQLite")
+    assert r["environment"]["fsync_floor"]["samples"] > 0 and r["engine_library"].startswith("SQLite ")
+    assert r["engine_driver"].startswith("Python ") and r["engine_settings"]["wal_autocheckpoint"] == 1000
     assert r["metrics"]["bloat_ratio"] > 0 and r["metrics"]["rows_per_s"] > 0
     for f in ("commit.hlog", "timeseries.csv", "blocks.csv", "plan.yaml"):
         assert (run_dir / f).stat().st_size > 0, f

@@ -145,7 +145,7 @@ def _locks_held_on(path: str) -> int:
                    and line.split()[5].endswith(f":{inode}"))
 
 
-@pytest.mark.parametrize("name", [n for n in registry.names() if _reads_the_wal_index(n)])
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.capabilities(n).wal and _reads_the_wal_index(n)])
 def test_the_storage_probe_keeps_sqlites_own_locks(make_engine, name):
     """SQLite's wal-index locks are POSIX locks, which any close() of any descriptor of the -shm file in
     the same process drops. A storage probe that reopened the file every second released them; the next

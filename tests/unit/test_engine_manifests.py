@@ -64,9 +64,15 @@ def test_a_folder_name_that_cannot_be_a_key_is_refused(tmp_path):
     assert "lowercase letters" in manifest_error(tmp_path, MINIMAL, folder="My-DB")
 
 
-def test_a_missing_dockerfile_is_named(tmp_path):
-    msg = manifest_error(tmp_path, MINIMAL + '[images.runner]\ndockerfile = "Dockerfile"\n')
-    assert "images.runner.dockerfile" in msg and "does not exist" in msg
+def test_a_missing_dockerfile_is_named_when_images_are_built(tmp_path):
+    d = tmp_path / "toy"
+    d.mkdir()
+    (d / "engine.toml").write_text(MINIMAL + '[images.runner]\ndockerfile = "Dockerfile"\n')
+    with pytest.raises(ConfigError, match=r"toy/engine.toml: images.runner.dockerfile: .* does not exist"):
+        registry.image_builds(registry.load_manifest(d))
+    assert registry.image_builds(registry.manifest("postgres")) == [
+        ("postgres", "runner", "docker/runner.Dockerfile", None),
+        ("postgres-server", "server", "engines/postgres/Dockerfile", None)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
