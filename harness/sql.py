@@ -32,14 +32,14 @@ def terminate_params(variant: str, block_number: int, keys: list[bytes]) -> list
 
 @dataclass(frozen=True)
 class BlockSQL:
-    """A block's statements, per table, for one schema variant."""
+    """A block's statements, per table, for one schema variant: generic() here, or an engine's own."""
     variant: str
     insert: dict[str, str]
     delete: dict[str, str]
     terminate: dict[str, str]
 
     @classmethod
-    def of(cls, variant: str) -> "BlockSQL":
+    def generic(cls, variant: str) -> "BlockSQL":
         return cls(variant, insert={t: insert_sql(variant, t) for t in TABLES},
                    delete={t: delete_by_pk_sql(variant, t) for t in TABLES},
                    terminate={t: terminate_sql(variant, t) for t in TABLES})

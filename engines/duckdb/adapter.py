@@ -35,26 +35,18 @@ def connect_config(settings: Mapping[str, object]) -> dict:
     return cfg
 
 
-@dataclass(frozen=True)
-class BlockSQL:
-    """The block's statements for one schema variant, over registered Arrow tables _pk, _keys, _ins."""
-    variant: str
-    insert: dict[str, str]
-    delete: dict[str, str]
-    terminate: dict[str, str]
-
-    @classmethod
-    def of(cls, variant: str) -> "BlockSQL":
-        insert, delete, terminate = {}, {}, {}
-        for t in TABLES:
-            cols = ", ".join(schema.columns(variant, t))
-            insert[t] = f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _ins"
-            delete[t] = f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
-                f"{t}.{c} = _pk.{c}" for c in schema.primary_key(variant, t))
-            terminate[t] = (f"UPDATE {t} SET to_block = $1 WHERE entity_key IN (SELECT k FROM _keys) "
-                            f"AND from_block <= $1 AND to_block > $1") if variant == "bitemporal" \
-                else f"DELETE FROM {t} WHERE entity_key IN (SELECT k FROM _keys)"
-        return cls(variant, insert, delete, terminate)
+def block_sql(variant: str) -> sql.BlockSQL:
+    """Set-based statements over the registered Arrow tables _pk, _keys and _ins."""
+    insert, delete, terminate = {}, {}, {}
+    for t in TABLES:
+        cols = ", ".join(schema.columns(variant, t))
+        insert[t] = f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _ins"
+        delete[t] = f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
+            f"{t}.{c} = _pk.{c}" for c in schema.primary_key(variant, t))
+        terminate[t] = (f"UPDATE {t} SET to_block = $1 WHERE entity_key IN (SELECT k FROM _keys) "
+                        f"AND from_block <= $1 AND to_block > $1") if variant == "bitemporal" \
+            else f"DELETE FROM {t} WHERE entity_key IN (SELECT k FROM _keys)"
+    return sql.BlockSQL(variant, insert, delete, terminate)
 
 
 @dataclass
@@ -78,7 +70,7 @@ def prepare(block: Block) -> Prepared:
         inserts={t: table(t, schema.columns(v, t), rows) for t, rows in block.inserts.items() if rows})
 
 
-def write_block(con: duckdb.DuckDBPyConnection, q: BlockSQL, p: Prepared) -> None:
+def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) -> None:
     """ONE transaction: the adapter and the bench-overhead control loop both write with it."""
     con.execute("BEGIN TRANSACTION")
     try:
@@ -123,7 +115,7 @@ class DuckDBEngine(EngineBase):
 
     def create_schema(self, variant: str) -> None:
         self.con.execute(registry.ddl(self.name, variant))
-        self.variant, self._sql = variant, BlockSQL.of(variant)
+        self.variant, self._sql = variant, block_sql(variant)
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import duckdb
 
-from engines.duckdb.adapter import FORCE_CHECKPOINT_SQL, BlockSQL, connect_config, write_block
+from engines.duckdb.adapter import FORCE_CHECKPOINT_SQL, block_sql, connect_config, write_block
 from harness import registry
 
 
@@ -13,7 +13,7 @@ class Loop:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.c = duckdb.connect(str(data_dir / "loop.duckdb"), config=connect_config(settings))
         self.c.execute(registry.ddl("duckdb", variant))
-        self.sql = BlockSQL.of(variant)
+        self.sql = block_sql(variant)
 
     def apply(self, p) -> None:
         """p: the adapter's prepare_block (Arrow tables), made before the clock as the feed makes it."""

@@ -24,29 +24,21 @@ from harness.workload.block import Block
 SETTLE_SQL = ("VACUUM (ANALYZE)", "CHECKPOINT")
 
 
-@dataclass(frozen=True)
-class BlockSQL:
-    """The block's statements for one schema variant: unnest() over one array parameter per column."""
-    variant: str
-    insert: dict[str, str]
-    delete: dict[str, str]
-    terminate: dict[str, str]
+def block_sql(variant: str) -> sql.BlockSQL:
+    """Set-based statements: unnest() over one array parameter per column, typed by the manifest."""
+    types = registry.manifest("postgres").types
 
-    @classmethod
-    def of(cls, variant: str) -> "BlockSQL":
-        types = registry.manifest("postgres").types
-
-        def unnest(t: str, cols: tuple[str, ...]) -> str:
-            return "unnest(" + ", ".join(f"%s::{types[schema.column_type(variant, t, c)]}[]" for c in cols) + ")"
-        insert, delete, terminate = {}, {}, {}
-        for t in TABLES:
-            cols, pk = schema.columns(variant, t), schema.primary_key(variant, t)
-            insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {unnest(t, cols)}"
-            delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {unnest(t, pk)})"
-            terminate[t] = (f"UPDATE {t} SET to_block = %(b)s WHERE entity_key = ANY(%(keys)s::bytea[]) "
-                            f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
-                else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
-        return cls(variant, insert, delete, terminate)
+    def unnest(t: str, cols: tuple[str, ...]) -> str:
+        return "unnest(" + ", ".join(f"%s::{types[schema.column_type(variant, t, c)]}[]" for c in cols) + ")"
+    insert, delete, terminate = {}, {}, {}
+    for t in TABLES:
+        cols, pk = schema.columns(variant, t), schema.primary_key(variant, t)
+        insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {unnest(t, cols)}"
+        delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {unnest(t, pk)})"
+        terminate[t] = (f"UPDATE {t} SET to_block = %(b)s WHERE entity_key = ANY(%(keys)s::bytea[]) "
+                        f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
+            else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
+    return sql.BlockSQL(variant, insert, delete, terminate)
 
 
 @dataclass
@@ -62,7 +54,7 @@ def prepare(block: Block) -> Prepared:
                     inserts={t: [list(c) for c in zip(*rows)] for t, rows in block.inserts.items() if rows})
 
 
-def write_block(conn: psycopg.Connection, q: BlockSQL, p: Prepared) -> None:
+def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> None:
     """ONE transaction, pipelined: the adapter and the bench-overhead control loop both write with it."""
     with conn.pipeline(), conn.transaction():
         cur = conn.cursor()
@@ -100,7 +92,7 @@ class PostgresEngine(EngineBase):
 
     def create_schema(self, variant: str) -> None:
         self.conn.execute(registry.ddl(self.name, variant))
-        self.variant, self._sql = variant, BlockSQL.of(variant)
+        self.variant, self._sql = variant, block_sql(variant)
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

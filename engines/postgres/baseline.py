@@ -4,7 +4,7 @@ from pathlib import Path
 
 import psycopg
 
-from engines.postgres.adapter import SETTLE_SQL, BlockSQL, write_block
+from engines.postgres.adapter import SETTLE_SQL, block_sql, write_block
 from engines.postgres.server import PostgresServer
 from engines.postgres.settings import Settings
 from harness import registry
@@ -17,7 +17,7 @@ class Loop:
         self.server.start()
         self.c = psycopg.connect(self.server.conninfo(), autocommit=True)
         self.c.execute(registry.ddl("postgres", variant))
-        self.sql = BlockSQL.of(variant)
+        self.sql = block_sql(variant)
 
     def apply(self, p) -> None:
         """p: the adapter's prepare_block (column lists), made before the clock as the feed makes it."""

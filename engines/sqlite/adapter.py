@@ -73,7 +73,7 @@ class SQLiteEngine(EngineBase):
 
     def _prepare(self, variant: str) -> None:
         self.variant = variant
-        self._sql = sql.BlockSQL.of(variant)
+        self._sql = sql.BlockSQL.generic(variant)
 
     def apply_block(self, block: Block) -> None:
         sql.write_block(self.conn, self._begin, self._sql, block)

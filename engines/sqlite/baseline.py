@@ -16,7 +16,7 @@ class Loop:
         for stmt in self.engine.pragma_sql(settings, writer=True):
             self.c.execute(stmt).fetchall()
         self.c.executescript(registry.ddl(self.engine.name, variant))
-        self.begin, self.sql = self.engine.begin_sql(settings), sql.BlockSQL.of(variant)
+        self.begin, self.sql = self.engine.begin_sql(settings), sql.BlockSQL.generic(variant)
 
     def apply(self, block) -> None:
         """block: the adapter's prepare_block, made before the clock as the feed makes it."""
