@@ -33,7 +33,8 @@ class SQLiteEngine(EngineBase):
 
     @classmethod
     def pragma_sql(cls, settings: Mapping[str, object], writer: bool) -> list[str]:
-        """Every setting of the scenario; page_size first, since it only applies before the schema."""
+        """Every setting of the scenario; page_size before journal_mode, since it only applies to a new
+        database."""
         out = [f"PRAGMA busy_timeout = {int(settings['busy_timeout'])}"]
         if writer:
             out += [f"PRAGMA page_size = {int(settings['page_size'])}",

@@ -1,6 +1,6 @@
 """Where a run's runner executes: `local` (a child process, in a memory cgroup when MEM is given) or
-`docker` (the engine's container from compose.yaml). Either way the block feed runs here, outside the
-limit, and the runner reaches it through the run directory."""
+`docker` (the engine's containers, from a compose file made for the run). Either way the block feed
+runs here, outside the limit, and the runner reaches it through the run directory."""
 
 
 def execute(plan) -> int:

@@ -95,7 +95,7 @@ def run_docker(plan: RunPlan) -> int:
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     _give_to_container_user(run_dir)
     _give_to_container_user(data_dir)
-    _give_to_container_user(data_dir / ".tmp")     # TMPDIR in compose.yaml: temp files on the data mount
+    _give_to_container_user(data_dir / ".tmp")     # the runner's TMPDIR (compose.py): temp files on the data mount
     plan.write(run_dir / "plan.yaml")
     plan.model_copy(update={"run_dir": CONTAINER_RUN_DIR, "data_dir": CONTAINER_DATA_DIR}).write(
         run_dir / "plan.container.yaml")
