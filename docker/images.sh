@@ -27,10 +27,9 @@ fi
 echo "images: base $base"
 commit=$("$py" -m harness.provenance | cut -d' ' -f2)   # HEAD (-dirty): baked into each image
 echo "images: harness $version, commit ${commit:-unknown}"
-specs=$("$py" -m harness.registry images $engines)      # tag-suffix role dockerfile target; runners first
-while read -r name role dockerfile target; do
+specs=$("$py" -m harness.registry images $engines)      # engine image-name role dockerfile target; runners first
+while read -r engine name role dockerfile target; do
   tag="arkbench/$name:$version"
-  engine=${name%-server}
   t0=$(date +%s)
   args=(--build-arg BASE_IMAGE="$base" --build-arg ENGINE="$engine" --build-arg HARNESS_VERSION="$version"
         --build-arg GIT_COMMIT="$commit" --build-arg RUNNER_IMAGE="arkbench/$engine:$version")

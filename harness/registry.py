@@ -2,7 +2,7 @@
 rule). The manifest says what the harness must know without importing the driver: the adapter class,
 the settings model, capabilities, the SQL type mapping, the control loop, images and the extra Python
 distributions. The folder name is the engine's key everywhere (scenario field, result, image tag).
-`python -m harness.registry names|requirements|images` serves the Makefile and docker/images.sh."""
+`python -m harness.registry names|debian-packages|images` serves the Makefile and docker/images.sh."""
 from __future__ import annotations
 
 import functools
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.engine_api import Capabilities
 from harness.errors import ConfigError
 from harness.validation import format_error
-from harness.workload.schema import LOGICAL_TYPES, VARIANTS
+from harness.workload.schema import LOGICAL_TYPES, VARIANTS, generic_ddl
 
 ENGINES_DIR = Path(importlib.import_module("engines").__path__[0])
 MANIFEST = "engine.toml"
@@ -158,12 +158,16 @@ def ddl(name: str, variant: str) -> str:
     own = ENGINES_DIR / name / f"ddl-{variant}.sql"
     if own.is_file():
         return own.read_text()
-    from harness.workload.schema import generic_ddl
     return generic_ddl(variant, manifest(name).types)
 
 
+def image_name(engine: str, role: str = "runner") -> str:
+    """An image's name (arkbench/<name>:<version>): the engine's for its runner, <engine>-<role> else."""
+    return engine if role == "runner" else f"{engine}-{role}"
+
+
 def image_builds(m: Manifest) -> list[tuple[str, str, str, str | None]]:
-    """(tag name, role, repo-relative Dockerfile, target) of each image the engine declares, runner
+    """(image name, role, repo-relative Dockerfile, target) of each image the engine declares, runner
     first (a server image builds FROM it). Checked here, where images are built: the images themselves
     carry no docker/ folder."""
     out = []
@@ -174,12 +178,12 @@ def image_builds(m: Manifest) -> list[tuple[str, str, str, str | None]]:
         if not (ENGINES_DIR.parent / m.dockerfile(role)).is_file():
             raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: images.{role}.dockerfile: "
                               f"{m.dockerfile(role)} does not exist")
-        out.append((m.name if role == "runner" else f"{m.name}-server", role, m.dockerfile(role), image.target))
+        out.append((image_name(m.name, role), role, m.dockerfile(role), image.target))
     return out
 
 
 def _main(argv: list[str]) -> int:
-    """names | debian-packages | images ENGINE... (tag-suffix role dockerfile target, one a line)"""
+    """names | debian-packages | images ENGINE... (engine image-name role dockerfile target, one a line)"""
     cmd, args = (argv[0] if argv else ""), argv[1:]
     try:
         if cmd == "names":
@@ -188,8 +192,8 @@ def _main(argv: list[str]) -> int:
             print(" ".join(sorted({p for m in manifests().values() for p in m.debian_packages})))
         elif cmd == "images" and len(args) >= 1:
             for n in args:
-                for tag, role, dockerfile, target in image_builds(manifest(n)):
-                    print(tag, role, dockerfile, target or "-")
+                for name, role, dockerfile, target in image_builds(manifest(n)):
+                    print(n, name, role, dockerfile, target or "-")
         else:
             print(f"usage: python -m harness.registry {_main.__doc__}", file=sys.stderr)
             return 2

@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.engine_api import HARNESS_SIDE
+from harness.engine_api import HARNESS_SIDE, engine_setting_names
 
 _SIZE = re.compile(r"^\d+\s*(B|kB|MB|GB|TB)?$")
 _DURATION = re.compile(r"^\d+\s*(us|ms|s|min|h|d)?$")
@@ -57,5 +57,5 @@ class Settings(BaseModel):
         return v
 
     def server_conf(self) -> dict[str, str]:
-        skip = {"bin_dir", "os_user"}
-        return {k: str(v) for k, v in self.model_dump().items() if k not in skip and v is not None}
+        """postgresql.conf values: every setting but the harness-side ones (bin_dir, os_user)."""
+        return {k: str(getattr(self, k)) for k in engine_setting_names(type(self)) if getattr(self, k) is not None}

@@ -21,7 +21,7 @@ PASSWORD_REF = f"${{{server_container.PASSWORD_ENV}}}"
 
 
 def image_tag(engine: str, role: str = "runner") -> str:
-    return f"arkbench/{engine}{'' if role == 'runner' else '-' + role}:{harness_version()}"
+    return f"arkbench/{registry.image_name(engine, role)}:{harness_version()}"
 
 
 def _container(image: str, mem_limit_bytes: int | None, run_dir: str, data_dir: str) -> dict:
@@ -60,13 +60,18 @@ def compose_file(plan: RunPlan, image_id: str) -> dict:
             "networks": {NETWORK: {"internal": True}}}       # no route out: the runner and its server only
 
 
+def not_startable(plan: RunPlan) -> str | None:
+    """Why the docker runtime cannot run this plan, or None: a server engine whose manifest builds no
+    server image (libsql with `url`: a server arkbench does not start)."""
+    if plan.capabilities.server and registry.manifest(plan.engine).images.server is None:
+        return (f"{plan.engine} with these settings is the client of a server that arkbench does not start "
+                f"(engines/{plan.engine}/engine.toml has no [images.server])")
+    return None
+
+
 def images_needed(plan: RunPlan) -> list[str]:
-    """The run's image tags, runner first. A server engine whose manifest builds no server image (libsql
-    with `url`: a server arkbench does not start) cannot run here."""
-    if not plan.capabilities.server:
-        return [image_tag(plan.engine)]
-    if registry.manifest(plan.engine).images.server is None:
-        raise ConfigError(f"RUNTIME=docker: {plan.engine} with these settings is the client of a server that "
-                          f"arkbench does not start (engines/{plan.engine}/engine.toml has no [images.server]); "
-                          "use RUNTIME=local")
-    return [image_tag(plan.engine), image_tag(plan.engine, "server")]
+    """The run's image tags, runner first."""
+    why = not_startable(plan)
+    if why:
+        raise ConfigError(f"RUNTIME=docker: {why}; use RUNTIME=local")
+    return [image_tag(plan.engine), *([image_tag(plan.engine, "server")] if plan.capabilities.server else [])]

@@ -19,7 +19,8 @@ from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform import cgroup
 from harness.runner.result import mark_oom, write_failed_result
 from harness.runtime import server_container
-from harness.runtime.compose import CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed
+from harness.runtime.compose import (CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed,
+                                     not_startable)
 from harness.scenario.plan import RunPlan
 
 CONTAINER_UID = 10001                 # the images' non-root user (docker/install-runner.sh)
@@ -53,10 +54,10 @@ def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
         return requested, f"RUNTIME={requested}"
     if not daemon_answers():
         return "local", "RUNTIME=auto: local (no Docker daemon answers)"
-    try:
-        tags = images_needed(plan)
-    except ConfigError as e:
-        return "local", f"RUNTIME=auto: local ({str(e).removeprefix('RUNTIME=docker: ')})"
+    why = not_startable(plan)
+    if why:
+        return "local", f"RUNTIME=auto: local ({why})"
+    tags = images_needed(plan)
     missing = [t for t in tags if image_id(t) is None]
     if missing:
         return "local", f"RUNTIME=auto: local (image {missing[0]} not built; `make images`)"
