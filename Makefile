@@ -61,6 +61,10 @@ $(STAMP): pyproject.toml $(MANIFESTS)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[test,report]' $(foreach r,$(call MANIFEST_LIST,requirements),'$(r)')
+	@# another build of a distribution, apart, for a setting to load (sqlite's newest APSW)
+	@$(PY) -m harness.registry side-requirements | while read -r engine name req dir; do \
+	  echo "side install for $$engine ($$name): $$req"; \
+	  $(VENV)/bin/pip install -q --no-deps --upgrade --target "$$dir" "$$req" || exit 1; done
 	@touch $@
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
@@ -90,6 +94,8 @@ $(WHEELHOUSE)/requirements.txt: $(STAMP) docker/runtime-requirements.py
 	@rm -f $(WHEELHOUSE)/*.txt
 	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE)
 	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $@ || { rm -f $@; exit 1; }
+	@$(PY) -m harness.registry side-requirements | while read -r engine name req dir; do \
+	  $(VENV)/bin/pip wheel -q --no-deps -w $(WHEELHOUSE)/side "$$req" || { rm -f $@; exit 1; }; done
 
 images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=]
 	@docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry names))"

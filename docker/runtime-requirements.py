@@ -1,7 +1,9 @@
 """Write the images' requirement files into a wheelhouse folder, from this venv's installed versions:
   requirements.txt   every runtime distribution, pinned (the constraints every image installs under);
   core.txt           the harness's own dependencies (pyproject's, no extras);
-  engine-<name>.txt  each engine's extra distributions (its engine.toml's `requirements`).
+  engine-<name>.txt  each engine's extra distributions (its engine.toml's `requirements`);
+  side-<name>.txt    its side builds, "name requirement" a line (`side_requirements`; `make images`
+                     puts their wheels in WHEELHOUSE/side).
 Test and report extras (pytest, playwright, matplotlib) stay out of the images.
 Usage: python docker/runtime-requirements.py WHEELHOUSE"""
 import sys
@@ -47,4 +49,6 @@ if __name__ == "__main__":
     (out / "core.txt").write_text("".join(f"{r}\n" for r in core))
     for name, reqs in engines.items():
         (out / f"engine-{name}.txt").write_text("".join(f"{r}\n" for r in reqs))
+        side = registry.manifest(name).side_requirements
+        (out / f"side-{name}.txt").write_text("".join(f"{n} {r}\n" for n, r in side.items()))
     (out / "requirements.txt").write_text("".join(f"{n}=={v}\n" for n, v in sorted(pinned.items())))

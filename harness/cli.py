@@ -177,6 +177,13 @@ def _summary(path: Path) -> None:
     print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
           f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
           file=sys.stderr)
+    if r.engine_version:
+        print(f"  engine {r.engine_version}", file=sys.stderr)
+    if m.engine_counters:
+        ec = m.engine_counters
+        ratio = f" (page cache hit ratio {ec.page_cache_hit_ratio:g})" if ec.page_cache_hit_ratio is not None else ""
+        print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
+              f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
     h = m.harness
     if h.inside_limit_bytes is not None and r.memory_limit_bytes:
         print(f"  harness inside the {r.memory_limit_bytes >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB at the "

@@ -48,6 +48,14 @@ def observed_storage(engine, caps: Capabilities) -> StorageStats:
     return s if caps.wal else StorageStats(s.db_bytes, None, None)
 
 
+@dataclass(frozen=True)
+class EngineCounters:
+    """The engine's own account of its work, where it gives one. Shared names where they mean the same:
+    page_cache_hits / page_cache_misses (pages found in / read into the engine's cache)."""
+    counters: dict[str, int]    # monotone since open: a result keeps their increase over the measured phase
+    gauges: dict[str, int]      # as they stand now: a result keeps them at the measured phase's end
+
+
 @dataclass
 class EngineInfo:
     library: str                      # the engine as it runs: "SQLite 3.45.1", "PostgreSQL 15.8"
@@ -79,6 +87,10 @@ class EngineBase:
         the timed path; apply_block receives the (unpickled) result. Must not touch a connection."""
         return block
 
+    def counters(self) -> EngineCounters | None:
+        """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
+        return None
+
 
 class Engine(Protocol):
     name: ClassVar[str]
@@ -96,4 +108,5 @@ class Engine(Protocol):
     def row_counts(self) -> dict[str, int]: ...
     def iter_rows(self, table: str) -> Iterator[tuple]: ...      # every stored row, DDL column order
     def info(self) -> EngineInfo: ...
+    def counters(self) -> EngineCounters | None: ...             # see EngineBase
     def close(self) -> None: ...

@@ -24,6 +24,9 @@ ENGINES_DIR = Path(importlib.import_module("engines").__path__[0])
 MANIFEST = "engine.toml"
 SHARED_RUNNER_DOCKERFILE = "docker/runner.Dockerfile"   # repo-relative; an engine may bring its own
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")                  # a scenario field and an image tag component
+SIDE_DIR = "arkbench-side"    # under the Python prefix: <prefix>/arkbench-side/<engine>/<name>
+SIDE_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+==[A-Za-z0-9_.+-]+$")
 OBJECT_REF = re.compile(r"^[a-z_][a-z0-9_]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -54,6 +57,9 @@ class Manifest(_Strict):
     settings: str = Field(description="module:Model inside the folder (imports no driver)")
     baseline: str = Field(description="module:Class, bench-overhead's control loop")
     requirements: tuple[str, ...] = ()           # Python distributions beyond the harness's own
+    # Another build of a distribution, installed apart (pip --target side_path(engine, name)) for a setting
+    # to load instead of the pinned one: e.g. sqlite's {"apsw-newest" = "apsw==3.54.1.0"}
+    side_requirements: dict[str, str] = {}
     # Debian packages it needs: installed on the host by `make install` (local runtime), baked into the
     # local base image (docker/build-base.sh) when no registry answers
     debian_packages: tuple[str, ...] = ()
@@ -69,6 +75,15 @@ class Manifest(_Strict):
     def _ref(cls, v: str) -> str:
         if not OBJECT_REF.match(v):
             raise ValueError(f"'module:Name' inside the engine folder, e.g. 'adapter:MyEngine'; got {v!r}")
+        return v
+
+    @field_validator("side_requirements")
+    @classmethod
+    def _side(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, req in v.items():
+            if not SIDE_NAME.match(name) or not PINNED.match(req):
+                raise ValueError(f"{name} = {req!r}: a name of lowercase letters, digits, '-' and '_', and one "
+                                 "distribution pinned with ==, e.g. apsw-newest = \"apsw==3.54.1.0\"")
         return v
 
     @field_validator("types")
@@ -161,6 +176,11 @@ def ddl(name: str, variant: str) -> str:
     return generic_ddl(variant, manifest(name).types)
 
 
+def side_path(engine: str, name: str) -> Path:
+    """Where `make install` and the images put a side requirement: beside the interpreter's packages."""
+    return Path(sys.prefix) / SIDE_DIR / engine / name
+
+
 def image_name(engine: str, role: str = "runner") -> str:
     """An image's name (arkbench/<name>:<version>): the engine's for its runner, <engine>-<role> else."""
     return engine if role == "runner" else f"{engine}-{role}"
@@ -183,13 +203,18 @@ def image_builds(m: Manifest) -> list[tuple[str, str, str, str | None]]:
 
 
 def _main(argv: list[str]) -> int:
-    """names | debian-packages | images ENGINE... (engine image-name role dockerfile target, one a line)"""
+    """names | debian-packages | images ENGINE... (engine image-name role dockerfile target, one a line)
+    | side-requirements (engine name requirement target-dir, one a line)"""
     cmd, args = (argv[0] if argv else ""), argv[1:]
     try:
         if cmd == "names":
             print(" ".join(names()))
         elif cmd == "debian-packages":
             print(" ".join(sorted({p for m in manifests().values() for p in m.debian_packages})))
+        elif cmd == "side-requirements":
+            for m in manifests().values():
+                for name, req in m.side_requirements.items():
+                    print(m.name, name, req, side_path(m.name, name))
         elif cmd == "images" and len(args) >= 1:
             for n in args:
                 for name, role, dockerfile, target in image_builds(manifest(n)):

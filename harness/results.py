@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import ConfigError
 
-RESULT_VERSION = 2          # 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them)
+# 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them); 3: metrics.engine_counters
+RESULT_VERSION = 3
 SWEEP_VERSION = 1
 VERDICT_VERSION = 1
 Status = Literal["passed", "failed", "error", "oom"]
@@ -69,6 +70,13 @@ class HarnessShare(Model):
     spool: Optional[Spool] = None
 
 
+class EngineCounterFigures(Model):
+    """The engine's own counters (harness/engine_api.py EngineCounters) over the measured phase."""
+    measured: dict[str, int] = {}      # each counter's increase over the measured phase
+    at_end: dict[str, int] = {}        # gauges as the measured phase ended
+    page_cache_hit_ratio: Optional[float] = None   # hits / (hits + misses) over the measured phase
+
+
 class Metrics(Model):
     partial: bool = False                # rebuilt from what a killed runner left behind
     phase_reached: Optional[str] = None  # partial results: where the runner died
@@ -99,10 +107,11 @@ class Metrics(Model):
     reads: Optional[int] = None
     read_errors: Optional[int] = None
     reads_per_s: Optional[float] = None
+    engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
 
 
 class RunResult(Model):
-    version: Literal[1, 2] = RESULT_VERSION
+    version: Literal[1, 2, 3] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -253,7 +262,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused."""
-    return _load(path, RunResult, RESULT_VERSION, older=(1,))
+    return _load(path, RunResult, RESULT_VERSION, older=(1, 2))
 
 
 def load_sweep(path: Path) -> SweepFile | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
 from importlib.metadata import version
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
@@ -35,13 +34,17 @@ class LibSQLEngine(SQLiteEngine):
     remote = None      # a remote.RemoteLibSQL in server mode
 
     @classmethod
-    def connect(cls, path: Path, read_only: bool = False):
+    def connect(cls, path: Path, settings: Mapping[str, object], read_only: bool = False):
         # libsql.connect has no uri= flag; readers get their own read-write handle and only read.
         return libsql.connect(str(path), isolation_level=None)
 
     @classmethod
-    def driver(cls) -> str:
+    def driver(cls, settings: Mapping[str, object]) -> str:
         return f"libsql {version('libsql')}"
+
+    @classmethod
+    def status(cls, conn, settings: Mapping[str, object]) -> dict[str, int]:
+        return {}      # the binding exposes no sqlite3_db_status
 
     def library(self) -> str:
         return f"libSQL (SQLite {self.sqlite_version()})"
@@ -93,14 +96,16 @@ class LibSQLEngine(SQLiteEngine):
             block, inserts={t: [_exact(r) for r in rows] for t, rows in block.inserts.items()},
             deletes={t: [_exact(k) for k in keys] for t, keys in block.deletes.items()})
 
+    def counters(self):
+        return None if self.remote else super().counters()
+
     def info(self) -> EngineInfo:
-        # the stdlib's SQLite beside libSQL's own: which SQLite was measured is never a guess
-        related = {"stdlib sqlite3": sqlite3.sqlite_version}
         if self.remote:
-            return EngineInfo(library=f"libSQL server (SQLite {self.remote.scalar('select sqlite_version()')}) "
-                                      f"at {self.remote.url}", driver=f"libsql-client {version('libsql-client')}",
-                              settings={"url": self.remote.url}, related=related)
-        return dataclasses.replace(super().info(), related=related)
+            own = self.remote.scalar("select sqlite_version()")
+            return EngineInfo(library=f"libSQL server (SQLite {own}) at {self.remote.url}",
+                              driver=f"libsql-client {version('libsql-client')}",
+                              settings={"url": self.remote.url}, related={"sqlite": own})
+        return super().info()
 
 
 ENGINE = LibSQLEngine

@@ -5,13 +5,13 @@ import os
 
 from pydantic import Field, field_validator
 
-from engines.sqlite.settings import Settings as _SQLiteSettings
+from engines.sqlite.settings import Pragmas
 from harness.engine_api import HARNESS_SIDE
 
 SERVER_SCHEMES = ("ws://", "wss://", "http://", "https://", "libsql://")
 
 
-class Settings(_SQLiteSettings):
+class Settings(Pragmas):
     url: str | None = Field(default_factory=lambda: os.environ.get("LIBSQL_URL") or None,
                             description="libSQL server URL (ws/wss/http/https/libsql); unset: embedded",
                             json_schema_extra=HARNESS_SIDE)

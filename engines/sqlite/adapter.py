@@ -1,17 +1,18 @@
-"""SQLite on the stdlib sqlite3 module: one transaction per block through harness.sql.write_block
-(executemany per statement), every PRAGMA of the scenario applied, all of them read back for the result."""
+"""SQLite through the binding its `library` setting names (bindings.py: APSW at libSQL's SQLite by
+default, or the stdlib sqlite3): one transaction per block through harness.sql.write_block (executemany
+per statement), every PRAGMA of the scenario applied, all of them read back for the result."""
 from __future__ import annotations
 
+import functools
 import os
-import platform
-import sqlite3
 import struct
 import threading
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats, engine_setting_names
+from engines.sqlite import bindings
+from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats, engine_setting_names
 from harness.workload.block import Block
 
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
@@ -27,9 +28,8 @@ class SQLiteEngine(EngineBase):
 
     # --- what the SQLite family (libsql, turso) overrides; the control loop uses the same ------------
     @classmethod
-    def connect(cls, path: Path, read_only: bool = False):
-        uri = f"file:{path}?mode=ro" if read_only else f"file:{path}"
-        return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    def connect(cls, path: Path, settings: Mapping[str, object], read_only: bool = False):
+        return _binding(settings).connect(path, read_only)
 
     @classmethod
     def pragma_sql(cls, settings: Mapping[str, object], writer: bool) -> list[str]:
@@ -49,8 +49,13 @@ class SQLiteEngine(EngineBase):
         return "BEGIN IMMEDIATE"
 
     @classmethod
-    def driver(cls) -> str:
-        return f"Python {platform.python_version()} sqlite3 module"
+    def driver(cls, settings: Mapping[str, object]) -> str:
+        return _binding(settings).driver()
+
+    @classmethod
+    def status(cls, conn, settings: Mapping[str, object]) -> dict[str, int]:
+        """SQLite's own status counters on `conn`, where the binding exposes them."""
+        return _binding(settings).status(conn)
 
     # --- contract ------------------------------------------------------------------------------
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
@@ -58,7 +63,7 @@ class SQLiteEngine(EngineBase):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / self.db_filename
-        self.conn = self.connect(self.path)
+        self.conn = self.connect(self.path, self.settings)
         for stmt in self.pragma_sql(self.settings, writer=True):
             self.conn.execute(stmt).fetchall()   # fetched: pyturso runs a pragma only when its rows are read
         self._begin = self.begin_sql(self.settings)
@@ -67,6 +72,8 @@ class SQLiteEngine(EngineBase):
         self._shm_fd: int | None = None       # the -shm, held open (see _wal_bytes_in_use)
         self._ckpt_seen = self._wal_checkpoint_seq() or 0   # a WAL created from now on starts at 0
         self._ckpt_count = 0
+        # what the manual checkpoints answered: (busy, WAL frames, frames checkpointed), summed
+        self._manual = {"checkpoints_busy": 0, "checkpoint_wal_frames": 0, "checkpoint_frames_done": 0}
 
     def create_schema(self, variant: str) -> None:
         self.conn.executescript(registry.ddl(self.name, variant))
@@ -80,13 +87,25 @@ class SQLiteEngine(EngineBase):
         sql.write_block(self.conn, self._begin, self._sql, block)
 
     def reader(self) -> sql.QueryReader:
-        conn = self.connect(self.path, read_only=True)
+        conn = self.connect(self.path, self.settings, read_only=True)
         for stmt in self.pragma_sql(self.settings, writer=False):
             conn.execute(stmt).fetchall()
         return sql.QueryReader(conn, self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
-        self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()   # modes: the plan checked them
+        rows = self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()   # modes: the plan checked them
+        if rows and len(rows[0]) == 3 and all(isinstance(v, int) for v in rows[0]):
+            busy, log, done = rows[0]
+            self._manual["checkpoints_busy"] += busy
+            self._manual["checkpoint_wal_frames"] += max(log, 0)
+            self._manual["checkpoint_frames_done"] += max(done, 0)
+
+    def counters(self) -> EngineCounters:
+        """The manual checkpoints' answers, and SQLite's page cache counters of the writer's connection
+        where the binding exposes them (APSW; bindings.py says what each one is)."""
+        status = self.status(self.conn, self.settings)
+        return EngineCounters(counters={**self._manual, **{k: status[k] for k in bindings.COUNTER_NAMES if k in status}},
+                              gauges={k: v for k, v in status.items() if k not in bindings.COUNTER_NAMES})
 
     def settle(self) -> None:
         self.checkpoint(SETTLE_CHECKPOINT)
@@ -100,6 +119,9 @@ class SQLiteEngine(EngineBase):
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         cur = self.conn.execute(sql.select_all_sql(self.variant or "bitemporal", table))
+        if not hasattr(cur, "fetchmany"):      # APSW's cursor iterates; libsql's only fetches
+            yield from cur
+            return
         while batch := cur.fetchmany(2000):
             yield from batch
 
@@ -110,12 +132,16 @@ class SQLiteEngine(EngineBase):
         return f"SQLite {self.sqlite_version()}"
 
     def info(self) -> EngineInfo:
-        """Every setting read back with its PRAGMA (None: the engine answered nothing)."""
+        """Every setting read back with its PRAGMA (None: the engine answered nothing), and the binding
+        that opened the connection (its driver string names the build)."""
         eff = {}
         for p in engine_setting_names(registry.settings_model(self.name)):
             row = self.conn.execute(f"PRAGMA {p}").fetchone()
             eff[p] = row[0] if row is not None else None
-        return EngineInfo(library=self.library(), driver=self.driver(), settings=eff)
+        if "library" in self.settings:
+            eff["library"] = _binding(self.settings).name
+        return EngineInfo(library=self.library(), driver=self.driver(self.settings), settings=eff,
+                          related={"sqlite": self.sqlite_version()})
 
     def close(self) -> None:
         conn, self.conn = getattr(self, "conn", None), None
@@ -167,6 +193,15 @@ class SQLiteEngine(EngineBase):
                 self._ckpt_count += seq - self._ckpt_seen
                 self._ckpt_seen = seq
             return self._ckpt_count
+
+
+def _binding(settings: Mapping[str, object]):
+    return _bindings(str(settings.get("library", bindings.DEFAULT)))
+
+
+@functools.cache
+def _bindings(library: str):
+    return bindings.binding(library)
 
 
 def _size(path: Path) -> int:

@@ -12,7 +12,7 @@ class Loop:
 
     def __init__(self, data_dir: Path, settings: dict, variant: str):
         data_dir.mkdir(parents=True, exist_ok=True)
-        self.c = self.engine.connect(data_dir / "loop.db")
+        self.c = self.engine.connect(data_dir / "loop.db", settings)
         for stmt in self.engine.pragma_sql(settings, writer=True):
             self.c.execute(stmt).fetchall()
         self.c.executescript(registry.ddl(self.engine.name, variant))

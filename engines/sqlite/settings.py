@@ -1,13 +1,15 @@
-"""SQLite PRAGMAs a scenario may set. Defaults are the reference's (WAL, synchronous=NORMAL) and
+"""What a scenario may set for sqlite: its PRAGMAs (shared with libsql, a fork that takes the same) and
+the binding SQLite runs through. PRAGMA defaults are the reference's (WAL, synchronous=NORMAL) and
 SQLite's own for the rest."""
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.engine_api import HARNESS_SIDE
 from harness.units import parse_size_bytes
 
 
-class Settings(BaseModel):
+class Pragmas(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     journal_mode: Literal["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF"] = "WAL"
@@ -36,3 +38,11 @@ class Settings(BaseModel):
             raise ValueError("page_size must be a power of two from 512 to 65536")
         return v
 
+
+
+class Settings(Pragmas):
+    # Which SQLite (engines/sqlite/bindings.py): the default is the SQLite libSQL is built on. Not a PRAGMA:
+    # the result records the binding in engine_driver and the SQLite it loaded in engine_library.
+    library: Literal["apsw", "stdlib", "apsw-newest"] = Field(
+        "apsw", description="apsw: APSW's pinned SQLite (libSQL's base); stdlib: Python's sqlite3 module; "
+                            "apsw-newest: APSW with the newest SQLite", json_schema_extra=HARNESS_SIDE)

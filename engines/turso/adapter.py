@@ -16,7 +16,7 @@ class TursoEngine(SQLiteEngine):
     name: ClassVar[str] = "turso"
 
     @classmethod
-    def connect(cls, path: Path, read_only: bool = False):
+    def connect(cls, path: Path, settings: Mapping[str, object], read_only: bool = False):
         return turso.connect(str(path), isolation_level=None)
 
     @classmethod
@@ -35,8 +35,12 @@ class TursoEngine(SQLiteEngine):
         return "BEGIN CONCURRENT" if settings["journal_mode"] == "mvcc" else "BEGIN IMMEDIATE"
 
     @classmethod
-    def driver(cls) -> str:
+    def driver(cls, settings: Mapping[str, object]) -> str:
         return f"pyturso {version('pyturso')}"
+
+    @classmethod
+    def status(cls, conn, settings: Mapping[str, object]) -> dict[str, int]:
+        return {}
 
     def library(self) -> str:
         return f"Turso (SQLite-compatible {self.sqlite_version()})"

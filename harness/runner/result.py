@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine_api import EngineInfo
-from harness.results import (HarnessShare, Integrity, LatencySummary, Metrics, RunResult, Spool, ThresholdResult,
+from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, Metrics, RunResult, Spool, ThresholdResult,
                              load_result, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.state import RunState
@@ -87,11 +87,21 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
         manual_checkpoint_ms={"count": len(state.checkpoint_ms),
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
-        harness=harness_share(plan, state, spool))
+        harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state))
     if state.reads or state.read_errors:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
                  reads_per_s=round(state.reads / secs, 1) if secs else None)
     return Metrics(**m)
+
+
+def engine_counter_figures(state: RunState) -> EngineCounterFigures | None:
+    start, end = state.counters_at_measure_start, state.counters_at_measure_end
+    if start is None or end is None:
+        return None
+    measured = {k: v - start.counters[k] for k, v in end.counters.items() if k in start.counters}
+    hits, misses = measured.get("page_cache_hits"), measured.get("page_cache_misses")
+    ratio = round(hits / (hits + misses), 5) if hits is not None and misses is not None and hits + misses else None
+    return EngineCounterFigures(measured=measured, at_end=dict(end.gauges), page_cache_hit_ratio=ratio)
 
 
 def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_error: str | None) -> list[str]:

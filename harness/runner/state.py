@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from harness.engine_api import EngineCounters
 from harness.platform import cgroup
 from harness.runner.metrics import BlockLog, Recorder
 
@@ -32,6 +33,8 @@ class RunState:
     rows_in_window: int = 0           # rows of measured blocks committed before window_end_ns
     rss_at_measure_start: int | None = None   # the runner's RSS: its share of an embedded engine's limit
     rss_at_measure_end: int | None = None
+    counters_at_measure_start: EngineCounters | None = None   # engine.counters(), see EngineBase
+    counters_at_measure_end: EngineCounters | None = None
     block_log: BlockLog = field(default_factory=BlockLog)
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
 

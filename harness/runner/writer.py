@@ -23,9 +23,14 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     state.timed_start_ns = t0
     warm_end, end = t0 + int(warmup_s * 1e9), t0 + int((warmup_s + measure_s) * 1e9)
     state.window_end_ns = end
+
+    def start_measure(due_ns: int) -> None:
+        state.start_measure(due_ns)
+        state.counters_at_measure_start = engine.counters()
+
     state.phase = "warmup" if warmup_s > 0 else "measure"
     if state.phase == "measure":
-        state.start_measure(t0)
+        start_measure(t0)
     last: Built | None = None
     i, due = 0, t0
     while True:
@@ -36,7 +41,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         if due >= end:
             break
         if state.phase == "warmup" and due >= warm_end:
-            state.start_measure(due)
+            start_measure(due)
         state.next_due_ns = due
         w0 = time.monotonic_ns()
         built = pre.get()
@@ -72,5 +77,6 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
             state.manual_checkpoints += 1
     state.measure_end_ns = time.monotonic_ns()
     state.rss_at_measure_end = cgroup.process_rss_bytes()
+    state.counters_at_measure_end = engine.counters()
     state.next_due_ns = 0
     return last

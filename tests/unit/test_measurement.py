@@ -14,13 +14,13 @@ from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
 from harness.feed.protocol import LoadArgs
 from harness.runner.writer import write_blocks
-from harness.engine_api import StorageStats
+from harness.engine_api import EngineBase, StorageStats
 from tests.conftest import can_use_cgroups, feed_pair, mixed_spec
 
 INTERVAL_MS, STALL_MS = 50, 400
 
 
-class StallingEngine:
+class StallingEngine(EngineBase):
     """Applies a block in ~1 ms, except block `stall_at`, which takes STALL_MS."""
 
     def __init__(self, stall_at: int):

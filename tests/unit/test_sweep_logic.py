@@ -130,7 +130,7 @@ def test_starting_state_flags_a_cell_whose_load_lost_rows():
 def test_a_result_of_an_unknown_version_is_refused(tmp_path):
     """Every reader goes through one loader, which refuses what it does not know rather than guess."""
     from harness.results import load_result, load_sweep, load_verdict
-    for name, load, known in (("result.json", load_result, "1, 2"), ("sweep.json", load_sweep, "1"),
+    for name, load, known in (("result.json", load_result, "1, 2, 3"), ("sweep.json", load_sweep, "1"),
                               ("verdict.json", load_verdict, "1")):
         (tmp_path / name).write_text('{"version": 99}')
         with pytest.raises(ConfigError, match=f"{name}: version 99; this harness reads version {known} only"):
@@ -139,14 +139,15 @@ def test_a_result_of_an_unknown_version_is_refused(tmp_path):
 
 
 def test_a_version_1_result_is_still_read(tmp_path):
-    """Version 2 only added the engine's library, driver and related versions, with defaults."""
+    """Versions 2 and 3 only added fields with defaults: the engine's library, driver and related versions; its counters."""
     from harness.results import load_result
     (tmp_path / "result.json").write_text(json.dumps({
         "version": 1, "run_id": "r", "engine": "sqlite", "scenario": "reorg", "profile": "smoke",
         "runtime": "local", "status": "passed", "scale": 0.001, "engine_version": "SQLite 3.40.1",
         "plan": {}, "environment": {}, "metrics": {}}))
     r = load_result(tmp_path / "result.json")
-    assert r.version == 1 and r.engine_library is None and r.engine_related_versions == {}
+    assert r.version == 1 and r.engine_library is None and r.engine_related_versions == {} \
+        and r.metrics.engine_counters is None
 
 
 def test_spread_and_the_noisy_flag():

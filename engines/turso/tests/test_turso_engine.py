@@ -15,7 +15,7 @@ def _engine(tmp_path, **settings):
 
 def _two_writers_interleaved(e) -> None:
     """Two connections each hold an open write transaction, then both commit: only MVCC allows that."""
-    a, b = e.connect(e.path), e.connect(e.path)
+    a, b = e.connect(e.path, e.settings), e.connect(e.path, e.settings)
     try:
         a.execute(e.begin_sql(e.settings))
         a.execute("INSERT INTO payloads (entity_key, from_block, to_block, payload) VALUES (x'01', 1, 2, x'')")
