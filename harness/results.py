@@ -15,7 +15,7 @@ from harness.errors import ConfigError
 # 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them); 3: metrics.engine_counters
 RESULT_VERSION = 3
 SWEEP_VERSION = 1
-VERDICT_VERSION = 1
+VERDICT_VERSION = 2          # 2: steps' set, control and version_note; library_versions (a v1 file lacks them)
 Status = Literal["passed", "failed", "error", "oom"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error")
 
@@ -195,6 +195,17 @@ class SweepFile(Model):
     cells: list[CellRecord]
 
 
+class ControlRun(Model):
+    """The step before, again on the same cells, changed only by `set` (decision.yaml's control)."""
+    engine: str
+    set: dict
+    why: str
+    passed: bool
+    outcome: Literal["passed", "failed", "error"]
+    errors: list[str]
+    cells: list[CellRecord]
+
+
 class VerdictStep(Model):
     engine: str
     decision: str
@@ -202,16 +213,30 @@ class VerdictStep(Model):
     outcome: Literal["passed", "failed", "error"]
     errors: list[str]
     cells: list[CellRecord]
+    set: dict = {}                              # the step's own engine settings
+    control: Optional[ControlRun] = None
+    version_note: Optional[str] = None          # whether it ran the same library as the step before
+
+
+class LibraryVersion(Model):
+    """One engine's library of the kind decision.yaml's compare_versions names, as it ran or is installed."""
+    engine: str
+    set: dict = {}
+    library: str                                # engine_library
+    driver: str
+    version: Optional[str]                      # engine_related_versions[of]
+    source: Literal["measured", "installed"]    # a cell's result.json, or harness.versions' probe
 
 
 class Verdict(Model):
     engine: Optional[str]
     decision: str
     path: list[str]
+    note: Optional[str] = None                  # what a control found, e.g. an upgrade alone also passes
 
 
 class VerdictFile(Model):
-    version: Literal[1] = VERDICT_VERSION
+    version: Literal[1, 2] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -223,6 +248,9 @@ class VerdictFile(Model):
     verdict: Optional[Verdict] = None
     caveats: list[str] = []
     updated_utc: Optional[str] = None
+    versions_of: Optional[str] = None           # compare_versions.of: "sqlite"
+    library_versions: list[LibraryVersion] = []
+    version_notes: list[str] = []               # each pair of consecutive steps among them, run or not
 
 
 M = TypeVar("M", bound=Model)
@@ -270,4 +298,4 @@ def load_sweep(path: Path) -> SweepFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION)
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1,))

@@ -53,6 +53,8 @@ class Cell:
     mem: str | None
     scale: float | None
     repeat: int = 1
+    overrides: tuple[str, ...] = ()   # this cell's own --set items, after the sweep's
+    tag: str = ""                     # names a cell whose overrides set it apart from the engine's others
 
 
 @dataclass
@@ -98,7 +100,7 @@ def sweep_dir_for(results_root: Path, kind: str, label: str, spec: dict) -> Path
 # ---- cells -----------------------------------------------------------------------------------------
 
 def cell_name(cell: Cell, plan: RunPlan, repeats: int) -> str:
-    name = f"{cell.engine}-{cell.mem or 'nolimit'}-s{plan.scale:g}"
+    name = f"{cell.engine}{'-' + cell.tag if cell.tag else ''}-{cell.mem or 'nolimit'}-s{plan.scale:g}"
     return f"{name}-r{cell.repeat}" if repeats > 1 else name
 
 
@@ -109,7 +111,7 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
     data_root = Path(opts.data_root).resolve() / root.name
     for c in cells:
         plan = resolve_plan(c.scenario, c.engine, profile=opts.profile, scale=c.scale, duration_s=opts.duration_s,
-                            mem=c.mem, keep_data=opts.keep_data, overrides=list(opts.overrides),
+                            mem=c.mem, keep_data=opts.keep_data, overrides=[*opts.overrides, *c.overrides],
                             thresholds=list(opts.thresholds) if opts.thresholds is not None else None,
                             early_abort=opts.early_abort)
         runtime, _ = choose_runtime(opts.runtime, plan)

@@ -4,14 +4,17 @@ limit ends it. Each step's cells are sweep cells (resumable the same way); verdi
 every cell with each threshold's measured value, and the decision."""
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.results import CellRecord, Verdict, VerdictFile, VerdictStep, write_json
-from harness.scenario.decision import DECISION_FILE, DecisionTree, Step, load_decision
+from harness.results import (CellRecord, ControlRun, LibraryVersion, Verdict, VerdictFile, VerdictStep, load_result,
+                             write_json)
+from harness.scenario.decision import DECISION_FILE, DecisionTree, Step, as_overrides, load_decision
+from harness.versions import probe
 from harness.scenario.load import load_scenario, resolve_path
 from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
 
@@ -50,17 +53,33 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
           file=sys.stderr, flush=True)
     steps: list[VerdictStep] = []
     all_records: list[CellRecord] = []
+
+    def cells_of(engine: str, settings: dict, tag: str = "") -> list[CellRecord]:
+        """Every criterion's cells for one engine with its settings, at every limit and repeat."""
+        records = []
+        for crit in tree.criteria:
+            cells = [Cell(crit.scenario, engine, m, scale, r, as_overrides(engine, settings), tag)
+                     for m in mems for r in range(1, repeats + 1)]
+            runs = plan_cells(cells, replace(opts, thresholds=tuple(crit.thresholds)), root, repeats)
+            done = run_cells(runs, root / f"cells-{engine}{'-' + tag if tag else ''}-{crit.scenario}.json", meta)
+            records += [c.model_copy(update={"criterion": crit.name, "measure_s": runs[0].plan.phases.measure_s})
+                        for c in done.cells]
+        all_records.extend(records)
+        return records
+
     try:
-        for step in tree.steps:
-            records = []
-            for crit in tree.criteria:
-                cells = [Cell(crit.scenario, step.engine, m, scale, r) for m in mems for r in range(1, repeats + 1)]
-                runs = plan_cells(cells, replace(opts, thresholds=tuple(crit.thresholds)), root, repeats)
-                done = run_cells(runs, root / f"cells-{step.engine}-{crit.scenario}.json", meta)
-                records += [c.model_copy(update={"criterion": crit.name, "measure_s": runs[0].plan.phases.measure_s})
-                            for c in done.cells]
-            all_records += records
-            steps.append(_judge(step, records))
+        for i, step in enumerate(tree.steps):
+            judged = _judge(step, cells_of(step.engine, step.set))
+            before = tree.steps[i - 1] if i else None
+            if step.control and judged.passed and steps and not steps[-1].passed:
+                settings = {**before.set, **step.control.set}
+                print(f"[verdict] {step.engine} passed where {before.engine} failed: control, {before.engine} "
+                      f"with {step.control.set} ({step.control.why})", file=sys.stderr, flush=True)
+                ctl = _judge(before, cells_of(before.engine, settings, _tag(step.control.set)))
+                judged = judged.model_copy(update={"control": ControlRun(
+                    engine=before.engine, set=settings, why=step.control.why, passed=ctl.passed,
+                    outcome=ctl.outcome, errors=ctl.errors, cells=ctl.cells)})
+            steps.append(judged)
             out = out.model_copy(update={"steps": steps, "caveats": caveats(tree, all_records),
                                          "updated_utc": utc_now()})
             write_json(root / "verdict.json", out)
@@ -71,10 +90,16 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
     winner = next((s for s in steps if s.passed), None)
+    if tree.compare_versions:
+        table = library_versions(tree, steps, root)
+        steps = [s.model_copy(update={"version_note": version_note(tree, i, table)}) for i, s in enumerate(steps)]
+        notes = [n for n in (version_note(tree, i, table) for i in range(len(tree.steps))) if n]
+        out = out.model_copy(update={"versions_of": tree.compare_versions.of, "library_versions": table,
+                                     "version_notes": notes, "steps": steps})
     out = out.model_copy(update={
         "verdict": Verdict(engine=winner.engine if winner else None,
                            decision=winner.decision if winner else tree.otherwise,
-                           path=[f"{s.engine}: {s.outcome}" for s in steps]),
+                           path=[f"{s.engine}: {s.outcome}" for s in steps], note=_control_note(winner)),
         "caveats": caveats(tree, all_records), "updated_utc": utc_now()})
     write_json(root / "verdict.json", out)
     from harness.report import write_report
@@ -84,6 +109,77 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     print(root / "verdict.json")
     print(html)
     return 0 if winner else 1
+
+
+def _tag(settings: dict) -> str:
+    return "-".join(str(v) for v in settings.values()).lower().replace("_", "-")
+
+
+def _control_note(winner: VerdictStep | None) -> str | None:
+    c = winner.control if winner else None
+    if c is None:
+        return None
+    if c.passed:
+        return (f"{c.engine} with {_settings_text(c.set)} also passed the same cells: the change alone would have "
+                f"done, so moving to {winner.engine} is not what made the difference")
+    return f"{c.engine} with {_settings_text(c.set)} did not pass the same cells ({c.outcome}): {winner.engine} did"
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "its defaults"
+
+
+def library_versions(tree: DecisionTree, steps: list[VerdictStep], root: Path) -> list[LibraryVersion]:
+    """compare_versions' engines side by side: as measured where a step (or control) ran them, else as
+    installed here (harness.versions), each with the settings the tree gives it (a control's too)."""
+    of = tree.compare_versions.of
+    wanted: list[tuple[str, dict]] = []
+    for i, s in enumerate(tree.steps):
+        if s.engine in tree.compare_versions.engines:
+            wanted.append((s.engine, s.set))
+        if s.control and i:
+            wanted.append((tree.steps[i - 1].engine, {**tree.steps[i - 1].set, **s.control.set}))
+    wanted += [(e, {}) for e in tree.compare_versions.engines if e not in {w[0] for w in wanted}]
+    ran = {}
+    for s in steps:
+        for engine, settings, cells in ((s.engine, s.set, s.cells),
+                                        *(((s.control.engine, s.control.set, s.control.cells),) if s.control else ())):
+            for c in cells:
+                r = load_result(root / c.scenario / c.dir / "result.json") if c.state == "complete" else None
+                if r is not None and r.engine_library:
+                    ran.setdefault((engine, json.dumps(settings, sort_keys=True)), r)
+    out = []
+    for engine, settings in wanted:
+        r = ran.get((engine, json.dumps(settings, sort_keys=True)))
+        if r is not None:
+            out.append(LibraryVersion(engine=engine, set=settings, library=r.engine_library, driver=r.engine_driver,
+                                      version=r.engine_related_versions.get(of), source="measured"))
+            continue
+        try:
+            p = probe(engine, settings)
+        except ConfigError as e:
+            print(f"[verdict] {e}", file=sys.stderr)
+            continue
+        out.append(LibraryVersion(engine=engine, set=settings, library=p["library"], driver=p["driver"],
+                                  version=p["related"].get(of), source="installed"))
+    return out
+
+
+def version_note(tree: DecisionTree, i: int, table: list[LibraryVersion]) -> str | None:
+    """Between two consecutive steps of compare_versions' engines: did they run the same library?"""
+    if i == 0:
+        return None
+    a, b = tree.steps[i - 1], tree.steps[i]
+    of = tree.compare_versions.of
+    find = lambda s: next((v for v in table if v.engine == s.engine and v.set == s.set), None)  # noqa: E731
+    va, vb = find(a), find(b)
+    if va is None or vb is None or va.version is None or vb.version is None:
+        return None
+    if va.version == vb.version:
+        return (f"{b.engine} runs {of} {vb.version}, as {a.engine} did ({va.driver}): the same {of}, so this step "
+                f"measures {b.engine} itself, not a {of} upgrade")
+    return (f"{a.engine} ran {of} {va.version} ({va.driver}), {b.engine} runs {of} {vb.version} ({vb.driver}): "
+            f"a difference between them may be {of}'s own, not {b.engine}'s; the control (if any) tells")
 
 
 def _judge(step: Step, records: list[CellRecord]) -> VerdictStep:
@@ -96,7 +192,7 @@ def _judge(step: Step, records: list[CellRecord]) -> VerdictStep:
     outcome = "passed" if passed else ("error" if errors and all(s not in ("failed", "oom") for s in statuses)
                                        else "failed")
     return VerdictStep(engine=step.engine, decision=step.decision, passed=passed, outcome=outcome, errors=errors,
-                       cells=records)
+                       cells=records, set=step.set)
 
 
 def _default_profile(tree: DecisionTree) -> str:

@@ -17,10 +17,11 @@ class CellData:
     run_dir: Path
     result: RunResult
     repeat: int = 1
+    build: str = ""          # set when one report holds one engine at two library builds (a control)
 
     @property
     def engine(self) -> str:
-        return self.result.engine
+        return f"{self.result.engine} ({self.build})" if self.build else self.result.engine
 
     @property
     def scenario(self) -> str:
@@ -107,14 +108,28 @@ def _cells_from(root: Path, records: list[CellRecord]) -> list[CellData]:
     return out
 
 
+def _name_builds(cells: list[CellData]) -> list[CellData]:
+    """An engine that ran at more than one library build (a verdict's control) is shown by build."""
+    by_engine: dict[str, set] = {}
+    for c in cells:
+        by_engine.setdefault(c.result.engine, set()).add(c.result.engine_version)
+    for c in cells:
+        versions = by_engine[c.result.engine]
+        if len(versions) > 1:
+            libraries = {x.result.engine_library for x in cells if x.result.engine == c.result.engine}
+            c.build = (c.result.engine_library if len(libraries) > 1 else c.result.engine_version) or "?"
+    return cells
+
+
 def collect(path: Path) -> ReportData:
     path = path.resolve()
     if not path.is_dir():
         raise ConfigError(f"RUN={path}: not a directory; give a run, sweep or verdict directory under results/")
     if (v := load_verdict(path / "verdict.json")) is not None:
-        return ReportData("verdict", path, v, _cells_from(path, [c for s in v.steps for c in s.cells]))
+        records = [c for s in v.steps for c in (*s.cells, *(s.control.cells if s.control else ()))]
+        return ReportData("verdict", path, v, _name_builds(_cells_from(path, records)))
     if (s := load_sweep(path / "sweep.json")) is not None:
-        return ReportData("sweep", path, s, _cells_from(path, [c for c in s.cells if c.state == "complete"]))
+        return ReportData("sweep", path, s, _name_builds(_cells_from(path, [c for c in s.cells if c.state == "complete"])))
     if (r := load_result(path / "result.json")) is not None:
         return ReportData("run", path, None, [CellData(path, r)])
     raise ConfigError(f"RUN={path}: holds no verdict.json, sweep.json or result.json")

@@ -43,7 +43,7 @@ def verdict_blocks(meta) -> list[Block]:
     v = meta.verdict
     if not v:
         return [Block("alarm", "the walk did not finish; run the same make verdict again to resume it.")]
-    out = [Block("verdict", f"Verdict: {v.decision}"),
+    out = [Block("verdict", f"Verdict: {v.decision}"), *([Block("alarm", v.note)] if v.note else []),
            Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)}, "
                       f"{meta.repeats} run(s) per cell. An engine passes when every threshold of every "
                       "criterion holds at every memory limit, with integrity intact."),
@@ -54,11 +54,36 @@ def verdict_blocks(meta) -> list[Block]:
                    for c in step.cells for t in c.thresholds if not t.passed]
         dead = [f"{c.scenario} @ {c.mem}: {c.status}" + (f" ({c.error})" if c.error else "")
                 for c in step.cells if c.status not in ("passed", "failed")]
-        out.append(Block("p", f"{step.engine}: {step.outcome.upper()}"
+        out.append(Block("p", f"{step.engine}{_with(step.set)}: {step.outcome.upper()}"
                               + (f" → {step.decision}" if step.passed else "")))
         if failing or dead:
             out.append(Block("list", items=dead + failing))
-    return out
+        if step.version_note:
+            out.append(Block("p", step.version_note + "."))
+        if step.control:
+            c = step.control
+            out.append(Block("p", f"Control ({c.why}): {c.engine}{_with(c.set)} on the same cells: "
+                                  f"{c.outcome.upper()}."))
+            out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
+                                            for x in c.cells]))
+    return out + library_versions_blocks(meta)
+
+
+def _with(settings: dict) -> str:
+    return f" with {', '.join(f'{k}={v}' for k, v in settings.items())}" if settings else ""
+
+
+def library_versions_blocks(meta) -> list[Block]:
+    """compare_versions' engines side by side: the library each ran (or would run) and where that is from."""
+    if not meta.library_versions:
+        return []
+    of = meta.versions_of
+    rows = [[v.engine + _with(v.set), v.version or "-", v.library, v.driver,
+             "measured in this verdict" if v.source == "measured" else "installed here, not run"]
+            for v in meta.library_versions]
+    return [Block("h2", f"The {of} each engine runs"),
+            Block("table", headers=["engine", of, "library", "driver", "from"], rows=rows),
+            *([Block("list", items=[n + "." for n in meta.version_notes])] if meta.version_notes else [])]
 
 
 def _thresholds_text(c: CellData) -> str:

@@ -2,10 +2,12 @@
 (one-line errors naming the file and the field). harness/verdict.py walks it."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any, Optional
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness import registry
 from harness.errors import ConfigError
@@ -37,16 +39,57 @@ class Criterion(Strict):
         return v
 
 
+def _known_engine(v: str) -> str:
+    if v not in registry.names():
+        raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(registry.names())}")
+    return v
+
+
+def _check_settings(engine: str, settings: dict) -> None:
+    try:
+        registry.settings_model(engine)(**settings)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise ValueError(f"set.{'.'.join(map(str, err['loc']))}: {err['msg']} (engines.{engine})") from None
+
+
+def as_overrides(engine: str, settings: dict) -> tuple[str, ...]:
+    """Settings as --set items: engines.<engine>.<key>=<value>."""
+    return tuple(f"engines.{engine}.{k}={json.dumps(v)}" for k, v in settings.items())
+
+
+class Control(Strict):
+    """Run when a step passes where the step before it failed: that earlier engine again, on the same
+    cells, changed only by `set`, so the report tells what the step's engine did from what the change
+    alone would have done (libSQL against SQLite at the newest SQLite)."""
+    set: dict[str, Any] = Field(min_length=1)
+    why: str
+
+
 class Step(Strict):
     engine: str
     decision: str
+    set: dict[str, Any] = {}           # this step's settings for its engine, beside the scenario's
+    control: Optional[Control] = None
 
-    @field_validator("engine")
+    _engine = field_validator("engine")(_known_engine)
+
+    @model_validator(mode="after")
+    def _settings(self) -> "Step":
+        _check_settings(self.engine, self.set)
+        return self
+
+
+class CompareVersions(Strict):
+    """Engines whose library version of one kind (a key of each result's engine_related_versions) the
+    report puts side by side; a step between two of them says whether they matched."""
+    of: str
+    engines: list[str] = Field(min_length=2)
+
+    @field_validator("engines")
     @classmethod
-    def _engine(cls, v: str) -> str:
-        if v not in registry.names():
-            raise ValueError(f"unknown engine {v!r}; allowed: {', '.join(registry.names())}")
-        return v
+    def _engines(cls, v: list[str]) -> list[str]:
+        return [_known_engine(e) for e in v]
 
 
 class DecisionTree(Strict):
@@ -55,6 +98,21 @@ class DecisionTree(Strict):
     otherwise: str
     criteria: list[Criterion] = Field(min_length=1)
     mems: dict[str, list[str]] = {}
+    compare_versions: Optional[CompareVersions] = None
+
+    @model_validator(mode="after")
+    def _controls(self) -> "DecisionTree":
+        for i, step in enumerate(self.steps):
+            if step.control is None:
+                continue
+            if i == 0:
+                raise ValueError(f"steps.0.control: the first step has no step before it to control")
+            before = self.steps[i - 1]
+            try:
+                _check_settings(before.engine, {**before.set, **step.control.set})
+            except ValueError as e:
+                raise ValueError(f"steps.{i}.control.{e}") from None
+        return self
 
 
 def load_decision(path: Path = DECISION_FILE) -> DecisionTree:

@@ -124,7 +124,7 @@ def run_verdict(tmp_path: Path, decision: Path, *extra: str) -> tuple[subprocess
 def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"]))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert v["verdict"] == {"engine": "sqlite", "decision": "use sqlite", "path": ["sqlite: passed"]}
+    assert v["verdict"] == {"engine": "sqlite", "decision": "use sqlite", "path": ["sqlite: passed"], "note": None}
     assert [s["engine"] for s in v["steps"]] == ["sqlite"]
     cell = v["steps"][0]["cells"][0]
     assert cell["mem_limit_bytes"] == 384 << 20 and cell["thresholds"][0]["value"] < 60000
@@ -146,6 +146,40 @@ def test_verdict_walks_every_engine_to_otherwise_with_early_abort(tmp_path):
         cell = step["cells"][0]
         assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
         assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
+
+
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_a_step_that_passes_where_the_one_before_failed_gets_its_control(tmp_path):
+    """sqlite is made to fail (no autocheckpoint: its WAL grows past the threshold), libsql passes; the
+    control reruns sqlite at the newest SQLite with the failure's cause undone, so it passes too, and the
+    verdict must say that the change alone would have done. The SQLite versions sit side by side."""
+    path = write_decision(tmp_path, "control", ["max(wal_bytes) < 64MB"], engines=("sqlite", "libsql"))
+    tree = json.loads(path.read_text())
+    tree["steps"][0]["set"] = {"wal_autocheckpoint": 0}
+    tree["steps"][1]["control"] = {"set": {"library": "apsw-newest", "wal_autocheckpoint": 1000},
+                                   "why": "would a newer SQLite, checkpointing, have done?"}
+    tree["compare_versions"] = {"of": "sqlite", "engines": ["sqlite", "libsql", "turso"]}
+    path.write_text(json.dumps(tree))
+    p, v = run_verdict(tmp_path, path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    sqlite_step, libsql_step = v["steps"]
+    assert sqlite_step["outcome"] == "failed" and sqlite_step["set"] == {"wal_autocheckpoint": 0}
+    assert libsql_step["passed"] and v["verdict"]["engine"] == "libsql"
+    control = libsql_step["control"]
+    assert control["engine"] == "sqlite" and control["passed"]
+    assert control["set"] == {"wal_autocheckpoint": 1000, "library": "apsw-newest"}
+    assert control["cells"][0]["dir"].startswith("sqlite-apsw-newest-1000-")
+    assert "also passed the same cells" in v["verdict"]["note"]
+    versions = {(x["engine"], x["set"].get("library", "apsw")): x for x in v["library_versions"]}
+    assert versions[("sqlite", "apsw")]["version"] == versions[("libsql", "apsw")]["version"]
+    assert versions[("sqlite", "apsw-newest")]["source"] == "measured"
+    assert versions[("sqlite", "apsw-newest")]["driver"].startswith("APSW 3.5")
+    assert versions[("turso", "apsw")]["source"] == "installed"
+    assert "the same sqlite, so this step measures libsql itself" in libsql_step["version_note"]
+    report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
+    assert "## The sqlite each engine runs" in report and "Control (would a newer SQLite" in report
+    assert f"| sqlite ({versions[('sqlite', 'apsw-newest')]['library']}) |" in report, "control cells shown by build"
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 the field path and what is allowed."""
 from pathlib import Path
 
+import re
 import pytest
 
 from harness.errors import ConfigError
@@ -141,3 +142,25 @@ def test_checkpoint_mode_checked_against_engine(tmp_path):
     p = write(tmp_path, GOOD + "checkpoint: {every_blocks: 5, mode: TRUNCATE}\n")
     with pytest.raises(ConfigError, match="TRUNCATE is not supported by postgres; allowed: FULL"):
         resolve_plan(str(p), "postgres", results_root=tmp_path)
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda t: t["steps"][0].update(control={"set": {"library": "stdlib"}, "why": "x"}),
+     r"steps\.0\.control: the first step has no step before it"),
+    (lambda t: t["steps"][1].update(control={"set": {"library": "sqlite4"}, "why": "x"}),
+     r"steps\.1\.control\.set\.library: Input should be 'apsw', 'stdlib' or 'apsw-newest' \(engines\.sqlite\)"),
+    (lambda t: t["steps"][0].update(set={"cache_sise": 1}), r"steps\.0: .*set\.cache_sise: Extra inputs"),
+    (lambda t: t.update(compare_versions={"of": "sqlite", "engines": ["sqlite", "mysql"]}),
+     r"compare_versions\.engines: .*unknown engine 'mysql'"),
+])
+def test_a_bad_decision_tree_names_the_file_and_the_field(tmp_path, change, expected):
+    import yaml
+    from harness.scenario.decision import DECISION_FILE, load_decision
+    tree = yaml.safe_load(DECISION_FILE.read_text())
+    change(tree)
+    path = tmp_path / "decision.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    with pytest.raises(ConfigError) as e:
+        load_decision(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    assert re.search(expected, str(e.value)), str(e.value)
