@@ -9,6 +9,8 @@ from harness import registry
 
 
 class Loop:
+    adapter_prepare = True      # bench-overhead converts its blocks with the adapter's prepare_block first
+
     def __init__(self, data_dir: Path, settings: dict, variant: str):
         data_dir.mkdir(parents=True, exist_ok=True)
         self.c = duckdb.connect(str(data_dir / "loop.duckdb"), config=connect_config(settings))

@@ -11,6 +11,8 @@ from harness import registry
 
 
 class Loop:
+    adapter_prepare = True      # bench-overhead converts its blocks with the adapter's prepare_block first
+
     def __init__(self, data_dir: Path, settings: dict, variant: str):
         s = Settings.model_validate(settings)
         self.server = PostgresServer(data_dir, s.server_conf(), s.bin_dir, s.os_user)

@@ -1,8 +1,8 @@
 """Scenario validation: bad files are rejected before anything runs, with one line naming the file,
 the field path and what is allowed."""
+import re
 from pathlib import Path
 
-import re
 import pytest
 
 from harness.errors import ConfigError
