@@ -1,6 +1,8 @@
 """`make verdict`: walk scenarios/decision.yaml (SQLite → libSQL → Postgres → DuckDB → revisit) against its
 criteria, running only what the walk needs: the first engine that meets every criterion at every memory
-limit ends it. Each step's cells are sweep cells (resumable the same way); verdict.json records, per step,
+limit ends it. A step that passes where the one before failed runs that step's control, when it has one
+(the earlier engine again, changed only by the control's settings); compare_versions' engines get their
+library versions side by side. Each step's cells are sweep cells (resumable the same way); verdict.json records, per step,
 every cell with each threshold's measured value, and the decision."""
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import (CellRecord, ControlRun, LibraryVersion, Verdict, VerdictFile, VerdictStep, load_result,
                              write_json)
 from harness.scenario.decision import DECISION_FILE, DecisionTree, Step, as_overrides, load_decision
-from harness.versions import probe
 from harness.scenario.load import load_scenario, resolve_path
 from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
+from harness.versions import probe
 
 
 def caveats(tree: DecisionTree, records: list[CellRecord]) -> list[str]:
@@ -70,8 +72,8 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     try:
         for i, step in enumerate(tree.steps):
             judged = _judge(step, cells_of(step.engine, step.set))
-            before = tree.steps[i - 1] if i else None
-            if step.control and judged.passed and steps and not steps[-1].passed:
+            if step.control and judged.passed:      # the walk reached it: the step before failed
+                before = tree.steps[i - 1]
                 settings = {**before.set, **step.control.set}
                 print(f"[verdict] {step.engine} passed where {before.engine} failed: control, {before.engine} "
                       f"with {step.control.set} ({step.control.why})", file=sys.stderr, flush=True)
@@ -140,6 +142,7 @@ def library_versions(tree: DecisionTree, steps: list[VerdictStep], root: Path) -
         if s.control and i:
             wanted.append((tree.steps[i - 1].engine, {**tree.steps[i - 1].set, **s.control.set}))
     wanted += [(e, {}) for e in tree.compare_versions.engines if e not in {w[0] for w in wanted}]
+    wanted = list({(e, json.dumps(s, sort_keys=True)): (e, s) for e, s in wanted}.values())
     ran = {}
     for s in steps:
         for engine, settings, cells in ((s.engine, s.set, s.cells),

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results import RESULT_VERSION
 from tests.conftest import ROOT, can_use_cgroups, harness_cmd
 
 
@@ -25,14 +26,17 @@ def run_scenario(tmp_path, *extra, timeout=120) -> tuple[int, dict, Path, str]:
 @pytest.mark.slow
 def test_reorg_smoke_run(tmp_path):
     rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "reorg", "--profile", "smoke", "--duration", "4")
-    assert r["version"] == 2 and r["engine"] == "sqlite" and r["scenario"] == "reorg"
+    assert r["version"] == RESULT_VERSION and r["engine"] == "sqlite" and r["scenario"] == "reorg"
     assert r["integrity"]["ok"] is True and r["integrity"]["expected"] == r["integrity"]["actual"]
     c = r["metrics"]["commit_latency_ms"]
     assert c["count"] > 20 and 0 < c["p50"] <= c["p99"] <= c["max"]
     assert r["status"] in ("passed", "failed") and rc == {"passed": 0, "failed": 1}[r["status"]]
     assert all(t["value"] is not None for t in r["thresholds"])
     assert r["environment"]["fsync_floor"]["samples"] > 0 and r["engine_library"].startswith("SQLite ")
-    assert r["engine_driver"].startswith("Python ") and r["engine_settings"]["wal_autocheckpoint"] == 1000
+    assert r["engine_driver"].startswith("APSW ") and r["engine_settings"]["wal_autocheckpoint"] == 1000
+    ec = r["metrics"]["engine_counters"]      # SQLite's own page cache counters, over the measured phase
+    assert ec["measured"]["page_cache_hits"] > 0 and 0 < ec["page_cache_hit_ratio"] <= 1
+    assert ec["at_end"]["page_cache_used_bytes"] > 0
     assert r["metrics"]["bloat_ratio"] > 0 and r["metrics"]["rows_per_s"] > 0
     for f in ("commit.hlog", "timeseries.csv", "blocks.csv", "plan.yaml"):
         assert (run_dir / f).stat().st_size > 0, f
