@@ -2,8 +2,8 @@
 criteria, running only what the walk needs: the first engine that meets every criterion at every memory
 limit ends it. A step that passes where the one before failed runs that step's control, when it has one
 (the earlier engine again, changed only by the control's settings); compare_versions' engines get their
-library versions side by side. Each step's cells are sweep cells (resumable the same way); verdict.json records, per step,
-every cell with each threshold's measured value, and the decision."""
+library versions side by side. Each step's cells are sweep cells (resumable the same way); verdict.json
+records, per step, every cell with each threshold's measured value, and the decision."""
 from __future__ import annotations
 
 import json

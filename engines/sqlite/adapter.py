@@ -104,8 +104,9 @@ class SQLiteEngine(EngineBase):
         """The manual checkpoints' answers, and SQLite's page cache counters of the writer's connection
         where the binding exposes them (APSW; bindings.py says what each one is)."""
         status = self.status(self.conn, self.settings)
-        return EngineCounters(counters={**self._manual, **{k: status[k] for k in bindings.COUNTER_NAMES if k in status}},
-                              gauges={k: v for k, v in status.items() if k not in bindings.COUNTER_NAMES})
+        counts = {k: v for k, v in status.items() if k in bindings.COUNTER_NAMES}
+        return EngineCounters(counters={**self._manual, **counts},
+                              gauges={k: v for k, v in status.items() if k not in counts})
 
     def settle(self) -> None:
         self.checkpoint(SETTLE_CHECKPOINT)

@@ -129,7 +129,8 @@ def collect(path: Path) -> ReportData:
         records = [c for s in v.steps for c in (*s.cells, *(s.control.cells if s.control else ()))]
         return ReportData("verdict", path, v, _name_builds(_cells_from(path, records)))
     if (s := load_sweep(path / "sweep.json")) is not None:
-        return ReportData("sweep", path, s, _name_builds(_cells_from(path, [c for c in s.cells if c.state == "complete"])))
+        done = [c for c in s.cells if c.state == "complete"]
+        return ReportData("sweep", path, s, _name_builds(_cells_from(path, done)))
     if (r := load_result(path / "result.json")) is not None:
         return ReportData("run", path, None, [CellData(path, r)])
     raise ConfigError(f"RUN={path}: holds no verdict.json, sweep.json or result.json")

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine_api import EngineInfo
-from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, Metrics, RunResult, Spool, ThresholdResult,
-                             load_result, read_json, write_json)
+from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, Metrics, RunResult,
+                             Spool, ThresholdResult, load_result, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.state import RunState
 from harness.scenario.thresholds import NotEvaluable
