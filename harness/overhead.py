@@ -63,17 +63,20 @@ def _load_blocks(gen: BlockGenerator, plan: RunPlan):
     return gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
 
 
-def timed_blocks(plan: RunPlan, n: int, prepare) -> tuple[collections.deque, BlockGenerator, float]:
+def timed_blocks(plan: RunPlan, n: int, prepare, adapter_prepare) -> tuple[collections.deque, BlockGenerator, float]:
     """The first n blocks after the load as (rows, prepare(block)), from a generator with the same seed
     that replays the load (generation only) to reach the same model state; it is returned to build any
-    refill. Also the seconds prepare took in all."""
+    refill. Also adapter_prepare's milliseconds per block, timed on up to PREPARE_SAMPLE_BLOCKS of them."""
     gen = BlockGenerator(plan.workload_spec())
     for _ in _load_blocks(gen, plan):
         pass
     raw = [gen.next_block() for _ in range(n)]
+    sample = raw[:PREPARE_SAMPLE_BLOCKS]
     t0 = time.perf_counter()
-    blocks = collections.deque(_prepared(b, prepare) for b in raw)
-    return blocks, gen, time.perf_counter() - t0
+    for b in sample:
+        adapter_prepare(b)
+    prepare_ms = 1000 * (time.perf_counter() - t0) / max(1, len(sample))
+    return collections.deque(_prepared(b, prepare) for b in raw), gen, prepare_ms
 
 
 def _prepared(b, prepare) -> tuple[int, object]:
@@ -100,8 +103,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
             loop.apply(prepare(b))
         loop.settle()       # as the runner's engine.settle(): the same SQL
         # built after the settle, as the runner spools them (a longer pause: the load is replayed first)
-        blocks, gen_after, _ = timed_blocks(plan, n, prepare)
-        _, _, adapter_prepare_s = timed_blocks(plan, min(n, PREPARE_SAMPLE_BLOCKS), adapter_prepare)
+        blocks, gen_after, prepare_ms = timed_blocks(plan, n, prepare, adapter_prepare)
         rows = applied = refills = 0
         apply_s = 0.0
         # As in the runner: no collection pause over the pre-built blocks' heap inside a timed apply.
@@ -131,7 +133,7 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
             "rows_per_s": round(rows / apply_s, 1) if apply_s else None,
             "prebuilt_blocks": n, "refills": refills, "adapter_prepare": loop_cls.adapter_prepare,
             # the adapter's prepare_block per block: feed CPU, outside MEM and off the clock in the harness
-            "prepare_ms_per_block": round(1000 * adapter_prepare_s / min(n, PREPARE_SAMPLE_BLOCKS), 3)}
+            "prepare_ms_per_block": round(prepare_ms, 3)}
 
 
 def harness_side(plan: RunPlan) -> dict:

@@ -15,14 +15,13 @@ import yaml
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.scenario.decision import as_overrides
 
 PROBE_TIMEOUT_S = 60
 
 
 def probe(engine: str, settings: dict) -> dict:
     """EngineInfo of `engine` with `settings`, in a fresh process: {library, driver, related, settings}."""
-    items = [o.split(".", 2)[2] for o in as_overrides(engine, settings)]
+    items = [f"{k}={json.dumps(v)}" for k, v in settings.items()]
     out = subprocess.run([sys.executable, "-m", "harness.versions", engine, *items], capture_output=True,
                          text=True, timeout=PROBE_TIMEOUT_S)
     if out.returncode != 0:

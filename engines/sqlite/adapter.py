@@ -3,7 +3,6 @@ default, or the stdlib sqlite3): one transaction per block through harness.sql.w
 per statement), every PRAGMA of the scenario applied, all of them read back for the result."""
 from __future__ import annotations
 
-import functools
 import os
 import struct
 import threading
@@ -197,12 +196,7 @@ class SQLiteEngine(EngineBase):
 
 
 def _binding(settings: Mapping[str, object]):
-    return _bindings(str(settings.get("library", bindings.DEFAULT)))
-
-
-@functools.cache
-def _bindings(library: str):
-    return bindings.binding(library)
+    return bindings.binding(str(settings.get("library", bindings.DEFAULT)))
 
 
 def _size(path: Path) -> int:

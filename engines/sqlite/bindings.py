@@ -9,6 +9,7 @@ Both hand the adapter a connection with the DB-API calls harness.sql.write_block
 executemany, in_transaction, executescript, close). Only APSW exposes SQLite's status counters."""
 from __future__ import annotations
 
+import functools
 import platform
 import sqlite3
 import sys
@@ -66,6 +67,7 @@ class APSW:
 COUNTER_NAMES = tuple(_COUNTERS)     # monotone: the runner records their measured-phase increase
 
 
+@functools.cache          # one per library and process: the adapter asks on every connect
 def binding(library: str) -> Stdlib | APSW:
     return Stdlib() if library == "stdlib" else APSW(library)
 

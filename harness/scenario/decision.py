@@ -106,7 +106,7 @@ class DecisionTree(Strict):
             if step.control is None:
                 continue
             if i == 0:
-                raise ValueError(f"steps.0.control: the first step has no step before it to control")
+                raise ValueError("steps.0.control: the first step has no step before it to control")
             before = self.steps[i - 1]
             try:
                 _check_settings(before.engine, {**before.set, **step.control.set})
