@@ -3,6 +3,7 @@ Additive, so the model updates it per row as blocks are generated, and an engine
 same value whatever order rows come back in."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -45,6 +46,35 @@ def row_hash_nbytes(row: tuple) -> tuple[int, int]:
     return int.from_bytes(hashlib.blake2b(b"".join(parts), digest_size=16).digest(), "big"), nbytes
 
 
+def row_hasher(types: tuple[str, ...]):
+    """row_hash_nbytes specialised for rows of known logical types (schema.LOGICAL_TYPES): the same bytes
+    hashed in one formatting call instead of a loop over values, about 3x faster. The model and a state
+    build hash every row they generate with it; an engine's rows (whose types vary by driver) go through
+    row_hash_nbytes."""
+    fmt, args, sizes = [], [], []
+    for i, t in enumerate(types):
+        if t == "int64":
+            fmt.append("I%d;")
+            args.append(f"r[{i}]")
+            sizes.append("8")
+        elif t == "bytes":
+            fmt.append("B%d:%b")
+            args += [f"len(r[{i}])", f"r[{i}]"]
+            sizes.append(f"len(r[{i}])")
+        elif t == "text":
+            fmt.append("S%d:%b")
+            args += [f"len(e{i})", f"e{i}"]
+            sizes.append(f"len(r[{i}])")
+        else:
+            raise ValueError(f"unknown logical type {t!r}")
+    encodes = "".join(f"    e{i} = r[{i}].encode()\n" for i, t in enumerate(types) if t == "text")
+    src = (f"def h(r):\n{encodes}    return (int.from_bytes(blake2b(b'{''.join(fmt)}' % ({', '.join(args)},), "
+           f"digest_size=16).digest(), 'big'), {' + '.join(sizes)})\n")
+    scope = {"blake2b": hashlib.blake2b}
+    exec(src, scope)        # generated from the types alone: no input reaches it
+    return scope["h"]
+
+
 def row_hash(row: tuple) -> int:
     return row_hash_nbytes(row)[0]
 
@@ -54,18 +84,25 @@ class TableDigest:
     total: int = 0
     count: int = 0
     nbytes: int = 0
+    hasher: object = field(default=row_hash_nbytes, repr=False, compare=False)
 
     def add(self, row: tuple) -> None:
-        h, n = row_hash_nbytes(row)
+        h, n = self.hasher(row)
         self.total = (self.total + h) % _MOD
         self.count += 1
         self.nbytes += n
 
     def remove(self, row: tuple) -> None:
-        h, n = row_hash_nbytes(row)
+        h, n = self.hasher(row)
         self.total = (self.total - h) % _MOD
         self.count -= 1
         self.nbytes -= n
+
+    def merge(self, total: int, count: int, nbytes: int) -> None:
+        """Add another set of rows' digest (their hash sum, count and logical bytes)."""
+        self.total = (self.total + total) % _MOD
+        self.count += count
+        self.nbytes += nbytes
 
     def hexdigest(self) -> str:
         return f"{self.count}:{self.total:032x}"
@@ -74,9 +111,13 @@ class TableDigest:
 @dataclass
 class StateDigest:
     tables: dict[str, TableDigest] = field(default_factory=dict)
+    variant: str | None = None        # rows of the workload's schema: hashed by row_hasher
 
     def table(self, name: str) -> TableDigest:
-        return self.tables.setdefault(name, TableDigest())
+        d = self.tables.get(name)
+        if d is None:
+            d = self.tables[name] = TableDigest(hasher=table_hasher(self.variant, name) if self.variant else row_hash_nbytes)
+        return d
 
     @property
     def logical_bytes(self) -> int:
@@ -84,6 +125,12 @@ class StateDigest:
 
     def as_dict(self) -> dict[str, str]:
         return {name: d.hexdigest() for name, d in sorted(self.tables.items())}
+
+
+@functools.cache
+def table_hasher(variant: str, table: str):
+    from harness.workload import schema
+    return row_hasher(tuple(c.type for c in schema.table(variant, table).columns))
 
 
 def digest_rows(tables: dict[str, "object"]) -> dict[str, str]:

@@ -58,6 +58,21 @@ class BlockGenerator:
                 made += 1
             yield block
 
+    def load_model(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> None:
+        """The model as load_blocks(...) leaves it, with the same draws in the same order, but no row built
+        and no digest taken: a state build (harness/state) generates the rows apart, sorted, and sets the
+        digest from them."""
+        m = self.model
+        per_block = max(1, batch_rows // self.shape.rows_per_entity)
+        first = self.block_number
+        load_end = first + -(-entities // per_block)
+        for made in range(entities):
+            number = first + 1 + made // per_block
+            btl = LONG_LIVED_BTL if m.rng.random() < m.long_lived_fraction else \
+                load_end + m.rng.randint(1, max(1, expiry_spread_blocks)) - number
+            m._track(m.new_entity(number, btl))
+        self.block_number = load_end
+
     def next_block(self) -> Block:
         m, spec = self.model, self.spec
         if spec.reorg_fraction > 0 and m.live_ids and m.rng.random() < spec.reorg_fraction:
