@@ -91,12 +91,39 @@ class EngineBase:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None
 
+    # --- a starting state's build (harness/state/build.py): open(build_settings(s)), bulk_begin,
+    # bulk_insert per chunk, bulk_finish, close. These defaults take the transactional path; each engine
+    # overrides them with its bulk path (no secondary index until the rows are in).
+    @classmethod
+    def build_settings(cls, settings: Mapping[str, object]) -> dict:
+        """The settings to open the engine with for a build (build-only values recorded in the state's
+        manifest; the run opens the state with the scenario's own)."""
+        return dict(settings)
+
+    def prepare_bulk(self, variant: str, rows: dict[str, list[tuple]]) -> object:
+        """Convert a chunk of a build's rows (per table, in primary-key order) to what bulk_insert takes.
+        Called in the build's worker processes on an instance that is never opened, like prepare_block."""
+        return self.prepare_block(Block(number=0, kind="load", variant=variant, inserts=rows))
+
+    def bulk_begin(self, variant: str) -> None:
+        self.create_schema(variant)
+
+    def bulk_insert(self, prepared: object) -> None:
+        """One prepare_bulk chunk, continuing the previous one's primary-key order."""
+        self.apply_block(prepared)
+
+    def bulk_finish(self, settings: Mapping[str, object]) -> None:
+        """Indexes, the scenario's `settings` back where they live in the files, statistics, a checkpoint:
+        the state as a run finds it."""
+        self.settle()
+
 
 class Engine(Protocol):
     name: ClassVar[str]
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None: ...
     def create_schema(self, variant: str) -> None: ...          # "bitemporal" | "simple"
+    def use_schema(self, variant: str) -> None: ...             # work on a cloned state's schema instead
     def prepare_block(self, block: Block) -> object: ...         # off the timed path (see EngineBase)
     def apply_block(self, prepared: object) -> None: ...         # ONE transaction; the runner times it
     def reader(self) -> Reader: ...

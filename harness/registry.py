@@ -68,6 +68,8 @@ class Manifest(_Strict):
     capabilities_with: dict[str, CapabilityOverride] = {}
     types: dict[str, str] = Field(description=f"SQL type of each logical type: {', '.join(LOGICAL_TYPES)}")
     contract_settings: dict[str, dict] = {}      # extra settings the contract suite runs it with
+    # settings that shape a starting state's files (harness/state): one state is built per value of them
+    state_settings: tuple[str, ...] = ()
     images: Images = Images()
 
     @field_validator("adapter", "settings", "baseline")
@@ -174,6 +176,17 @@ def ddl(name: str, variant: str) -> str:
     if own.is_file():
         return own.read_text()
     return generic_ddl(variant, manifest(name).types)
+
+
+def ddl_split(name: str, variant: str) -> tuple[str, str]:
+    """(CREATE TABLE statements, CREATE INDEX statements) of ddl(): a bulk build creates the indexes
+    after the rows are in."""
+    tables, indexes = [], []
+    text = "\n".join(line for line in ddl(name, variant).splitlines() if not line.lstrip().startswith("--"))
+    for stmt in (s.strip() for s in text.split(";")):
+        if stmt:
+            (indexes if re.match(r"CREATE\s+(UNIQUE\s+)?INDEX\b", stmt, re.I) else tables).append(stmt + ";")
+    return "\n".join(tables), "\n".join(indexes)
 
 
 def side_path(engine: str, name: str) -> Path:

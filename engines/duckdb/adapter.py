@@ -18,6 +18,7 @@ from harness.platform import cgroup
 from harness.workload import schema
 from harness.workload.block import Block
 
+BUILD_MEMORY_SHARE = 0.6        # of the memory available when a state build starts
 FORCE_CHECKPOINT_SQL = "FORCE CHECKPOINT"     # checkpoint("FULL"), the settle step and the control loop
 _ARROW_TYPES = {"bytes": pa.binary(), "text": pa.string(), "int64": pa.int64()}   # schema's logical types
 
@@ -115,7 +116,37 @@ class DuckDBEngine(EngineBase):
 
     def create_schema(self, variant: str) -> None:
         self.con.execute(registry.ddl(self.name, variant))
+        self.use_schema(variant)
+
+    def use_schema(self, variant: str) -> None:
         self.variant, self._sql = variant, block_sql(variant)
+
+    # --- a state build: Arrow appends into tables with only their primary keys, then the indexes ---
+    @classmethod
+    def build_settings(cls, settings: Mapping[str, object]) -> dict:
+        """An explicit memory_limit: DuckDB builds each ART index in memory, and 'auto' would follow no
+        limit at all during a build (which runs outside any cgroup)."""
+        if settings["memory_limit"] != "auto":
+            return dict(settings)
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return {**settings, "memory_limit": f"{int(avail * BUILD_MEMORY_SHARE) >> 20}MB"}
+
+    def bulk_begin(self, variant: str) -> None:
+        tables, self._index_sql = registry.ddl_split(self.name, variant)
+        self.con.execute(tables)
+        self.use_schema(variant)
+
+    def bulk_insert(self, p: Prepared) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+        for t, tbl in p.inserts.items():
+            self.con.register("_ins", tbl)
+            self.con.execute(self._sql.insert[t])
+            self.con.unregister("_ins")
+        self.con.execute("COMMIT")
+
+    def bulk_finish(self, settings: Mapping[str, object]) -> None:
+        self.con.execute(self._index_sql)
+        self.settle()
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

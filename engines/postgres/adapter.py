@@ -11,7 +11,7 @@ from typing import ClassVar, Iterator, Mapping
 
 import psycopg
 
-from engines.postgres.server import ExternalServer, PostgresServer
+from engines.postgres.server import ExternalServer, PostgresServer, ServerError
 from engines.postgres.settings import Settings
 from harness import registry, sql
 from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats
@@ -22,6 +22,11 @@ from harness.workload.block import Block
 # What autovacuum would do at a time of its choosing, inside or outside the measured phase: statistics
 # and visibility/hint bits for the freshly loaded tables; then the load's dirty pages.
 SETTLE_SQL = ("VACUUM (ANALYZE)", "CHECKPOINT")
+# A state build's server (set on its command line, never in postgresql.conf: a run's server starts with
+# the scenario's values): no fsync or full-page images for a cluster that is copied once complete, and
+# memory and WAL room for COPY and the index builds.
+BUILD_CONF = {"fsync": "off", "full_page_writes": "off", "synchronous_commit": "off", "autovacuum": "off",
+              "maintenance_work_mem": "1GB", "max_wal_size": "16GB", "checkpoint_timeout": "1h"}
 
 
 def block_sql(variant: str) -> sql.BlockSQL:
@@ -39,6 +44,17 @@ def block_sql(variant: str) -> sql.BlockSQL:
                         f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
             else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
     return sql.BlockSQL(variant, insert, delete, terminate)
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def copy_text(variant: str, table: str, rows: list[tuple]) -> bytes:
+    """Rows in COPY's text format (tab-separated, backslash escapes; bytea as \\x hex)."""
+    kinds = [schema.column_type(variant, table, c) for c in schema.columns(variant, table)]
+    enc = {"int64": str, "text": lambda v: v.translate(_COPY_ESCAPES), "bytes": lambda v: "\\\\x" + v.hex()}
+    fns = [enc[k] for k in kinds]
+    return "".join("\t".join([f(v) for f, v in zip(fns, r)]) + "\n" for r in rows).encode()
 
 
 @dataclass
@@ -73,6 +89,7 @@ class PostgresEngine(EngineBase):
 
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
         s = Settings.model_validate(dict(settings))
+        self._data_dir = Path(data_dir)
         external = server_container.external_server()     # docker runtime: a container of its own
         if external:
             self.server = ExternalServer(*external, s.os_user)
@@ -92,7 +109,38 @@ class PostgresEngine(EngineBase):
 
     def create_schema(self, variant: str) -> None:
         self.conn.execute(registry.ddl(self.name, variant))
+        self.use_schema(variant)
+
+    def use_schema(self, variant: str) -> None:
         self.variant, self._sql = variant, block_sql(variant)
+
+    # --- a state build: COPY into tables with only their primary keys, then the indexes ------------
+    @classmethod
+    def build_settings(cls, settings: Mapping[str, object]) -> dict:
+        return {**settings, **BUILD_CONF}
+
+    def bulk_begin(self, variant: str) -> None:
+        if not self.server.keeps_cluster_in_data_dir():
+            raise ServerError(f"{self._data_dir}: user {self.server.user} cannot enter every folder down to it, so "
+                              "the cluster would be built elsewhere and lost; use a STATES folder every user may enter")
+        tables, self._index_sql = registry.ddl_split(self.name, variant)
+        self.conn.execute(tables)
+        self.use_schema(variant)
+
+    def prepare_bulk(self, variant: str, rows: dict[str, list[tuple]]) -> dict[str, bytes]:
+        """COPY's text format, built in the build's workers: the server parses it, the writer only ships it."""
+        return {t: copy_text(variant, t, rs) for t, rs in rows.items()}
+
+    def bulk_insert(self, data: dict[str, bytes]) -> None:
+        with self.conn.transaction():
+            cur = self.conn.cursor()
+            for t, payload in data.items():
+                with cur.copy(f"COPY {t} ({', '.join(schema.columns(self.variant, t))}) FROM STDIN") as cp:
+                    cp.write(payload)
+
+    def bulk_finish(self, settings: Mapping[str, object]) -> None:
+        self.conn.execute(self._index_sql)
+        self.settle()
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

@@ -14,12 +14,14 @@ import time
 from pathlib import Path
 
 import psycopg
+from psycopg import sql as pgsql
 
 from harness.platform import cgroup
 from harness.runtime import server_container
 
 START_TIMEOUT_S = 60
 PORT = 5432
+HOST_HBA = "host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n"
 
 
 class ServerError(RuntimeError):
@@ -92,10 +94,13 @@ class PostgresServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         base = data_dir
         if not _traversable_by(data_dir, self.uid, self.gid):
-            # Never loosen the user's folders: put the cluster in a private folder the server user can reach.
+            # Never loosen the user's folders: put the cluster in a private folder the server user can reach
+            # (a cloned one moves there: a rename on the same filesystem).
             base = Path(tempfile.mkdtemp(prefix="arkbench-pg-", dir="/var/tmp"))
             os.chmod(base, 0o755)
             self._tmp.append(base)
+            if (data_dir / "pgdata" / "PG_VERSION").exists():
+                shutil.move(data_dir / "pgdata", base / "pgdata")
         self.pgdata = base / "pgdata"
         self.socket_dir = Path(tempfile.mkdtemp(prefix="arkpg-", dir="/tmp"))   # short: sun_path is 108 bytes
         self._tmp.append(self.socket_dir)
@@ -118,9 +123,46 @@ class PostgresServer:
             os.chown(p, self.uid, self.gid)
 
     def start(self) -> None:
+        self._chown(self.socket_dir)
+        if (self.pgdata / "PG_VERSION").exists():
+            self._adopt()           # a cloned starting state (harness/state): its cluster, as built
+        else:
+            self._init()
+        args = [str(self.bin / "postgres"), "-D", str(self.pgdata), "-p", str(PORT),
+                "-c", f"listen_addresses={self.listen}", "-c", f"unix_socket_directories={self.socket_dir}"]
+        for k, v in self.conf.items():
+            args += ["-c", f"{k}={v}"]
+        log = open(self.log_path, "ab")
+        self._chown(self.log_path)
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=self._demote(),
+                                     cwd="/")
+        log.close()
+
+        def exited() -> None:
+            if self.proc.poll() is not None:
+                raise ServerError(f"postgres exited with {self.proc.returncode} at start; log:\n{self.log_tail()}")
+        wait_ready(self.conninfo(), exited, lambda e: f"postgres not ready after {START_TIMEOUT_S}s; log:\n{self.log_tail()}")
+        if self.password and self._adopted:     # this run's password, not the build's (it had none)
+            with psycopg.connect(self.conninfo(), autocommit=True) as c:
+                c.execute(pgsql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    pgsql.Identifier(self.user), pgsql.Literal(self.password)))
+
+    _adopted = False
+
+    def _adopt(self) -> None:
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", f"{self.uid}:{self.gid}", str(self.pgdata)], check=True)
+        (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
+        if self.listen:
+            hba = self.pgdata / "pg_hba.conf"
+            if HOST_HBA not in hba.read_text():
+                with open(hba, "a") as f:
+                    f.write(HOST_HBA)
+        self._adopted = True
+
+    def _init(self) -> None:
         self.pgdata.mkdir(mode=0o700)
         self._chown(self.pgdata)
-        self._chown(self.socket_dir)
         auth = ["--auth", "trust"]
         if self.password:
             pwfile = self.socket_dir / "pw"
@@ -136,24 +178,13 @@ class PostgresServer:
             raise ServerError(f"initdb failed ({init.returncode}): {init.stderr.strip()[-2000:]}")
         if self.listen:   # the compose network is internal; every TCP client must still give the password
             with open(self.pgdata / "pg_hba.conf", "a") as f:
-                f.write("host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n")
-        args = [str(self.bin / "postgres"), "-D", str(self.pgdata), "-p", str(PORT),
-                "-c", f"listen_addresses={self.listen}", "-c", f"unix_socket_directories={self.socket_dir}"]
-        for k, v in self.conf.items():
-            args += ["-c", f"{k}={v}"]
-        log = open(self.log_path, "ab")
-        self._chown(self.log_path)
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=self._demote(),
-                                     cwd="/")
-        log.close()
-
-        def exited() -> None:
-            if self.proc.poll() is not None:
-                raise ServerError(f"postgres exited with {self.proc.returncode} at start; log:\n{self.log_tail()}")
-        wait_ready(self.conninfo(), exited, lambda e: f"postgres not ready after {START_TIMEOUT_S}s; log:\n{self.log_tail()}")
+                f.write(HOST_HBA)
 
     def conninfo(self) -> str:
         return f"host={self.socket_dir} port={PORT} user={self.user} dbname=postgres"
+
+    def keeps_cluster_in_data_dir(self) -> bool:
+        return self.pgdata.parent not in self._tmp
 
     def memory_limit_bytes_seen(self) -> int | None:
         return cgroup.limit_bytes(cgroup.memory_dir_of(self.proc.pid)) if self.proc else None
@@ -193,6 +224,9 @@ class ExternalServer:
 
     def memory_limit_bytes_seen(self) -> int | None:
         return server_container.memory_limit_bytes_seen()
+
+    def keeps_cluster_in_data_dir(self) -> bool:
+        return True
 
     def log_tail(self, n: int = 30) -> str:
         return "(the server's log is in its container's output: compose.log)"

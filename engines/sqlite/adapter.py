@@ -19,6 +19,10 @@ _WAL_HEADER = struct.Struct(">IIII")  # magic, version, page size, checkpoint se
 # No background work to wait for after the load; an empty WAL makes the first autocheckpoint land at the
 # same point of the measured phase whatever the load left.
 SETTLE_CHECKPOINT = "TRUNCATE"
+# A state build (harness/state/build.py) writes a file nothing else reads yet, and copies it when done: no
+# journal, no syncs; a 1 GiB page cache and sorter threads for the index builds.
+BUILD_PRAGMAS = {"journal_mode": "OFF", "synchronous": "OFF", "cache_size": -(1 << 20)}
+BUILD_SORTER_THREADS = 2
 
 
 class SQLiteEngine(EngineBase):
@@ -77,6 +81,36 @@ class SQLiteEngine(EngineBase):
     def create_schema(self, variant: str) -> None:
         self.conn.executescript(registry.ddl(self.name, variant))
         self._prepare(variant)
+
+    def use_schema(self, variant: str) -> None:
+        self._prepare(variant)
+
+    # --- a state build: tables, rows in primary-key order, then the indexes -------------------------
+    @classmethod
+    def build_settings(cls, settings: Mapping[str, object]) -> dict:
+        return {**settings, **BUILD_PRAGMAS}
+
+    def bulk_begin(self, variant: str) -> None:
+        tables, self._index_sql = registry.ddl_split(self.name, variant)
+        try:
+            self.conn.execute(f"PRAGMA threads = {BUILD_SORTER_THREADS}").fetchall()
+        except Exception:       # a build without worker threads sorts on one
+            pass
+        self.conn.executescript(tables)
+        self._prepare(variant)
+
+    def bulk_insert(self, block: Block) -> None:
+        self.conn.execute("BEGIN")
+        for table, rs in block.inserts.items():
+            self.conn.executemany(self._sql.insert[table], rs)
+        self.conn.execute("COMMIT")
+
+    def bulk_finish(self, settings: Mapping[str, object]) -> None:
+        self.conn.executescript(self._index_sql)
+        # the scenario's journal mode is the file's; no ANALYZE, which a row-by-row load never ran either
+        for stmt in self.pragma_sql(settings, writer=True):
+            self.conn.execute(stmt).fetchall()
+        self.settle()
 
     def _prepare(self, variant: str) -> None:
         self.variant = variant

@@ -96,7 +96,7 @@ def test_reader_queries_return_rows(make_engine, engine_name):
     gen = BlockGenerator(mixed_spec())
     for b in gen.load_blocks(100, 2000, 15):
         apply(engine, b)
-    st = gen.model.live[gen.model.live_ids[0]]
+    st = gen.model.entity(gen.model.live_ids[0])
     reader = engine.reader()
     try:
         assert reader.entity_fetch(st.key) == gen.shape.rows_per_entity

@@ -155,3 +155,8 @@ def test_without_wal_the_wal_figures_are_unknown_not_zero():
     with_wal, without = registry.capabilities("libsql"), registry.capabilities("libsql", {"url": "http://x"})
     assert observed_storage(Engine(), with_wal) == StorageStats(100, 0, 0)
     assert observed_storage(Engine(), without) == StorageStats(100, None, None)
+
+
+def test_every_state_setting_is_a_setting_of_its_engine(engine_name):
+    fields = registry.settings_model(engine_name).model_fields
+    assert set(registry.manifest(engine_name).state_settings) <= set(fields), engine_name

@@ -1,0 +1,127 @@
+"""Build a starting state at the engine's bulk speed: the model as the load leaves it (generator.load_model,
+the same draws as a row-by-row load), rows generated in parallel in primary-key order (rows.py), written
+through the engine's bulk path (engine_api: bulk_begin / bulk_insert / bulk_finish), then checked: the
+engine's row counts must be the model's."""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from harness import environment, registry
+from harness.errors import RunFailed
+from harness.state import store
+from harness.state.rows import sorted_chunks
+from harness.workload.generator import BlockGenerator
+
+PROGRESS_EVERY_S = 10.0
+
+
+class StateBuildFailed(RunFailed):
+    """The build could not complete (an engine out of memory building its indexes, say): recorded in
+    <id>.failed.json beside the states, never a half-state."""
+
+    def __init__(self, message: str, oom: bool = False) -> None:
+        super().__init__(message)
+        self.oom = oom
+
+
+def _log(msg: str) -> None:
+    print(f"[state] {msg}", file=sys.stderr, flush=True)
+
+
+def ensure(plan, root: Path | None = None) -> tuple[Path, store.StateManifest, bool]:
+    """(the state's directory, its manifest, whether it was built now): the cached one, else built, by one
+    process at a time (root: STATES, or states/)."""
+    root = root or store.root_dir()
+    inputs = store.inputs_for(plan)
+    with store.lock(root, inputs.id):
+        found = store.find(root, inputs)
+        if found:
+            return (*found, False)
+        d, man = build(plan, inputs, root)
+        return d, man, True
+
+
+def _close(engine) -> None:
+    try:
+        engine.close()
+    except Exception:
+        pass
+
+
+def _is_oom(e: BaseException) -> bool:
+    text = f"{type(e).__name__}: {e}".lower()
+    return "out of memory" in text or "outofmemory" in text or isinstance(e, MemoryError)
+
+
+def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
+    root.mkdir(parents=True, exist_ok=True)
+    final, partial = root / inputs.id, root / f"{inputs.id}.partial"
+    need = store.estimate_bytes(root, inputs)
+    store.require_free(root, need, f"building the state {inputs.id}")
+    shutil.rmtree(partial, ignore_errors=True)
+    (root / f"{inputs.id}.failed.json").unlink(missing_ok=True)
+    data = partial / store.DATA
+    engine_cls = registry.engine_class(plan.engine)
+    engine = engine_cls()
+    settings = dict(plan.engine_settings)
+    build_settings = engine_cls.build_settings(settings)
+    build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
+    _log(f"building {inputs.id}: {inputs.entities} entities into {partial} (about {need / 2**30:.1f} GiB; "
+         f"build-only settings {build_only or 'none'})")
+    t0 = time.perf_counter()
+    try:
+        gen = BlockGenerator(plan.workload_spec())
+        gen.load_model(inputs.entities, inputs.batch_rows, inputs.expiry_spread_blocks)
+        t_model = time.perf_counter()
+        engine.open(build_settings, data)
+        engine.bulk_begin(inputs.variant)
+        rows = done = 0
+        last = t_model
+        for chunk in sorted_chunks(gen.model, inputs.shape, plan.engine):
+            engine.bulk_insert(chunk.prepared)
+            rows, done = rows + chunk.row_count, done + chunk.entities
+            now = time.perf_counter()
+            if now - last >= PROGRESS_EVERY_S:
+                last = now
+                rate = done / (now - t_model)
+                _log(f"rows: {done}/{inputs.entities} entities, {rows} rows, {rows / (now - t_model):.0f} rows/s, "
+                     f"ETA {(inputs.entities - done) / rate:.0f} s (then the indexes)")
+        t_insert = time.perf_counter()
+        _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
+        engine.bulk_finish(settings)
+        t_finish = time.perf_counter()
+        counts = engine.row_counts()
+        expected = {t: d.count for t, d in gen.model.digest.tables.items()}
+        if counts != expected:
+            raise RuntimeError(f"the built state holds {counts} rows, the model {expected}")
+        version = engine.info().version
+        db_bytes = engine.storage().db_bytes
+    except BaseException as e:
+        _close(engine)           # before its files go: a server is stopped first
+        shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]     # DuckDB appends paragraphs of advice
+        why = f"building {inputs.id} failed: {type(e).__name__}: {first}"
+        store.write_failure(root, inputs, why, oom=_is_oom(e))
+        raise StateBuildFailed(why, oom=_is_oom(e)) from e
+    _close(engine)
+    gen.model.save(partial / store.MODEL, gen.block_number)
+    build_s = time.perf_counter() - t0
+    model_bytes = (partial / store.MODEL).stat().st_size
+    man = store.StateManifest(
+        id=inputs.id, inputs=inputs, method="bulk", engine_version=version,
+        model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
+        row_counts=counts, rows=rows, data_bytes=store.tree_bytes(data), db_bytes=db_bytes,
+        model_bytes=model_bytes, model_bytes_per_entity=round(model_bytes / max(1, inputs.entities), 1),
+        build_s=round(build_s, 3),
+        phases_s={"model": round(t_model - t0, 3), "insert": round(t_insert - t_model, 3),
+                  "finish": round(t_finish - t_insert, 3)},
+        rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
+    (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
+    partial.rename(final)
+    _log(f"built {inputs.id} in {build_s:.0f} s ({rows / build_s:.0f} rows/s), {man.data_bytes / 2**30:.2f} GiB")
+    return final, man

@@ -1,0 +1,94 @@
+"""A state's files into a cell's data directory, cold: copy-on-write where the filesystem shares extents
+(cp --reflink=always), else a full copy; written back, then dropped from the page cache. A memory cgroup
+is charged for the page cache its processes fault in, but pages already cached when the cell starts (by
+the copy, made outside the limit) would be read for free: a limited engine would start warm."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.state.store import require_free, tree_bytes
+
+
+@dataclass(frozen=True)
+class Clone:
+    method: str               # "reflink" or "copy"
+    bytes: int
+    clone_s: float
+    evict_s: float
+    files: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+
+
+def evict(root: Path, write_back: bool) -> int:
+    """Drop every file's pages under root from the page cache (written back first when asked: dirty pages
+    cannot be dropped). Returns the files done."""
+    files = _files(root)
+    for p in files:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            if write_back:
+                os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return len(files)
+
+
+def _cp(src: Path, dst: Path, reflink: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["cp", "-a", f"--reflink={reflink}", f"{src}/.", str(dst)], capture_output=True, text=True)
+
+
+def _empty(d: Path) -> None:
+    for p in d.iterdir():
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
+def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
+    """Everything under src into dst (created; must be empty), cold. owner_uid: hand the copy to that
+    user (a container's non-root user)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    if any(dst.iterdir()):
+        raise RuntimeError(f"{dst}: a clone goes into an empty directory")
+    size = tree_bytes(src)
+    t0 = time.perf_counter()
+    method = "reflink"
+    if _cp(src, dst, "always").returncode:      # no shared extents here (ext4): a full copy
+        _empty(dst)
+        require_free(dst, size, f"cloning the state {src.parent.name}")
+        method = "copy"
+        r = _cp(src, dst, "never")
+        if r.returncode:
+            raise RuntimeError(f"copying {src} to {dst} failed: {r.stderr.strip()}")
+    if owner_uid is not None:
+        subprocess.run(["chown", "-R", f"{owner_uid}:{owner_uid}", str(dst)], check=True)
+    t1 = time.perf_counter()
+    files = evict(dst, write_back=True)
+    evict(src, write_back=False)        # the source's pages too: not the clone's, but RAM all the same
+    t2 = time.perf_counter()
+    return Clone(method, size, round(t1 - t0, 3), round(t2 - t1, 3), files)
+
+
+def resident_bytes(root: Path) -> int | None:
+    """Page-cache bytes of the files under root (util-linux fincore), None where it is not installed."""
+    files = [str(p) for p in _files(root)]
+    if not files:
+        return 0
+    try:
+        r = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", *files],
+                           capture_output=True, text=True)
+    except OSError:
+        return None
+    if r.returncode:
+        return None
+    return sum(int(x) for x in r.stdout.split())

@@ -1,0 +1,98 @@
+"""The load's rows, generated in parallel worker processes and handed out in primary-key order, with the
+digest of every table: what a row-by-row load of the same workload would leave, in the order a B-tree
+is cheapest to build in.
+
+Entity keys are hashes, so ordering the entities by key orders every table by its primary key (each
+primary key starts with entity_key; within an entity at load, from_block is one value and attribute
+names are unique). Workers build whole entities (entity.version_rows, as the model does) for chunks of
+that order and convert them for the engine; the parent only merges digests and passes chunks on."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from harness import registry
+from harness.workload.digest import table_hasher
+from harness.workload.entity import EntityState, entity_key, version_rows
+from harness.workload.model import LiveModel
+from harness.workload.shapes import SHAPES
+
+CHUNK_ENTITIES = 2000        # ~50K mendoza rows per chunk between processes
+_worker: dict = {}
+
+
+@dataclass
+class Chunk:
+    entities: int
+    row_count: int
+    prepared: object                     # the engine's prepare_bulk of the rows (per table, primary-key order)
+    digests: dict[str, tuple[int, int, int]]   # table -> (hash sum, count, logical bytes)
+
+
+def _init(shape: str, seed: int, variant: str, engine: str | None) -> None:
+    prepare = registry.engine_class(engine)().prepare_bulk if engine else lambda variant, rows: rows
+    _worker.update(shape=SHAPES[shape], seed=seed, variant=variant, prepare=prepare)
+    try:
+        os.nice(5)      # the engine's writer (the parent) comes first when the cores are short
+    except OSError:
+        pass
+
+
+def _build_chunk(entities: list[tuple]) -> Chunk:
+    shape, seed, variant = _worker["shape"], _worker["seed"], _worker["variant"]
+    rows: dict[str, list[tuple]] = {}
+    for eid, key, from_block, names_nonce, value_nonce, owner, creator, expiration, created_at in entities:
+        st = EntityState(eid, key, from_block, names_nonce, value_nonce, owner, expiration)
+        st.creator, st.created_at = creator, created_at
+        for table, rs in version_rows(st, shape, seed, variant).items():
+            rows.setdefault(table, []).extend(sorted(rs))   # one entity's rows: by attribute name
+    digests = {}
+    for table, rs in rows.items():
+        total = nbytes = 0
+        hasher = table_hasher(variant, table)
+        for r in rs:
+            h, n = hasher(r)
+            total += h
+            nbytes += n
+        digests[table] = (total, len(rs), nbytes)      # TableDigest.merge reduces the sum
+    return Chunk(len(entities), sum(len(r) for r in rows.values()), _worker["prepare"](variant, rows), digests)
+
+
+def _entities_by_key(model: LiveModel) -> list[tuple]:
+    c = model.cols
+    out = [(eid, entity_key(model.seed, eid), c["from_block"][eid], c["names_nonce"][eid], c["value_nonce"][eid],
+            c["owner"][eid], c["creator"][eid], c["expiration"][eid], c["created_at"][eid]) for eid in model.live_ids]
+    out.sort(key=lambda e: e[1])
+    return out
+
+
+def sorted_chunks(model: LiveModel, shape: str, engine: str | None, workers: int | None = None) -> Iterator[Chunk]:
+    """Every live entity's rows, chunk by chunk in primary-key order, converted by the engine's prepare_bulk
+    in the workers (raw rows without an engine); digests merge into model.digest as the chunks are handed
+    out (complete once the iterator is exhausted)."""
+    todo = _entities_by_key(model)
+    parts = [todo[i:i + CHUNK_ENTITIES] for i in range(0, len(todo), CHUNK_ENTITIES)]
+    del todo
+    workers = workers or max(1, len(os.sched_getaffinity(0)))
+    ctx = mp.get_context("spawn")       # the parent may hold an engine's threads
+    with ctx.Pool(workers, initializer=_init, initargs=(shape, model.seed, model.variant, engine)) as pool:
+        for chunk in pool.imap(_build_chunk, parts):
+            for table, parts in chunk.digests.items():
+                model.digest.table(table).merge(*parts)
+            yield chunk
+
+
+def generator_rate(model: LiveModel, shape: str, workers: int | None = None) -> tuple[int, float]:
+    """(rows, seconds) to generate every chunk with nothing consuming them: what the generator alone reaches."""
+    t0, rows = time.perf_counter(), 0
+    saved = model.digest
+    model.digest = type(saved)(variant=saved.variant)
+    try:
+        for chunk in sorted_chunks(model, shape, None, workers):
+            rows += chunk.row_count
+    finally:
+        model.digest = saved
+    return rows, time.perf_counter() - t0

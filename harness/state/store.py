@@ -1,0 +1,234 @@
+"""The cache of starting states: one directory per build inputs under STATES (default states/):
+
+    states/<id>/data/          the engine's files after the load (what a cell clones)
+    states/<id>/model.bin      the compact expected-state model after the load (harness/workload/model.py)
+    states/<id>/manifest.json  the build inputs, row counts and digest, bytes, build time and rate, method
+
+The id hashes every input that changes the files or the rows: the engine and its build (pinned Python
+distributions, Debian package versions), the engine settings its manifest lists as state_settings (such
+as page_size), the schema variant, shape, seed, entity count and the load's block layout. A state whose
+inputs changed has another id, so it is built anew, never reused. A build writes to <id>.partial and
+renames it when complete: a directory named by its id is a finished state."""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from harness import environment, registry
+from harness.errors import ConfigError
+from harness.workload.shapes import SHAPES
+
+STATE_FORMAT = 1          # bump when the generator or the build changes what a state holds
+STATES_ENV = "STATES"
+DEFAULT_ROOT = Path("states")
+MANIFEST = "manifest.json"
+MODEL = "model.bin"
+DATA = "data"
+
+
+class StateInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    format: int = STATE_FORMAT
+    engine: str
+    engine_build: dict[str, str]          # distribution or Debian package -> installed version
+    layout_settings: dict[str, object]    # the engine's state_settings, as the scenario sets them
+    variant: str
+    shape: str
+    seed: int
+    long_lived_fraction: Optional[float]
+    entities: int
+    batch_rows: int
+    expiry_spread_blocks: int
+
+    @property
+    def id(self) -> str:
+        digest = hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}-{digest[:10]}"
+
+
+class StateManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    inputs: StateInputs
+    method: str                           # "bulk"
+    engine_version: str
+    model_digest: dict[str, str]          # table -> "count:sum" (digest.py), as a row-by-row load leaves it
+    logical_bytes: int
+    row_counts: dict[str, int]
+    rows: int
+    data_bytes: int                       # every file under data/
+    db_bytes: int                         # the engine's own account (storage().db_bytes)
+    model_bytes: int
+    model_bytes_per_entity: float
+    build_s: float
+    phases_s: dict[str, float]            # model, insert (rows generated and written), finish (indexes...)
+    rows_per_s: float
+    build_only_settings: dict[str, object]   # what the build ran with that the runs do not
+    built_utc: str
+
+
+def root_dir(explicit: str | Path | None = None) -> Path:
+    return Path(explicit or os.environ.get(STATES_ENV) or DEFAULT_ROOT).resolve()
+
+
+@functools.cache
+def _deb_version(package: str) -> str:
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "not installed"
+
+
+def _distribution(requirement: str) -> str:
+    """'psycopg[binary]>=3.2,<4' -> 'psycopg'"""
+    return re.match(r"[A-Za-z0-9_.-]+", requirement).group()
+
+
+def _installed(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def engine_build(engine: str, settings: dict) -> dict[str, str]:
+    """The versions installed here of what the engine's files depend on: a requirement such as
+    duckdb>=1.2,<3 names a range, and another DuckDB in it may write another file format."""
+    m = registry.manifest(engine)
+    out = {_distribution(req): _installed(_distribution(req)) for req in m.requirements}
+    lib = settings.get("library")
+    if isinstance(lib, str) and lib in m.side_requirements:       # installed apart, pinned exactly
+        out[f"side:{lib}"] = m.side_requirements[lib]
+    out.update({f"deb:{p}": _deb_version(p) for p in m.debian_packages})
+    return out
+
+
+def inputs_for(plan) -> StateInputs:
+    m = registry.manifest(plan.engine)
+    missing = [s for s in m.state_settings if s not in plan.engine_settings]
+    if missing:
+        raise ConfigError(f"engines/{plan.engine}/engine.toml: state_settings: {missing[0]!r} is not one of "
+                          f"{plan.engine}'s settings ({', '.join(plan.engine_settings)})")
+    w = plan.workload
+    return StateInputs(engine=plan.engine, engine_build=engine_build(plan.engine, plan.engine_settings),
+                       layout_settings={s: plan.engine_settings[s] for s in m.state_settings},
+                       variant=w.variant, shape=w.shape, seed=w.seed, long_lived_fraction=w.long_lived_fraction,
+                       entities=plan.load_entities, batch_rows=plan.load.batch_rows,
+                       expiry_spread_blocks=plan.load.expiry_spread_blocks)
+
+
+def write_failure(root: Path, inputs: StateInputs, why: str, oom: bool) -> None:
+    """A build that failed, recorded beside the states (the next build of the same inputs retries)."""
+    (root / f"{inputs.id}.failed.json").write_text(json.dumps(
+        {"id": inputs.id, "inputs": inputs.model_dump(mode="json"), "error": why, "oom": oom,
+         "failed_utc": environment.utc_now()}, indent=2))
+
+
+@contextlib.contextmanager
+def lock(root: Path, state_id: str):
+    """One builder per state: a second process asking for it waits, then finds it built."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{state_id}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def find(root: Path, inputs: StateInputs) -> tuple[Path, StateManifest] | None:
+    d = root / inputs.id
+    try:
+        man = StateManifest.model_validate_json((d / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if man.inputs != inputs:
+        raise ConfigError(f"{d / MANIFEST}: its inputs differ from the id's; remove the directory")
+    return d, man
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes allocated on disk (st_blocks), as df counts them."""
+    total = 0
+    for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        try:
+            total += p.lstat().st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
+def listing(root: Path) -> list[dict]:
+    out = []
+    for d in sorted(root.glob("*")) if root.is_dir() else []:
+        if not d.is_dir():
+            continue
+        man = None
+        try:
+            man = StateManifest.model_validate_json((d / MANIFEST).read_text())
+        except (OSError, ValueError):
+            pass
+        out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d),
+                    "complete": man is not None and not d.name.endswith(".partial"),
+                    "rows": man.rows if man else None, "build_s": man.build_s if man else None,
+                    "built_utc": man.built_utc if man else None})
+    return out
+
+
+def remove(root: Path, ids: list[str]) -> list[str]:
+    """Remove the named states (all when ids is empty); returns what was removed."""
+    gone = []
+    for entry in listing(root):
+        if not ids or entry["id"] in ids:
+            shutil.rmtree(entry["path"], ignore_errors=True)
+            gone.append(entry["id"])
+    unknown = [i for i in ids if i not in gone]
+    if unknown:
+        raise ConfigError(f"no state {unknown[0]!r} under {root}")
+    return gone
+
+
+def free_bytes(path: Path) -> int:
+    p = path
+    while not p.exists():
+        p = p.parent
+    st = os.statvfs(p)
+    return st.f_bavail * st.f_frsize
+
+
+def require_free(path: Path, needed: int, what: str) -> None:
+    """Refuse before starting what would fill the disk (with a 1 GiB margin)."""
+    free = free_bytes(path)
+    if needed + (1 << 30) > free:
+        raise ConfigError(f"{what} needs about {needed / 2**30:.1f} GiB at {path} (plus a 1 GiB margin) and "
+                          f"{free / 2**30:.1f} GiB are free; `make states-clean` lists and removes cached states")
+
+
+# Before any state of the engine and variant was built: a guess that errs high (3 bytes on disk per
+# logical byte, for the indexes and page slack); after, the largest bytes per entity measured.
+GUESS_BYTES_PER_LOGICAL = 3.0
+
+
+def estimate_bytes(root: Path, inputs: StateInputs) -> int:
+    ratios = []
+    for path in root.glob(f"*/{MANIFEST}"):
+        try:
+            man = StateManifest.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities:
+            ratios.append(man.data_bytes / man.inputs.entities)
+    shape = SHAPES[inputs.shape]
+    logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
+    per_entity = max(ratios) if ratios else GUESS_BYTES_PER_LOGICAL * logical
+    return int(per_entity * inputs.entities)

@@ -1,0 +1,114 @@
+"""Starting states: the compact model, the cache's identity and refusals, the cold clone."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.scenario.plan import resolve_plan
+from harness.state import store
+from harness.state.clone import clone, resident_bytes
+from harness.workload.generator import BlockGenerator
+from harness.workload.model import LiveModel
+
+MODEL_BYTES_PER_ENTITY_MAX = 64
+
+
+def test_the_model_of_a_loaded_state_takes_at_most_64_bytes_per_live_entity(tmp_path):
+    plan = resolve_plan("p99_5x", "sqlite", scale=0.025)          # 20K entities
+    gen = BlockGenerator(plan.workload_spec())
+    gen.load_model(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
+    gen.model.save(tmp_path / "model.bin", gen.block_number)
+    model, _ = LiveModel.restore(tmp_path / "model.bin", gen.shape, plan.workload.seed, plan.workload.variant)
+    assert len(model.live_ids) == plan.load_entities
+    assert model.bytes_per_live_entity() <= MODEL_BYTES_PER_ENTITY_MAX
+    assert (tmp_path / "model.bin").stat().st_size <= MODEL_BYTES_PER_ENTITY_MAX * plan.load_entities
+
+
+def test_the_load_model_takes_the_same_draws_as_the_row_by_row_load():
+    plan = resolve_plan("p99_5x", "sqlite", scale=0.001)
+    organic, bulk = BlockGenerator(plan.workload_spec()), BlockGenerator(plan.workload_spec())
+    for _ in organic.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
+        pass
+    bulk.load_model(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
+    assert organic.block_number == bulk.block_number
+    assert organic.model.rng.getstate() == bulk.model.rng.getstate()
+    assert organic.model.cols == bulk.model.cols and organic.model.live_ids == bulk.model.live_ids
+
+
+def test_a_setting_that_shapes_the_files_or_a_scale_names_another_state():
+    base = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.001))
+    other_page = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.001,
+                                               overrides=["engines.sqlite.page_size=8192"]))
+    other_cache = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.001,
+                                                overrides=["engines.sqlite.cache_size=1GB"]))
+    other_scale = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.002))
+    assert base.id != other_page.id and base.id != other_scale.id
+    assert base.id == other_cache.id, "cache_size does not change the file: the state is shared"
+
+
+def test_a_build_that_will_not_fit_is_refused_with_the_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "free_bytes", lambda path: 2 << 30)
+    with pytest.raises(ConfigError, match=r"needs about .* GiB .* and 2.0 GiB are free"):
+        store.require_free(tmp_path, 5 << 30, "building the state x")
+
+
+def test_a_clone_is_the_source_byte_for_byte_and_leaves_no_page_cached(tmp_path):
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.db").write_bytes(os.urandom(8 << 20))
+    (src / "sub" / "b").write_bytes(os.urandom(1 << 20))
+    c = clone(src, tmp_path / "dst")
+    assert (tmp_path / "dst" / "a.db").read_bytes() == (src / "a.db").read_bytes()
+    assert (tmp_path / "dst" / "sub" / "b").read_bytes() == (src / "sub" / "b").read_bytes()
+    assert c.files == 2 and c.bytes >= 9 << 20 and c.method in ("copy", "reflink")
+    # read back above, so warm now: a second clone must leave its copy cold
+    c2 = clone(src, tmp_path / "dst2")
+    resident = resident_bytes(tmp_path / "dst2")
+    if resident is None:
+        pytest.skip("fincore (util-linux) is not installed: residency cannot be read")
+    assert resident < 64 << 10, f"{resident} bytes of the clone still in the page cache"
+    with pytest.raises(RuntimeError, match="empty directory"):
+        clone(src, tmp_path / "dst2")
+
+
+def test_states_are_listed_and_removed(tmp_path):
+    (tmp_path / "a" / "data").mkdir(parents=True)
+    (tmp_path / "a" / "data" / "f").write_bytes(b"x" * 10000)
+    (tmp_path / "b.partial").mkdir()
+    entries = {e["id"]: e for e in store.listing(tmp_path)}
+    assert set(entries) == {"a", "b.partial"} and not entries["a"]["complete"] and entries["a"]["bytes"] >= 10000
+    with pytest.raises(ConfigError, match="no state 'zzz'"):
+        store.remove(tmp_path, ["zzz"])
+    assert store.remove(tmp_path, ["a"]) == ["a"] and not (tmp_path / "a").exists()
+    assert store.remove(tmp_path, []) == ["b.partial"]
+
+
+def test_ratio_memory_limits_are_the_state_size_over_each_ratio():
+    from harness.scenario.decision import RatioMems, load_decision
+    from harness.sweep import CellOptions
+    from harness.verdict import ratio_mems
+    tree = load_decision()
+    mems, basis = ratio_mems(tree, RatioMems(data_to_memory=[2.0, 8.0], size_of="sqlite"), "smoke", 0.001,
+                             CellOptions(profile="smoke"))
+    found = store.find(store.root_dir(), store.inputs_for(resolve_plan(tree.criteria[0].scenario, "sqlite",
+                                                                       profile="smoke", scale=0.001)))
+    assert found, "the size comes from the state, built when missing"
+    size = found[1].data_bytes
+    assert mems == [f"{max(16, int(size / 2.0) >> 20)}m", f"{max(16, int(size / 8.0) >> 20)}m"]
+    assert "divided by 2, 8" in basis and f"{size / 2**30:.2f} GiB" in basis
+
+
+def test_an_engine_out_of_memory_during_a_build_is_a_recorded_oom_not_a_crash(tmp_path):
+    """DuckDB builds its indexes in memory: at a limit too small for them the build fails as an oom,
+    recorded beside the states, and nothing half-built is left."""
+    from harness.state.build import StateBuildFailed, build
+    plan = resolve_plan("p99_5x", "duckdb", scale=0.01, overrides=["engines.duckdb.memory_limit=8MB"])
+    inputs = store.inputs_for(plan)
+    with pytest.raises(StateBuildFailed, match="Out of Memory") as e:
+        build(plan, inputs, tmp_path)
+    assert e.value.oom and "\n" not in str(e.value)
+    failed = json.loads((tmp_path / f"{inputs.id}.failed.json").read_text())
+    assert failed["oom"] is True and failed["id"] == inputs.id
+    assert not (tmp_path / inputs.id).exists() and not (tmp_path / f"{inputs.id}.partial").exists()
