@@ -251,6 +251,7 @@ class VerdictFile(Model):
     versions_of: Optional[str] = None           # compare_versions.of: "sqlite"
     library_versions: list[LibraryVersion] = []
     version_notes: list[str] = []               # each pair of consecutive steps among them, run or not
+    memory_basis: Optional[str] = None          # how MEMS was derived (a ratio profile), else none
 
 
 M = TypeVar("M", bound=Model)

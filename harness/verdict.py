@@ -15,15 +15,15 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import (CellRecord, ControlRun, LibraryVersion, Verdict, VerdictFile, VerdictStep, load_result,
                              write_json)
-from harness.scenario.decision import DECISION_FILE, DecisionTree, Step, as_overrides, load_decision
+from harness.scenario.decision import DECISION_FILE, DecisionTree, RatioMems, Step, as_overrides, load_decision
 from harness.scenario.load import load_scenario, resolve_path
 from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
 from harness.versions import probe
 
 
-def caveats(tree: DecisionTree, records: list[CellRecord]) -> list[str]:
+def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | None = None) -> list[str]:
     """Where the cells ran smaller or shorter than the criteria ask: said first, never buried."""
-    out = []
+    out = [memory_basis] if memory_basis else []
     for crit in tree.criteria:
         cells = [r for r in records if r.scenario == crit.scenario and r.state == "complete"]
         if not cells:
@@ -36,21 +36,44 @@ def caveats(tree: DecisionTree, records: list[CellRecord]) -> list[str]:
     return out
 
 
+def ratio_mems(tree: DecisionTree, spec: RatioMems, profile: str, scale: float | None,
+               opts: CellOptions) -> tuple[list[str], str]:
+    """MEMS from data-to-memory ratios: the size of spec.size_of's starting state for the first criterion
+    (built now if missing) divided by each ratio. Returns (mems, the sentence that says what was scaled)."""
+    from harness.scenario.plan import resolve_plan
+    from harness.state.build import ensure
+    crit = tree.criteria[0]
+    plan = resolve_plan(crit.scenario, spec.size_of, profile=profile, scale=scale,
+                        overrides=list(opts.overrides))
+    _, man, _ = ensure(plan)
+    size = man.data_bytes
+    mems = [f"{max(16, int(size / r) >> 20)}m" for r in spec.data_to_memory]
+    basis = (f"memory limits {', '.join(mems)} are the {spec.size_of} starting state's {size / 2**30:.2f} GiB at "
+             f"scale {plan.scale:g} divided by {', '.join(f'{r:g}' for r in spec.data_to_memory)} (the reference's "
+             f"data-to-memory ratios: ~67 GB at 5x over 8, 16 and 32 GB); the database is "
+             f"{crit.target.scale / plan.scale:g}x smaller than the criterion's, the ratios are kept")
+    print(f"[verdict] {basis}", file=sys.stderr, flush=True)
+    return mems, basis
+
+
 def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
             repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE) -> int:
     tree = load_decision(decision_path)
     prof = profile or _default_profile(tree)
+    memory_basis = None
     if not mems:
         if prof not in tree.mems:
             raise ConfigError(f"{decision_path}: mems: no default for profile {prof!r}; give MEMS=\"...\"")
         mems = tree.mems[prof]
+        if isinstance(mems, RatioMems):
+            mems, memory_basis = ratio_mems(tree, mems, prof, scale, opts)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     root = sweep_dir_for(results_root, "verdict", prof, spec)
     root.mkdir(parents=True, exist_ok=True)
     meta = {"kind": "verdict-cells", "dir": str(root)}
     out = VerdictFile(decision_file=str(decision_path), profile=prof, mems=mems, repeats=repeats, dir=str(root),
-                      criteria=[c.model_dump() for c in tree.criteria], steps=[])
+                      criteria=[c.model_dump() for c in tree.criteria], steps=[], memory_basis=memory_basis)
     print(f"[verdict] {root}: walking {' → '.join(s.engine for s in tree.steps)} at MEMS {' '.join(mems)}",
           file=sys.stderr, flush=True)
     steps: list[VerdictStep] = []
@@ -82,7 +105,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
                     engine=before.engine, set=settings, why=step.control.why, passed=ctl.passed,
                     outcome=ctl.outcome, errors=ctl.errors, cells=ctl.cells)})
             steps.append(judged)
-            out = out.model_copy(update={"steps": steps, "caveats": caveats(tree, all_records),
+            out = out.model_copy(update={"steps": steps, "caveats": caveats(tree, all_records, memory_basis),
                                          "updated_utc": utc_now()})
             write_json(root / "verdict.json", out)
             print(f"[verdict] {step.engine}: {steps[-1].outcome}", file=sys.stderr, flush=True)
@@ -102,7 +125,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         "verdict": Verdict(engine=winner.engine if winner else None,
                            decision=winner.decision if winner else tree.otherwise,
                            path=[f"{s.engine}: {s.outcome}" for s in steps], note=_control_note(winner)),
-        "caveats": caveats(tree, all_records), "updated_utc": utc_now()})
+        "caveats": caveats(tree, all_records, memory_basis), "updated_utc": utc_now()})
     write_json(root / "verdict.json", out)
     from harness.report import write_report
     md, html = write_report(root)

@@ -23,6 +23,35 @@ def mixed_spec(variant: str = "bitemporal", seed: int = 11, reorg: float = 0.2) 
                         reorg_fraction=reorg, ephemeral_btl_blocks=(2, 6), extend_blocks=(1, 4))
 
 
+def open_tmp_dir(prefix: str) -> Path:
+    """A folder every user can enter (pytest's tmp_path is not): a server engine's cluster, run as its
+    own user, must live where it is built."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    d.chmod(0o755)
+    return d
+
+
+@pytest.fixture
+def open_tmp():
+    d = open_tmp_dir("arkbench-test-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def states_root():
+    """The suite's starting states (harness/state) in one folder of its own, shared by its runs."""
+    root = open_tmp_dir("arkbench-states-")
+    old = os.environ.get("STATES")
+    os.environ["STATES"] = str(root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+    if old is None:
+        os.environ.pop("STATES", None)
+    else:
+        os.environ["STATES"] = old
+
+
 @pytest.fixture(params=registry.names())
 def engine_name(request):
     return request.param

@@ -34,6 +34,8 @@ class LoadArgs:
     entities: int
     batch_rows: int
     expiry_spread_blocks: int
+    model_path: str | None = None        # a starting state's model: restored instead of replaying the load
+    age_blocks: int = 0                  # blocks of the mix after the load, sent as load blocks
 
 
 @dataclass

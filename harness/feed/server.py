@@ -24,6 +24,7 @@ from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, Lo
                                    frame, recv, send, socket_path)
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
+from harness.workload.model import LiveModel
 
 KEY_SAMPLE = 512            # live entity keys shipped for the readers to pick from
 KEY_SAMPLE_EVERY_BLOCKS = 8
@@ -47,7 +48,8 @@ class FeedServer:
     @classmethod
     def for_plan(cls, plan) -> "FeedServer":
         return cls(plan.workload_spec(), LoadArgs(plan.load_entities, plan.load.batch_rows,
-                                                  plan.load.expiry_spread_blocks),
+                                                  plan.load.expiry_spread_blocks,
+                                                  plan.state.model if plan.state else None, plan.load.age_blocks),
                    plan.engine, Path(plan.run_dir), Path(plan.data_dir))
 
     def start(self) -> "FeedServer":
@@ -137,7 +139,7 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
     keys = None
     if with_keys and m.live_ids:
         ids = key_rng.sample(m.live_ids, min(KEY_SAMPLE, len(m.live_ids)))
-        keys = [m.live[i].key for i in ids]
+        keys = [m.key(i) for i in ids]
     return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes,
                  len(m.live_ids), keys)
 
@@ -152,9 +154,14 @@ def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engin
         prepare = lambda b: b                                          # noqa: E731 (harness-logic tests)
     gen = BlockGenerator(spec)
     key_rng = random.Random(spec.seed ^ 0x5EED)      # its own stream: the workload's rng is untouched
-    if load:
+    if load and load.model_path:       # the engine starts from a cloned state: its model, as built
+        gen.model, gen.block_number = LiveModel.restore(Path(load.model_path), gen.shape, spec.seed, spec.variant,
+                                                        spec.long_lived_fraction)
+    elif load:
         for b in gen.load_blocks(load.entities, load.batch_rows, load.expiry_spread_blocks):
             send(conn, _build(gen, b, prepare, key_rng, with_keys=False))
+    for _ in range(load.age_blocks if load else 0):
+        send(conn, _build(gen, gen.next_block(), prepare, key_rng, with_keys=False))
     send(conn, _build(gen, None, prepare, key_rng, with_keys=True))
     stream = (_build(gen, gen.next_block(), prepare, key_rng, with_keys=i % KEY_SAMPLE_EVERY_BLOCKS == 0)
               for i in itertools.count())

@@ -133,9 +133,22 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:.0%}"
 
 
+def starting_database(load: dict) -> str:
+    """How the cell's database was made: a cloned state (its build, the clone) or the organic load; then
+    the ageing blocks."""
+    if load.get("method") == "state":
+        out = (f"state built by {load.get('build_method')} load in {_f(load.get('build_s'), 0)} s, cloned "
+               f"({load.get('clone_method')}) in {_f(load.get('clone_s'))} s, page cache evicted")
+    elif load:
+        out = f"organic load (row by row) in {_f(load.get('seconds'), 0)} s"
+    else:
+        return "-"
+    return out + (f"; aged {load['age_blocks']} blocks ({load.get('age_rows')} rows)" if load.get("age_blocks") else "")
+
+
 def environment_table(cells: list[CellData]) -> Block:
     headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
-               "RAM", "fsync p50/p99 µs", "scale / entities", "harness"]
+               "RAM", "fsync p50/p99 µs", "scale / entities", "starting database", "harness"]
     rows = []
     for c in cells:
         r, env = c.result, c.result.environment
@@ -149,7 +162,7 @@ def environment_table(cells: list[CellData]) -> Block:
                      f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
-                     f"{r.scale:g} / {r.plan.get('load_entities', '-')}",
+                     f"{r.scale:g} / {r.plan.get('load_entities', '-')}", starting_database(r.load or {}),
                      f"{env.get('harness_version')} {(env.get('git_commit') or '')[:12]}"])
     return Block("table", headers=headers, rows=rows)
 

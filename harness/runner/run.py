@@ -28,6 +28,7 @@ from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_s
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
 from harness.runner.writer import write_blocks
+from harness.runtime import STATE_RECORD
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
 from harness.workload.digest import digest_rows
@@ -69,23 +70,36 @@ def data_memory_dir(plan: RunPlan) -> Path | None:
 
 
 def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
-    """Apply the load's blocks, then settle the engine (untimed): the starting database."""
+    """The starting database (untimed): a cloned state (load.method state) or the load's blocks applied
+    row by row (organic); then load.age_blocks blocks of the mix; then the engine settles."""
     t0 = time.perf_counter()
     last_print, rows, blocks = t0, 0, 0
+    aged = {"blocks": 0, "rows": 0, "seconds": 0.0}
     for built in feed.load_blocks():
+        t_block = time.perf_counter()
         engine.apply_block(built.prepared)
-        rows += built.block.rows_written
-        blocks += 1
-        state.rows, state.blocks = rows, blocks      # the sampler's load-phase rows
+        if built.block.kind == "load":
+            rows += built.block.rows_written
+            blocks += 1
+        else:          # ageing
+            aged["blocks"] += 1
+            aged["rows"] += built.block.rows_written
+            aged["seconds"] += time.perf_counter() - t_block
+        state.rows, state.blocks = rows + aged["rows"], blocks + aged["blocks"]   # the sampler's load-phase rows
         now = time.perf_counter()
         if now - last_print >= LOAD_PROGRESS_EVERY_S:
             last_print = now
             log(plan, f"load {built.live_entities}/{plan.load_entities} entities, {rows} rows, "
-                      f"{rows / (now - t0):.0f} rows/s")
-    secs = time.perf_counter() - t0
+                      f"{rows / (now - t0):.0f} rows/s" if not aged["blocks"] else
+                      f"ageing: {aged['blocks']}/{plan.load.age_blocks} blocks")
+    secs = time.perf_counter() - t0 - aged["seconds"]
     after = observed_storage(engine, plan.capabilities)
-    load = {"entities": plan.load_entities, "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
+    load = {"method": "state" if plan.state else "organic", "entities": plan.load_entities,
+            "rows": rows, "blocks": blocks, "seconds": round(secs, 3),
             "rows_per_s": round(rows / secs, 1) if secs > 0 and rows else None,
+            "age_blocks": aged["blocks"], "age_rows": aged["rows"], "age_s": round(aged["seconds"], 3),
+            "age_rows_per_s": round(aged["rows"] / aged["seconds"], 1) if aged["seconds"] > 0 else None,
+            **_state_record(plan),
             "db_bytes": after.db_bytes, "wal_bytes": after.wal_bytes,
             "logical_bytes": feed.after_load.logical_bytes_after,
             # sweeps check that every cell started from the same database
@@ -95,6 +109,11 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
     engine.settle()
     load["settle_s"] = round(time.perf_counter() - t0, 3)
     return load
+
+
+def _state_record(plan: RunPlan) -> dict:
+    """What the runtime recorded of the cloned state (harness/runtime: state.json): id, clone, build."""
+    return json.loads((Path(plan.run_dir) / STATE_RECORD).read_text()) if plan.state else {}
 
 
 def spool_phase(feed: BlockFeed, plan: RunPlan, load_rows_per_s: float | None) -> Spool:
@@ -194,7 +213,10 @@ def run(plan: RunPlan) -> int:
 def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     run_dir = Path(plan.run_dir)
     engine.open(plan.engine_settings, Path(plan.data_dir))
-    engine.create_schema(plan.workload.variant)
+    if plan.state:
+        engine.use_schema(plan.workload.variant)
+    else:
+        engine.create_schema(plan.workload.variant)
     out.engine = info = engine.info()
     if plan.capabilities.server and plan.mem_limit_bytes and (
             info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
@@ -211,7 +233,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     try:
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
         out.load = load_phase(engine, feed, plan, state)
-        out.spool = spool_phase(feed, plan, out.load["rows_per_s"])
+        out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)
     finally:
         feed.stop()

@@ -1,10 +1,53 @@
 """Where a run's runner executes: `local` (a child process, in a memory cgroup when MEM is given) or
 `docker` (the engine's containers, from a compose file made for the run). Either way the block feed
-runs here, outside the limit, and the runner reaches it through the run directory."""
+runs here, outside the limit, and the runner reaches it through the run directory; with load.method
+state, the starting state is built if missing and cloned cold into the data directory here first."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+STATE_RECORD = "state.json"      # in the run directory: the state and its clone, as the result's load holds them
+
+
+def start_state(plan):
+    """The plan with its cloned state (unchanged for an organic load). Raises StateBuildFailed."""
+    if plan.load.method != "state" or plan.load_entities == 0:
+        return plan
+    from harness.scenario.plan import StateRef
+    from harness.state import store
+    from harness.state.build import ensure
+    from harness.state.clone import clone
+    d, man, built_now = ensure(plan)
+    owner = None
+    if plan.runtime == "docker" and os.geteuid() == 0:
+        from harness.runtime.docker import CONTAINER_UID
+        owner = CONTAINER_UID
+    c = clone(d / store.DATA, Path(plan.data_dir), owner)
+    print(f"[state] cloned {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) in {c.clone_s:.1f} s, "
+          f"page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
+    run_dir = Path(plan.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / STATE_RECORD).write_text(json.dumps(
+        {"state": man.id, "state_built_now": built_now, "clone_s": c.clone_s, "clone_method": c.method,
+         "clone_bytes": c.bytes, "evict_s": c.evict_s, "build_method": man.method, "build_s": man.build_s,
+         "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings}, indent=2))
+    return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL))})
 
 
 def execute(plan) -> int:
+    from harness.errors import EXIT_RUN_FAILED
     from harness.feed.server import FeedServer
+    from harness.runner.result import write_failed_result
+    from harness.state.build import StateBuildFailed
+    try:
+        plan = start_state(plan)
+    except StateBuildFailed as e:
+        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+        write_failed_result(plan, "oom" if e.oom else "error", str(e))
+        return EXIT_RUN_FAILED
     with FeedServer.for_plan(plan):
         if plan.runtime == "docker":
             from harness.runtime.docker import run_docker

@@ -92,12 +92,31 @@ class CompareVersions(Strict):
         return [_known_engine(e) for e in v]
 
 
+class RatioMems(Strict):
+    """Memory limits as the reference's data-to-memory ratios: MEM = the size of size_of's starting state
+    (at the run's scale) / each ratio, so a smaller machine asks the same question of a smaller database."""
+    data_to_memory: list[float] = Field(min_length=1)
+    size_of: str
+
+    @field_validator("data_to_memory")
+    @classmethod
+    def _ratios(cls, v: list[float]) -> list[float]:
+        if any(r <= 0 for r in v):
+            raise ValueError("each ratio must be > 0 (data bytes per byte of memory)")
+        return v
+
+    @field_validator("size_of")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        return _known_engine(v)
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
     otherwise: str
     criteria: list[Criterion] = Field(min_length=1)
-    mems: dict[str, list[str]] = {}
+    mems: dict[str, list[str] | RatioMems] = {}
     compare_versions: Optional[CompareVersions] = None
 
     @model_validator(mode="after")

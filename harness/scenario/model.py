@@ -65,6 +65,11 @@ class Load(Strict):
     scale: float = Field(0.001, ge=0, description="fraction of mendoza 1x (800K entities, 20M rows)")
     batch_rows: int = Field(25_000, ge=1)
     expiry_spread_blocks: int = Field(1_150_000, ge=1)
+    method: Literal["state", "organic"] = Field(
+        "state", description="state: clone a cached starting state built at bulk speed (harness/state); "
+                             "organic: replay the load row by row through the engine's transactional path")
+    age_blocks: int = Field(50, ge=0, description="blocks of the scenario's own mix applied untimed after the "
+                                                   "load: a bulk-built B-tree is denser than a grown one")
 
 
 class Phases(Strict):

@@ -27,6 +27,12 @@ PLAN_VERSION = 1
 CLIENT_MEM_LIMIT_BYTES = 1 << 30
 
 
+class StateRef(Strict):
+    """The starting state a run cloned (harness/state), set by the runtime once the clone is in place."""
+    id: str
+    model: str          # the compact model file, read by the feed (on the host, outside the limit)
+
+
 class RunPlan(Strict):
     version: int = PLAN_VERSION
     run_id: str
@@ -52,6 +58,7 @@ class RunPlan(Strict):
     run_dir: str
     data_dir: str
     keep_data: bool = False
+    state: Optional[StateRef] = None
 
     def write(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.model_dump(mode="json", by_alias=True), sort_keys=False))
