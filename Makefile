@@ -39,7 +39,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead images
+.PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -82,6 +82,19 @@ verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict
 report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir>
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN)
+
+state: $(STAMP) ## build (or find) a starting state: ENGINE= SCENARIO= [SCALE=] [PROFILE=] [STATES=dir]; prints its directory last
+	@$(HARNESS) state --engine $(ENGINE) --scenario $(SCENARIO) $(if $(PROFILE),--profile $(PROFILE)) \
+	  $(if $(SCALE),--scale $(SCALE)) $(foreach s,$(SET),--set $(s))
+
+states: $(STAMP) ## list the cached starting states [STATES=dir]
+	@$(HARNESS) states
+
+states-clean: $(STAMP) ## remove cached starting states: [IDS="id ..."] (default: all) [STATES=dir]
+	@$(HARNESS) states --clean $(IDS)
+
+bench-build: $(STAMP) ## bulk vs row-by-row build rows/s per engine, and the clone: [ENGINES=] [SCALE=0.05]
+	@$(HARNESS) bench-build --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) --scale $(if $(SCALE),$(SCALE),0.05)
 
 bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3] [DATA=dir (default tmpfs)]
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \

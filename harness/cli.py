@@ -52,6 +52,22 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scale", type=float, help="override every criterion's scale")
     d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
     _cell_args(d)
+    st = sub.add_parser("state", help="build (or find) the starting state of a scenario for an engine")
+    st.add_argument("--engine", required=True)
+    st.add_argument("--scenario", required=True)
+    st.add_argument("--profile")
+    st.add_argument("--scale", type=float)
+    st.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
+    sl = sub.add_parser("states", help="list the cached starting states (STATES=dir); --clean removes them")
+    sl.add_argument("--clean", action="store_true", help="remove the states named, or all of them")
+    sl.add_argument("ids", nargs="*")
+    sl.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    bb = sub.add_parser("bench-build", help="bulk build vs row-by-row load rows/s per engine, and the clone")
+    bb.add_argument("--engines", nargs="+", default=None)
+    bb.add_argument("--scenario", default="p99_5x")
+    bb.add_argument("--scale", type=float, default=0.05)
+    bb.add_argument("--results", default="results", type=Path)
+    bb.add_argument("--data", default="data", type=Path, help="where the builds go (removed afterwards)")
     rp = sub.add_parser("report", help="report.md and report.html for a run, sweep or verdict directory")
     rp.add_argument("run", type=Path)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
@@ -110,7 +126,7 @@ def _writable(path: Path | None, flag: str) -> None:
 
 
 def _dispatch(args) -> int:
-    if args.cmd in ("run", "sweep", "verdict", "bench-overhead"):
+    if args.cmd in ("run", "sweep", "verdict", "bench-overhead", "bench-build"):
         _writable(args.results, "--results")
         _writable(Path(args.data) if args.data else None, "--data")
     if args.cmd == "validate":
@@ -127,6 +143,14 @@ def _dispatch(args) -> int:
         from harness.overhead import bench_overhead
         return bench_overhead(args.engines or list(registry.names()), args.scenario, args.profile,
                               args.duration, args.results, args.repeats, data_root=args.data)
+    if args.cmd == "bench-build":
+        from harness import registry
+        from harness.state.bench import bench_build
+        return bench_build(args.engines or list(registry.names()), args.scenario, args.scale, args.results, args.data)
+    if args.cmd == "state":
+        return _state(args)
+    if args.cmd == "states":
+        return _states(args)
     if args.cmd in ("sweep", "verdict"):
         from harness.sweep import CellOptions, parse_list
         opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
@@ -165,6 +189,43 @@ def _dispatch(args) -> int:
         _summary(result)
         print(result)            # the last line: where the result is
     return rc
+
+
+def _state(args) -> int:
+    from harness.scenario.plan import resolve_plan
+    from harness.state.build import ensure
+    plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale, overrides=args.overrides)
+    d, man, built_now = ensure(plan)
+    print(f"{man.id}: {'built now' if built_now else 'cached'}; {man.rows} rows "
+          f"({', '.join(f'{t} {n}' for t, n in man.row_counts.items())}), {man.data_bytes / 2**30:.2f} GiB on disk, "
+          f"built in {man.build_s:.0f} s at {man.rows_per_s:.0f} rows/s ({man.method}; model {man.model_bytes_per_entity:g} "
+          f"B/entity); {man.engine_version}", file=sys.stderr)
+    print(d)               # the last line: the state's directory
+    return 0
+
+
+def _states(args) -> int:
+    import json
+    from harness.state import store
+    root = store.root_dir()
+    if args.clean:
+        gone = store.remove(root, args.ids)
+        for i in gone:
+            print(f"removed {root / i}")
+        if not gone:
+            print(f"no states under {root}")
+        return 0
+    entries = store.listing(root)
+    if args.json:
+        print(json.dumps({"root": str(root), "states": entries}, indent=2))
+        return 0
+    if not entries:
+        print(f"no states under {root}")
+    for e in entries:
+        print(f"{e['id']:<60} {e['bytes'] / 2**30:8.2f} GiB  {'complete' if e['complete'] else 'INCOMPLETE'}"
+              f"  {e['rows'] or '-'} rows  built {e['built_utc'] or '-'}")
+    print(f"{len(entries)} states, {sum(e['bytes'] for e in entries) / 2**30:.2f} GiB under {root}")
+    return 0
 
 
 def _summary(path: Path) -> None:
