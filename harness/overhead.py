@@ -51,8 +51,8 @@ def default_data_root() -> Path:
 
 
 def prebuilt_count(expected_rows_per_s: float | None, phase_s: float, rows_per_block: int) -> int:
-    """How many blocks the loop builds before it starts: the rate the harness reached on this engine,
-    with a margin, over the timed phase (an underestimate only costs a counted refill)."""
+    """How many blocks the loop builds before it starts: the expected rate on this engine, with a
+    margin, over the timed phase (an underestimate only costs a counted refill)."""
     if not expected_rows_per_s:
         return PREBUILT_DEFAULT_BLOCKS
     want = math.ceil(PREBUILT_MARGIN * expected_rows_per_s * phase_s / max(1, rows_per_block))
@@ -95,13 +95,20 @@ def loop_side(plan: RunPlan, expected_rows_per_s: float | None = None) -> dict:
     # conversion too: the harness's ratio then includes what binding exactly costs the engine.
     prepare = adapter_prepare if loop_cls.adapter_prepare else (lambda b: b)
     data_dir = Path(plan.data_dir + "-loop")
-    n = prebuilt_count(expected_rows_per_s, plan.phases.warmup_s + plan.phases.measure_s,
-                      plan.workload.rows_per_block)
     loop = loop_cls(data_dir, plan.engine_settings, plan.workload.variant)
     try:
+        load_rows, load_s = 0, 0.0
         for b in _load_blocks(BlockGenerator(plan.workload_spec()), plan):   # its model is freed after
-            loop.apply(prepare(b))
+            p = prepare(b)
+            t = time.perf_counter()
+            loop.apply(p)
+            load_s, load_rows = load_s + time.perf_counter() - t, load_rows + b.rows_written
         loop.settle()       # as the runner's engine.settle(): the same SQL
+        # The harness's rate alone ran a loop dry when a busy machine slowed that one run; the loop's own
+        # load rate (inserts only: faster than the mix) is the other bound.
+        rates = [r for r in (expected_rows_per_s, load_rows / load_s if load_s else None) if r]
+        n = prebuilt_count(max(rates, default=None), plan.phases.warmup_s + plan.phases.measure_s,
+                           plan.workload.rows_per_block)
         # built after the settle, as the runner spools them (a longer pause: the load is replayed first)
         blocks, gen_after, prepare_ms = timed_blocks(plan, n, prepare, adapter_prepare)
         rows = applied = refills = 0
@@ -171,7 +178,9 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
             for r in range(repeats):
                 plan = resolve_plan(scenario, engine, profile=profile, duration_s=duration_s,
                                     results_root=results_root, data_root=data_root,
-                                    overrides=["workload.block_interval_ms=0"])
+                                    # both sides start from the same row-by-row load
+                                    overrides=["workload.block_interval_ms=0", "load.method=organic",
+                                               "load.age_blocks=0"])
                 sides = {}
                 for side in (("harness", "loop") if r % 2 == 0 else ("loop", "harness")):
                     print(f"[bench-overhead] {engine} {r + 1}/{repeats}: {side}", file=sys.stderr, flush=True)
