@@ -76,8 +76,8 @@ sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
 	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
 
-verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict + report: [PROFILE=smoke] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=1]
-	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(CELL_ARGS)
+verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict + report: [PROFILE=smoke] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=1] [ALL_CELLS=1]
+	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) $(CELL_ARGS)
 
 report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir>
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)

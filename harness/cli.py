@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--mems", help="memory limits (default: decision.yaml's for the profile)")
     d.add_argument("--scale", type=float, help="override every criterion's scale")
     d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
+    d.add_argument("--all-cells", action="store_true",
+                   help="run a step's every cell even after one failed it (default: move on to the next step)")
     _cell_args(d)
     st = sub.add_parser("state", help="build (or find) the starting state of a scenario for an engine")
     st.add_argument("--engine", required=True)
@@ -161,7 +163,8 @@ def _dispatch(args) -> int:
             from harness.scenario.decision import DECISION_FILE
             from harness.verdict import verdict
             return verdict(args.profile, [m for m in mems if m], opts, args.results, repeats=args.repeats,
-                           scale=args.scale, decision_path=args.decision or DECISION_FILE)
+                           scale=args.scale, decision_path=args.decision or DECISION_FILE,
+                           all_cells=args.all_cells)
         from harness.sweep import sweep
         return sweep(args.scenario, args.engines, mems, parse_list(args.scales, "SCALES", float), args.repeats,
                      opts, args.results, fresh=args.fresh)

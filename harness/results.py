@@ -204,6 +204,7 @@ class ControlRun(Model):
     outcome: Literal["passed", "failed", "error"]
     errors: list[str]
     cells: list[CellRecord]
+    cells_unrun: int = 0
 
 
 class VerdictStep(Model):
@@ -214,6 +215,7 @@ class VerdictStep(Model):
     errors: list[str]
     cells: list[CellRecord]
     set: dict = {}                              # the step's own engine settings
+    cells_unrun: int = 0                        # left unrun once a cell had failed the step (ALL_CELLS=1 runs them)
     control: Optional[ControlRun] = None
     version_note: Optional[str] = None          # whether it ran the same library as the step before
 

@@ -236,8 +236,9 @@ def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> SweepFile:
     return out
 
 
-def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> SweepFile:
-    """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content."""
+def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None) -> SweepFile:
+    """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content.
+    stop(record) -> True ends the walk there: the cells after it are left unrun (no record)."""
     out = None
     for i, cr in enumerate(runs, 1):
         try:
@@ -248,6 +249,8 @@ def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict) -> SweepFile:
             write_sweep_json(sweep_json, meta, runs)
             raise
         out = write_sweep_json(sweep_json, meta, runs)
+        if stop is not None and stop(cr.record):
+            break
     return out
 
 

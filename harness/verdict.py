@@ -57,7 +57,10 @@ def ratio_mems(tree: DecisionTree, spec: RatioMems, profile: str, scale: float |
 
 
 def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
-            repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE) -> int:
+            repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
+            all_cells: bool = False) -> int:
+    """all_cells: run a step's every cell even after one has failed it (a fuller table, not a different
+    decision); by default the walk moves on at a step's first cell that is not a pass."""
     tree = load_decision(decision_path)
     prof = profile or _default_profile(tree)
     memory_basis = None
@@ -79,31 +82,40 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     steps: list[VerdictStep] = []
     all_records: list[CellRecord] = []
 
-    def cells_of(engine: str, settings: dict, tag: str = "") -> list[CellRecord]:
-        """Every criterion's cells for one engine with its settings, at every limit and repeat."""
-        records = []
+    def cells_of(engine: str, settings: dict, tag: str = "") -> tuple[list[CellRecord], int]:
+        """Every criterion's cells for one engine with its settings, at every limit (in the order given:
+        the tightest first fails a step soonest) and repeat; and how many were left unrun."""
+        records, unrun = [], 0
         for crit in tree.criteria:
             cells = [Cell(crit.scenario, engine, m, scale, r, as_overrides(engine, settings), tag)
                      for m in mems for r in range(1, repeats + 1)]
+            if failed_at(records):
+                unrun += len(cells)
+                continue
             runs = plan_cells(cells, replace(opts, thresholds=tuple(crit.thresholds)), root, repeats)
-            done = run_cells(runs, root / f"cells-{engine}{'-' + tag if tag else ''}-{crit.scenario}.json", meta)
+            done = run_cells(runs, root / f"cells-{engine}{'-' + tag if tag else ''}-{crit.scenario}.json", meta,
+                             stop=None if all_cells else (lambda rec: rec.status != "passed"))
+            unrun += len(runs) - len(done.cells)
             records += [c.model_copy(update={"criterion": crit.name, "measure_s": runs[0].plan.phases.measure_s})
                         for c in done.cells]
         all_records.extend(records)
-        return records
+        return records, unrun
+
+    def failed_at(records: list[CellRecord]) -> bool:
+        return not all_cells and any(r.status != "passed" for r in records)
 
     try:
         for i, step in enumerate(tree.steps):
-            judged = _judge(step, cells_of(step.engine, step.set))
+            judged = _judge(step, *cells_of(step.engine, step.set))
             if step.control and judged.passed:      # the walk reached it: the step before failed
                 before = tree.steps[i - 1]
                 settings = {**before.set, **step.control.set}
                 print(f"[verdict] {step.engine} passed where {before.engine} failed: control, {before.engine} "
                       f"with {step.control.set} ({step.control.why})", file=sys.stderr, flush=True)
-                ctl = _judge(before, cells_of(before.engine, settings, _tag(step.control.set)))
+                ctl = _judge(before, *cells_of(before.engine, settings, _tag(step.control.set)))
                 judged = judged.model_copy(update={"control": ControlRun(
                     engine=before.engine, set=settings, why=step.control.why, passed=ctl.passed,
-                    outcome=ctl.outcome, errors=ctl.errors, cells=ctl.cells)})
+                    outcome=ctl.outcome, errors=ctl.errors, cells=ctl.cells, cells_unrun=ctl.cells_unrun)})
             steps.append(judged)
             out = out.model_copy(update={"steps": steps, "caveats": caveats(tree, all_records, memory_basis),
                                          "updated_utc": utc_now()})
@@ -208,17 +220,17 @@ def version_note(tree: DecisionTree, i: int, table: list[LibraryVersion]) -> str
             f"a difference between them may be {of}'s own, not {b.engine}'s; the control (if any) tells")
 
 
-def _judge(step: Step, records: list[CellRecord]) -> VerdictStep:
+def _judge(step: Step, records: list[CellRecord], unrun: int = 0) -> VerdictStep:
     """An engine passes when every cell passed: every threshold at every memory limit, integrity intact.
     An error cell is not a pass, but it is said apart from a measured failure."""
     statuses = [r.status for r in records]
-    passed = bool(records) and all(s == "passed" for s in statuses)
+    passed = bool(records) and not unrun and all(s == "passed" for s in statuses)
     errors = [f"{r.scenario}/{r.dir}: {r.error or 'no result'}" for r in records
               if r.status not in ("passed", "failed", "oom")]
     outcome = "passed" if passed else ("error" if errors and all(s not in ("failed", "oom") for s in statuses)
                                        else "failed")
     return VerdictStep(engine=step.engine, decision=step.decision, passed=passed, outcome=outcome, errors=errors,
-                       cells=records, set=step.set)
+                       cells=records, set=step.set, cells_unrun=unrun)
 
 
 def _default_profile(tree: DecisionTree) -> str:

@@ -58,6 +58,9 @@ def verdict_blocks(meta) -> list[Block]:
                               + (f" → {step.decision}" if step.passed else "")))
         if failing or dead:
             out.append(Block("list", items=dead + failing))
+        if step.cells_unrun:
+            out.append(Block("p", f"{step.cells_unrun} more cell(s) of {step.engine} left unrun: a failed cell had "
+                                  "decided the step (ALL_CELLS=1 runs them all)."))
         if step.version_note:
             out.append(Block("p", step.version_note + "."))
         if step.control:

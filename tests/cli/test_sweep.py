@@ -100,12 +100,13 @@ def test_an_oom_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert sweep["status_counts"]["oom"] == 1
 
 
-def write_decision(tmp_path: Path, name: str, thresholds: list[str], engines=("sqlite", "duckdb")) -> Path:
+def write_decision(tmp_path: Path, name: str, thresholds: list[str], engines=("sqlite", "duckdb"),
+                   mems=("384m",)) -> Path:
     tree = {"steps": [{"engine": e, "decision": f"use {e}"} for e in engines],
             "otherwise": "revisit the architecture",
             "criteria": [{"name": "reorg", "scenario": "reorg", "thresholds": thresholds,
                           "target": {"scale": 1.0, "measure_s": 3600}}],
-            "mems": {"smoke": ["384m"]}}
+            "mems": {"smoke": list(mems)}}
     path = tmp_path / f"{name}.yaml"
     path.write_text(json.dumps(tree))
     return path
@@ -139,14 +140,26 @@ def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
 @pytest.mark.cgroup
 def test_verdict_walks_every_engine_to_otherwise_with_early_abort(tmp_path):
-    p, v = run_verdict(tmp_path, write_decision(tmp_path, "strict", ["max(commit_ms) < 0.01"]), "--early-abort")
+    """A step's first failed cell decides it: the walk moves on and says how many cells it left unrun;
+    ALL_CELLS=1 on the same verdict runs them, reusing the cells already complete."""
+    decision = write_decision(tmp_path, "strict", ["max(commit_ms) < 0.01"], mems=("384m", "448m"))
+    p, v = run_verdict(tmp_path, decision, "--early-abort")
     assert p.returncode == 1, p.stderr[-3000:]
     assert v["verdict"]["engine"] is None and v["verdict"]["decision"] == "revisit the architecture"
     assert v["verdict"]["path"] == ["sqlite: failed", "duckdb: failed"]
     for step in v["steps"]:
+        assert [c["mem"] for c in step["cells"]] == ["384m"] and step["cells_unrun"] == 1
         cell = step["cells"][0]
         assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
         assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
+    report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
+    assert "1 more cell(s) of sqlite left unrun" in report
+
+    p, v = run_verdict(tmp_path, decision, "--early-abort", "--all-cells")
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert p.stderr.count("complete (failed), skipped") == 2, p.stderr[-3000:]
+    for step in v["steps"]:
+        assert [c["mem"] for c in step["cells"]] == ["384m", "448m"] and step["cells_unrun"] == 0
 
 
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
