@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import environment, registry
 from harness.errors import ConfigError
+from harness.workload import vocabulary
 from harness.workload.shapes import SHAPES
 
 STATE_FORMAT = 1          # bump when the generator or the build changes what a state holds
@@ -41,6 +42,7 @@ DATA = "data"
 class StateInputs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     format: int = STATE_FORMAT
+    vocabulary: str = vocabulary.digest()   # the application attributes' values (workload/vocabulary.py)
     engine: str
     engine_build: dict[str, str]          # distribution or Debian package -> installed version
     layout_settings: dict[str, object]    # the engine's state_settings, as the scenario sets them

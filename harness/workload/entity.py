@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from harness.workload import vocabulary
 from harness.workload.block import MAX_BLOCK
 from harness.workload.shapes import ATTRIBUTE_NAMES, SYSTEM_NUMERIC_KEYS, SYSTEM_STRING_KEYS, Shape
 
@@ -58,28 +59,33 @@ def version_rows(st: EntityState, shape: Shape, seed: int, variant: str,
     # names: 2 bytes per draw of a distinct attribute name (duplicates skipped), then payload length
     # and content type
     names = _stream(seed, st.id, st.names_nonce, 0, 2 * _NAME_DRAWS + 5)
+    tail = int.from_bytes(names[-5:], "big")
+    payload_len = shape.payload_bytes_min + tail % (shape.payload_bytes_max - shape.payload_bytes_min + 1)
+    content_type = CONTENT_TYPES[(tail >> 32) % len(CONTENT_TYPES)]
+    # values: the application attributes' bytes, 1 byte per generic string value, 5 per generic
+    # numeric value, then the payload. The application attributes take the first user slots.
+    vals = _stream(seed, st.id, st.value_nonce, 1, vocabulary.APP_BYTES + n_s_user + 5 * n_n_user + payload_len)
+    app_s, app_n = vocabulary.app_attributes(st.id, st.key, vals[:vocabulary.APP_BYTES])
+    app_s, app_n = app_s[:n_s_user], app_n[:n_n_user]
+    n_s_gen, n_n_gen = n_s_user - len(app_s), n_n_user - len(app_n)
     user_keys, seen = [], set()
     for i in range(0, 2 * _NAME_DRAWS, 2):
+        if len(user_keys) == n_s_gen + n_n_gen:
+            break
         k = _USER_NAMES[(names[i] << 8 | names[i + 1]) % ATTRIBUTE_NAMES]
         if k not in seen:
             seen.add(k)
             user_keys.append(k)
-            if len(user_keys) == n_s_user + n_n_user:
-                break
-    s_user, n_user = user_keys[:n_s_user], user_keys[n_s_user:]
-    tail = int.from_bytes(names[-5:], "big")
-    payload_len = shape.payload_bytes_min + tail % (shape.payload_bytes_max - shape.payload_bytes_min + 1)
-    content_type = CONTENT_TYPES[(tail >> 32) % len(CONTENT_TYPES)]
-    # values: 1 byte per string value, 5 per numeric value, then the payload
-    vals = _stream(seed, st.id, st.value_nonce, 1, n_s_user + 5 * n_n_user + payload_len)
+    s_user, n_user = user_keys[:n_s_gen], user_keys[n_s_gen:]
+    vals = vals[vocabulary.APP_BYTES:]
     n_at = n_s_user + 5 * n_n_user
 
     sys_s = {"$owner": owner_address(st.owner), "$creator": owner_address(st.creator),
              "$key": "0x" + st.key.hex()}
     sys_n = {"$expiration": st.expiration, "$createdAtBlock": st.created_at, "$sequence": st.id}
-    strings = [(k, sys_s[k]) for k in SYSTEM_STRING_KEYS[:n_sys_s]]
+    strings = [(k, sys_s[k]) for k in SYSTEM_STRING_KEYS[:n_sys_s]] + app_s
     strings += [(k, f"v{vals[i] % VALUES_PER_KEY}") for i, k in enumerate(s_user)]
-    numerics = [(k, sys_n[k]) for k in SYSTEM_NUMERIC_KEYS[:n_sys_n]]
+    numerics = [(k, sys_n[k]) for k in SYSTEM_NUMERIC_KEYS[:n_sys_n]] + app_n
     numerics += [(k, int.from_bytes(vals[n_s_user + 5 * i:n_s_user + 5 * i + 5], "big")) for i, k in enumerate(n_user)]
     payload = vals[n_at:]
     s_json = json.dumps(dict(strings), separators=(",", ":"), sort_keys=True)
