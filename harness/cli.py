@@ -238,9 +238,20 @@ def _summary(path: Path) -> None:
     fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
     print(f"{r.engine} {r.scenario}/{r.profile}: status {r.status}{' (' + r.error + ')' if r.error else ''}",
           file=sys.stderr)
-    print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
-          f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
-          file=sys.stderr)
+    if c.count or not m.reads_by_kind:
+        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
+              f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
+              file=sys.stderr)
+    if m.reads_by_kind:
+        rl = m.read_latency_ms
+        print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
+              f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, errors {m.read_errors}, "
+              f"integrity {r.integrity.ok}", file=sys.stderr)
+        print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}",
+              file=sys.stderr)
+        for name, k in m.reads_by_kind.items():
+            print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
+                  f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}", file=sys.stderr)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)
     if m.engine_counters:

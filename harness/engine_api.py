@@ -72,8 +72,8 @@ class EngineInfo:
 
 
 class Reader(Protocol):
-    def entity_fetch(self, entity_key: bytes) -> int: ...          # rows returned
-    def attribute_scan(self, key: str, value: str) -> int: ...
+    placeholder: str                                                # the driver's parameter style: "?", "%s"
+    def run(self, sql: str, params: tuple) -> int: ...             # rows returned (all fetched)
     def hold_snapshot(self, duration_s: float) -> None: ...         # a long-running read transaction
     def close(self) -> None: ...
 

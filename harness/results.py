@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from harness.errors import ConfigError
 
 # 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them); 3: metrics.engine_counters
-RESULT_VERSION = 3
+RESULT_VERSION = 4          # 4: metrics.reads_empty, reads_by_kind (a v3 file lacks them)
 SWEEP_VERSION = 1
 VERDICT_VERSION = 2          # 2: steps' set, control and version_note; library_versions (a v1 file lacks them)
 Status = Literal["passed", "failed", "error", "oom"]
@@ -77,6 +77,18 @@ class EngineCounterFigures(Model):
     page_cache_hit_ratio: Optional[float] = None   # hits / (hits + misses) over the measured phase
 
 
+class ReadKind(Model):
+    """One entry of the readers' mix in the measured phase (latency from the intended start)."""
+    count: int
+    qps: Optional[float]
+    p50: Optional[float]
+    p95: Optional[float]
+    p99: Optional[float]
+    max: Optional[float]
+    mean_rows: Optional[float]
+    empty: int
+
+
 class Metrics(Model):
     partial: bool = False                # rebuilt from what a killed runner left behind
     phase_reached: Optional[str] = None  # partial results: where the runner died
@@ -107,11 +119,13 @@ class Metrics(Model):
     reads: Optional[int] = None
     read_errors: Optional[int] = None
     reads_per_s: Optional[float] = None
+    reads_empty: Optional[int] = None        # found nothing where the data says they must: not in the latencies
+    reads_by_kind: Optional[dict[str, ReadKind]] = None    # per entry of the readers' mix
     engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -293,7 +307,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused."""
-    return _load(path, RunResult, RESULT_VERSION, older=(1, 2))
+    return _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3))
 
 
 def load_sweep(path: Path) -> SweepFile | None:

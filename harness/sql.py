@@ -4,7 +4,7 @@ QueryReader (its placeholder style aside). Row and key layouts are those of sche
 import time
 from dataclasses import dataclass
 
-from harness.workload.block import MAX_BLOCK, Block
+from harness.workload.block import Block
 from harness.workload.schema import TABLES, columns, primary_key
 
 
@@ -66,35 +66,17 @@ def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block) -> None:
         raise
 
 
-def reader_sql(variant: str) -> dict[str, list[str] | str]:
-    """The reference's entity fetch (three queries) and attribute scan (Mix A 'workload by status')."""
-    current = f" AND to_block = {MAX_BLOCK}" if variant == "bitemporal" else ""
-    return {
-        "entity_fetch": [
-            f"SELECT key, value FROM string_attributes WHERE entity_key = ?{current}",
-            f"SELECT key, value FROM numeric_attributes WHERE entity_key = ?{current}",
-            f"SELECT payload, content_type FROM payloads WHERE entity_key = ?{current}",
-        ],
-        "attribute_scan": "SELECT DISTINCT entity_key FROM string_attributes WHERE key = ? AND value = ? LIMIT 100",
-    }
-
-
 class QueryReader:
-    """The reference's read queries over any DB-API handle whose execute() returns a cursor. Engines
-    differ only in placeholder style and in how they hold a snapshot open."""
+    """Read statements (reads/queries.py, resolved with this placeholder style) over any DB-API handle whose
+    execute() returns a cursor. Engines differ only in placeholder style and in how they hold a snapshot."""
     placeholder = "?"
 
     def __init__(self, handle, variant: str):
-        self.handle = handle
-        sql = reader_sql(variant)
-        self._fetch = [q.replace("?", self.placeholder) for q in sql["entity_fetch"]]
-        self._scan = sql["attribute_scan"].replace("?", self.placeholder)
+        self.handle, self.variant = handle, variant
 
-    def entity_fetch(self, entity_key: bytes) -> int:
-        return sum(len(self.handle.execute(q, (entity_key,)).fetchall()) for q in self._fetch)
-
-    def attribute_scan(self, key: str, value: str) -> int:
-        return len(self.handle.execute(self._scan, (key, value)).fetchall())
+    def run(self, sql: str, params: tuple) -> int:
+        """Rows returned, all fetched."""
+        return len(self.handle.execute(sql, params).fetchall())
 
     def hold_snapshot(self, duration_s: float) -> None:
         """A long-running read transaction: it pins a snapshot (and so the WAL) until it ends."""

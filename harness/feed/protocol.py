@@ -26,7 +26,7 @@ class Built:
     digest_after: dict          # the model's per-table digest once this block is applied
     logical_bytes_after: int
     live_entities: int
-    live_keys: list[bytes] | None = None   # a fresh sample of live keys, every few blocks
+    read_sample: list[dict] | None = None  # every few blocks, live entities as read parameters (reads/params.py)
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, LoadArgs, Spooled, SpoolRequest,
                                    frame, recv, send, socket_path)
+from harness.reads import params
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
 from harness.workload.model import LiveModel
 
-KEY_SAMPLE = 512            # live entity keys shipped for the readers to pick from
+READ_SAMPLE = 512           # live entities shipped as read parameters (harness/reads/params.py)
 KEY_SAMPLE_EVERY_BLOCKS = 8
 SPOOL_MAX_BYTES = 2 << 30     # beyond this the blocks are generated live (a full-profile hour is ~4 GB)
 START_TIMEOUT_S = 60.0
@@ -136,12 +137,9 @@ def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir:
 
 def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Random, with_keys: bool) -> Built:
     m = gen.model
-    keys = None
-    if with_keys and m.live_ids:
-        ids = key_rng.sample(m.live_ids, min(KEY_SAMPLE, len(m.live_ids)))
-        keys = [m.key(i) for i in ids]
+    sample = params.sample(m, key_rng, READ_SAMPLE) if with_keys and m.live_ids else None
     return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes,
-                 len(m.live_ids), keys)
+                 len(m.live_ids), sample)
 
 
 def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None,

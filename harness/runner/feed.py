@@ -25,7 +25,7 @@ class BlockFeed:
         self._spool_ready = threading.Event()
         self.spooled: Spooled | None = None
         self.taken_after_load = 0              # blocks get() handed out after the end-of-load marker
-        self.live_keys: list[bytes] = []       # the latest sample; readers pick from it
+        self.read_sample: list[dict] | None = None   # the latest sample; readers draw parameters from it
         self.error: str | None = None
         self.after_load: Built | None = None
 
@@ -68,8 +68,8 @@ class BlockFeed:
             self.error = f"block feed: {type(e).__name__}: {e}"
 
     def _deliver(self, item: Built) -> bool:
-        if item.live_keys:
-            self.live_keys = item.live_keys
+        if item.read_sample and item.block is None:   # the loaded database's; a block's, once applied
+            self.read_sample = item.read_sample
         while not self._stop.is_set():
             try:
                 self._local.put(item, timeout=0.2)

@@ -55,6 +55,32 @@ def quick_summary_ms(values_us: list[int]) -> dict:
             "max": v[-1] / 1000}
 
 
+class KindStats:
+    """One query kind's reads in the measured phase: latency from the intended start of those that returned
+    what the data says they must, and apart from them the empty ones (counted, never timed as successes)."""
+
+    def __init__(self) -> None:
+        self.hist = new_histogram()
+        self.rows = self.empty = 0
+        self._lock = threading.Lock()
+
+    def record(self, value_us: int, rows: int) -> None:
+        with self._lock:
+            self.hist.record_value(min(max(1, value_us), HIGHEST_US))
+            self.rows += rows
+
+    def record_empty(self) -> None:
+        with self._lock:
+            self.empty += 1
+
+    def summary(self, window_s: float) -> dict:
+        n = self.hist.get_total_count()
+        s = summary_ms(self.hist)
+        return {"count": n, "qps": round(n / window_s, 1) if window_s else None,
+                **{k: s[k] for k in ("p50", "p95", "p99", "max")},
+                "mean_rows": round(self.rows / n, 2) if n else None, "empty": self.empty}
+
+
 class Recorder:
     """Thread-safe recorder: the writer (or a reader thread) records, the sampler swaps the interval.
     Summaries of the cumulative histogram are computed once, after the run, never on the timed path."""

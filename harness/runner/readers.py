@@ -1,22 +1,28 @@
 """Open-loop readers: each thread has its own connection and a fixed schedule (query k due at
-t0 + k/rate), so a stalled query delays the ones queued behind it and that delay is measured."""
+t0 + k/rate), so a stalled query delays the ones queued behind it and that delay is measured. Each query
+is an entry of the scenario's mix (reads/queries.py), its parameters drawn from live entities."""
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 import threading
 import time
 from typing import Callable
 
+from harness.reads.params import Draw
+from harness.reads.queries import resolve
+from harness.runner.metrics import KindStats
 from harness.runner.state import RunState
 from harness.scenario.model import Readers
-from harness.workload.entity import VALUES_PER_KEY
-from harness.workload.shapes import ATTRIBUTE_NAMES
 
 
 class ReaderPool:
-    def __init__(self, engine, cfg: Readers, keys: Callable[[], list[bytes]], state: RunState, seed: int) -> None:
-        # keys(): a recent sample of live entity keys (the block feed refreshes it every few blocks)
-        self.engine, self.cfg, self.keys, self.state, self.seed = engine, cfg, keys, state, seed
+    def __init__(self, engine, cfg: Readers, sample: Callable[[], list[dict] | None], state: RunState, seed: int,
+                 engine_name: str, variant: str) -> None:
+        # sample(): the feed's latest sample of live entities as read parameters (reads/params.py)
+        self.engine, self.cfg, self.sample, self.state, self.seed = engine, cfg, sample, state, seed
+        self.engine_name, self.variant = engine_name, variant
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -47,30 +53,38 @@ class ReaderPool:
         for t in self.threads:
             t.join(timeout=30)
 
-    def _pick_key(self, rng: random.Random) -> bytes | None:
-        keys = self.keys()
-        return keys[rng.randrange(len(keys))] if keys else None
-
     def _loop(self, rng: random.Random, period_ns: int, offset_ns: int) -> None:
         reader = self.engine.reader()
-        st, mix = self.state, self.cfg.mix
-        fetch_share = mix.entity_fetch / ((mix.entity_fetch + mix.attribute_scan) or 1)
+        queries = resolve(self.cfg.mix, self.engine_name, self.variant, reader.placeholder)
+        for q in queries:
+            self.state.read_kinds.setdefault(q.name, KindStats())
+        draw = Draw(queries)
+        cum = list(itertools.accumulate(q.weight for q in queries))
+        st = self.state
         due = time.monotonic_ns() + offset_ns
         try:
             while not self._stop.is_set():
                 now = time.monotonic_ns()
                 if now < due and self._stop.wait((due - now) / 1e9):
                     break
+                draw.refresh(self.sample())
+                i = bisect.bisect_right(cum, rng.random() * cum[-1])
+                q = queries[min(i, len(queries) - 1)]
                 try:
-                    if rng.random() < fetch_share:
-                        key = self._pick_key(rng)
-                        if key is not None:
-                            reader.entity_fetch(key)
+                    params = draw.params(i, rng)
+                    if params is None:           # no sampled entity offers what it needs: nothing to ask
+                        st.read_kinds[q.name].record_empty()
+                        st.reads_empty += 1
                     else:
-                        reader.attribute_scan(f"attr_{rng.randrange(ATTRIBUTE_NAMES):03d}",
-                                              f"v{rng.randrange(VALUES_PER_KEY)}")
-                    st.read.record_us((time.monotonic_ns() - due) // 1000)
-                    st.reads += 1
+                        rows = sum(reader.run(s.sql, p) for s, p in zip(q.statements, params))
+                        us = (time.monotonic_ns() - due) // 1000
+                        if rows or not q.expect_rows:
+                            st.read.record_us(us)
+                            st.read_kinds[q.name].record(us, rows)
+                            st.reads += 1
+                        else:
+                            st.read_kinds[q.name].record_empty()
+                            st.reads_empty += 1
                 except Exception as e:
                     st.read_errors += 1
                     st.read_error = st.read_error or f"{type(e).__name__}: {e}"

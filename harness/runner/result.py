@@ -88,9 +88,10 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
         harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state))
-    if state.reads or state.read_errors:
+    if state.reads or state.read_errors or state.reads_empty:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
-                 reads_per_s=round(state.reads / secs, 1) if secs else None)
+                 reads_per_s=round(state.reads / secs, 1) if secs else None, reads_empty=state.reads_empty,
+                 reads_by_kind={k: v.summary(secs) for k, v in sorted(state.read_kinds.items())})
     return Metrics(**m)
 
 
@@ -107,7 +108,7 @@ def engine_counter_figures(state: RunState) -> EngineCounterFigures | None:
 def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_error: str | None) -> list[str]:
     out = []
     n = m.commit_latency_ms.count
-    if status in ("passed", "failed") and n < MIN_BLOCKS_FOR_TAIL:
+    if status in ("passed", "failed") and n < MIN_BLOCKS_FOR_TAIL and plan.workload.writes:
         out.append(f"only {n} measured blocks: p99 is close to the max; run longer for a stable tail")
     spool = m.harness.spool
     if spool and spool.live_blocks:
@@ -122,6 +123,9 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
             and m.reads_per_s < RATE_SHORTFALL_WARN * plan.readers.rate_per_s:
         out.append(f"readers completed {m.reads_per_s}/s of the {plan.readers.rate_per_s}/s target "
                    "(their latency from intended start shows the queueing)")
+    if m.reads_empty:
+        out.append(f"{m.reads_empty} reads found nothing where the data says they must (reads_by_kind.*.empty): "
+                   "not timed as successes")
     if state is not None and state.read_errors:
         out.append(f"{state.read_errors} reads failed; first: {state.read_error}")
     if m.harness.latency_values_clamped:

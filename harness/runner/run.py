@@ -27,7 +27,7 @@ from harness.runner.readers import ReaderPool
 from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
-from harness.runner.writer import write_blocks
+from harness.runner.writer import hold_phases, write_blocks
 from harness.runtime import STATE_RECORD
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
@@ -55,6 +55,8 @@ def spool_blocks(plan: RunPlan, load_rows_per_s: float | None) -> int:
     """Blocks to pre-generate for warmup + measure: the schedule's count, or for an unthrottled run
     what the load's rate (with a margin) would apply; any shortfall is generated live and reported."""
     span_s, w = plan.phases.warmup_s + plan.phases.measure_s, plan.workload
+    if not w.writes:
+        return 0
     if w.block_interval_ms:
         return math.ceil(span_s * 1000 / w.block_interval_ms) + PREFETCH_BLOCKS
     return math.ceil(UNTHROTTLED_SPOOL_MARGIN * (load_rows_per_s or 0) * span_s / w.rows_per_block) + PREFETCH_BLOCKS
@@ -135,6 +137,9 @@ def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers
     state.phase = "warmup"
     try:
         readers.start()
+        if not plan.workload.writes:
+            hold_phases(engine, state, warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s)
+            return None
         return write_blocks(engine, feed, state, interval_ms=plan.workload.block_interval_ms,
                             warmup_s=plan.phases.warmup_s, measure_s=plan.phases.measure_s,
                             checkpoint_every=plan.checkpoint.every_blocks, checkpoint_mode=plan.checkpoint.mode,
@@ -144,6 +149,7 @@ def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers
         sys.setswitchinterval(default_switch_s)
         gc.unfreeze()
         gc.enable()
+        time.sleep(plan.phases.cooldown_s)
 
 
 def verify(engine, plan: RunPlan, expected: dict) -> Integrity:
@@ -226,7 +232,8 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
-    readers = ReaderPool(engine, plan.readers, lambda: feed.live_keys, state, plan.workload.seed)
+    readers = ReaderPool(engine, plan.readers, lambda: feed.read_sample, state, plan.workload.seed, plan.engine,
+                         plan.workload.variant)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
     abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
                                                             plan.phases.measure_s)) if plan.early_abort else None

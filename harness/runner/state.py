@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from harness.engine_api import EngineCounters
 from harness.platform import cgroup
-from harness.runner.metrics import BlockLog, Recorder
+from harness.runner.metrics import BlockLog, KindStats, Recorder
 
 
 @dataclass
@@ -17,6 +17,8 @@ class RunState:
     service: Recorder = field(default_factory=Recorder)    # commit end - actual start
     lag: Recorder = field(default_factory=Recorder)        # actual start - due time
     read: Recorder = field(default_factory=Recorder)       # reader: end - intended start
+    read_kinds: dict[str, KindStats] = field(default_factory=dict)   # per entry of the mix (reads/queries.py)
+    reads_empty: int = 0              # measured reads that found nothing where the data says they must
     blocks: int = 0                   # measured blocks committed
     rows: int = 0                     # measured rows written
     reads: int = 0                    # measured reads completed
@@ -54,7 +56,9 @@ class RunState:
         self.rss_at_measure_start = cgroup.process_rss_bytes()
         for r in (self.commit, self.service, self.lag, self.read):
             r.reset()
-        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = 0
+        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = self.reads_empty = 0
+        for name in self.read_kinds:
+            self.read_kinds[name] = KindStats()
         self.gauges.clear()
 
     def window_s(self) -> float:

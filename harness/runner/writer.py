@@ -55,6 +55,8 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         engine.apply_block(built.prepared)
         end_ns = time.monotonic_ns()
         last = built
+        if built.read_sample:      # drawn after this block: the readers' parameters once it is committed
+            pre.read_sample = built.read_sample
         state.commit.record_us((end_ns - due) // 1000)
         state.service.record_us((end_ns - start) // 1000)
         state.lag.record_us(max(0, start - due) // 1000)
@@ -80,3 +82,17 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     state.counters_at_measure_end = engine.counters()
     state.next_due_ns = 0
     return last
+
+
+def hold_phases(engine, state: RunState, *, warmup_s: float, measure_s: float) -> None:
+    """A read-only run: no blocks; the phases pass on the same clock while the readers work."""
+    t0 = time.monotonic_ns()
+    state.timed_start_ns = t0
+    state.window_end_ns = end = t0 + int((warmup_s + measure_s) * 1e9)
+    time.sleep(warmup_s)
+    state.start_measure(time.monotonic_ns())
+    state.counters_at_measure_start = engine.counters()
+    time.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
+    state.measure_end_ns = time.monotonic_ns()
+    state.rss_at_measure_end = cgroup.process_rss_bytes()
+    state.counters_at_measure_end = engine.counters()

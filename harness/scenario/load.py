@@ -74,6 +74,10 @@ def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:
             if f.name == "decision.yaml":
                 from harness.scenario.decision import load_decision   # lazy: it imports this module
                 load_decision(f)
+            elif f.name == "mixes.yaml":
+                from harness.reads.queries import check_entries, load_mixes
+                for name, mix in load_mixes(f).items():
+                    check_entries(mix.queries, "bitemporal", where=f"{f}: mixes.{name}")
             else:
                 load_scenario(f)
             out.append((f, None))

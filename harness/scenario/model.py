@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from harness import registry
+from harness.errors import ConfigError
+from harness.reads.queries import check_mix
 from harness.scenario.thresholds import parse_threshold
 from harness.workload.shapes import SHAPES
 
@@ -46,6 +48,7 @@ class Workload(Strict):
     ephemeral_btl_blocks: tuple[int, int] = (150, 9000)
     extend_blocks: tuple[int, int] = (10, 1000)
     long_lived_fraction: Optional[float] = Field(None, ge=0, le=1)
+    writes: bool = Field(True, description="false: a read-only run, the readers alone after the load")
 
     @field_validator("ephemeral_btl_blocks", "extend_blocks")
     @classmethod
@@ -75,11 +78,7 @@ class Load(Strict):
 class Phases(Strict):
     warmup_s: float = Field(2.0, ge=0)
     measure_s: float = Field(20.0, gt=0)
-
-
-class ReadMix(Strict):
-    entity_fetch: float = Field(0.5, ge=0)
-    attribute_scan: float = Field(0.5, ge=0)
+    cooldown_s: float = Field(0.0, ge=0, description="idle after the measured phase, before the verification")
 
 
 class LongRead(Strict):
@@ -90,7 +89,8 @@ class LongRead(Strict):
 class Readers(Strict):
     threads: int = Field(0, ge=0)
     rate_per_s: float = Field(0.0, ge=0, description="target queries per second over all reader threads")
-    mix: ReadMix = ReadMix()
+    # a mix of scenarios/mixes.yaml by name, or weights by query kind of engines/queries.yaml
+    mix: Union[str, dict[str, Annotated[float, Field(ge=0)]]] = {"entity_fetch": 0.5, "attribute_scan": 0.5}
     long_read: Optional[LongRead] = None
 
     @model_validator(mode="after")
@@ -123,6 +123,17 @@ class Body(Strict):
     engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
     thresholds: ThresholdExprs = []
     integrity: Literal["model", "counts"] = "model"
+
+    @model_validator(mode="after")
+    def _mix(self) -> "Body":
+        if not self.workload.writes and not self.readers.threads:
+            raise ValueError("workload.writes is false: a read-only run needs readers.threads > 0")
+        if self.readers.threads:
+            try:
+                check_mix(self.readers.mix, self.workload.variant)
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+        return self
 
 
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -172,3 +172,24 @@ def test_a_server_engine_gets_mem_and_its_client_runs_outside_it(tmp_path):
     assert r["metrics"]["harness"]["inside_limit_bytes"] == 0
     # the sampler reads the server's cgroup: the database's memory, below MEM
     assert 0 < r["metrics"]["mem_bytes_max"] <= 512 << 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_read_mix_run_is_read_only_with_a_table_by_query_kind(tmp_path, engine):
+    """Mix A on a loaded database, no writes: every entry of the mix is timed and found what it was drawn
+    from (no empties), result.json and the printed table agree."""
+    rc, r, _, err = run_scenario(tmp_path, "--scenario", "read_mix_a", "--profile", "smoke", "--engine", engine,
+                                 "--set", "readers.rate_per_s=100", timeout=300)
+    m = r["metrics"]
+    assert r["status"] in ("passed", "failed") and r["integrity"]["ok"] is True
+    assert m["commit_latency_ms"]["count"] == 0 and m["rows"] == 0
+    kinds = m["reads_by_kind"]
+    assert set(kinds) == {"node_status", "workload_by_status", "nodes_by_gpu", "creator_lookup",
+                          "historical_state", "payload_fetch"}
+    assert m["reads_empty"] == 0 and all(k["count"] > 0 and k["empty"] == 0 and k["mean_rows"] >= 1
+                                         for k in kinds.values())
+    assert sum(k["count"] for k in kinds.values()) == m["reads"] == m["read_latency_ms"]["count"]
+    assert kinds["historical_state"]["mean_rows"] == 15       # one version's string attributes (mendoza)
+    for name, k in kinds.items():
+        assert f"  {name:<22}{k['count']:>7}" in err

@@ -225,7 +225,11 @@ def test_the_feed_process_ships_the_generators_exact_stream():
         shipped_load = list(feed.load_blocks())
         assert [b.block for b in shipped_load] == local_load
         assert feed.after_load.digest_after == gen.model.digest.as_dict()
-        assert len(feed.live_keys) == min(512, len(gen.model.live_ids))
+        # the readers' parameters: live entities of the loaded database, each offering its key and block
+        sample = feed.read_sample
+        assert len(sample) == min(512, len(gen.model.live_ids))
+        live = {gen.model.key(i) for i in gen.model.live_ids}
+        assert all(e["key"] in live and {"block", "creator", "type", "status"} <= e.keys() for e in sample)
         feed.spool(0)
         for _ in range(20):
             local, shipped = gen.next_block(), feed.get()

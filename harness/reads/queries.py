@@ -1,0 +1,184 @@
+"""Read query kinds (engines/queries.yaml, an engine's own queries.yaml over it) and read mixes
+(scenarios/mixes.yaml), validated, then resolved for one engine, schema variant and placeholder style:
+the readers only bind parameters and run statements."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.errors import ConfigError
+from harness.workload.block import MAX_BLOCK
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERIC_FILE = ROOT / "engines" / "queries.yaml"
+MIXES_FILE = ROOT / "scenarios" / "mixes.yaml"
+VARIANTS = ("bitemporal", "simple")
+# what a live entity of the sample offers (harness/reads/params.py); a mix's args may fix any of them
+PARAMS = ("key", "block", "block_end", "creator", "type", "status", "proposal", "chunk", "gpu_below",
+          "attr", "attr_value")
+_PARAM = re.compile(r":([a-z_]+)")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Kind(Strict):
+    about: str = ""
+    sql: list[str]
+    variants: tuple[str, ...] = VARIANTS
+    expect_rows: bool = True
+
+    @field_validator("sql", mode="before")
+    @classmethod
+    def _one_or_many(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("sql")
+    @classmethod
+    def _params_known(cls, v: list[str]) -> list[str]:
+        for stmt in v:
+            unknown = sorted(set(_PARAM.findall(stmt)) - set(PARAMS))
+            if unknown:
+                raise ValueError(f"unknown parameter(s) {', '.join(':' + u for u in unknown)} in {stmt!r}; "
+                                 f"allowed: {', '.join(PARAMS)}")
+        return v
+
+
+class KindsFile(Strict):
+    kinds: dict[str, Kind]
+
+
+class MixEntry(Strict):
+    kind: str
+    weight: float = Field(gt=0)
+    name: Optional[str] = None
+    args: dict[str, str | int] = {}
+
+    @field_validator("args")
+    @classmethod
+    def _args_known(cls, v: dict) -> dict:
+        unknown = sorted(set(v) - set(PARAMS))
+        if unknown:
+            raise ValueError(f"unknown arg(s) {', '.join(unknown)}; allowed: {', '.join(PARAMS)}")
+        return v
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class Mix(Strict):
+    about: str = ""
+    queries: list[MixEntry] = Field(min_length=1)
+
+
+class MixesFile(Strict):
+    mixes: dict[str, Mix]
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str                     # in the engine's placeholder style
+    params: tuple[str, ...]      # the parameter behind each placeholder, in order
+
+
+@dataclass(frozen=True)
+class Query:
+    """One entry of a mix, ready to run: its statements, where its parameters come from, its weight."""
+    name: str
+    kind: str
+    weight: float
+    statements: tuple[Statement, ...]
+    args: dict
+    drawn: frozenset[str]        # the parameters a live entity of the sample must offer
+    expect_rows: bool
+
+
+def _load(path: Path, model):
+    try:
+        raw = yaml.safe_load(path.read_text())
+        return model.model_validate(raw)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    except ValidationError as e:
+        where = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"{path}: {where}") from None
+
+
+@lru_cache(maxsize=None)
+def kinds_for(engine: str) -> dict[str, Kind]:
+    """The generic kinds, each replaced by the engine folder's own where it has one."""
+    kinds = dict(_load(GENERIC_FILE, KindsFile).kinds)
+    own = ROOT / "engines" / engine / "queries.yaml"
+    if own.exists():
+        extra = _load(own, KindsFile).kinds
+        unknown = sorted(set(extra) - set(kinds))
+        if unknown:
+            raise ConfigError(f"{own}: kinds {', '.join(unknown)} are not in {GENERIC_FILE} (an engine overrides "
+                              f"a generic kind, it does not add one)")
+        kinds.update(extra)
+    return kinds
+
+
+def load_mixes(path: Path = MIXES_FILE) -> dict[str, Mix]:
+    return _load(path, MixesFile).mixes
+
+
+@lru_cache(maxsize=None)
+def mixes() -> dict[str, Mix]:
+    return load_mixes()
+
+
+def mix_entries(mix: str | dict[str, float], where: str = "readers.mix") -> list[MixEntry]:
+    """A named mix of scenarios/mixes.yaml, or weights by kind."""
+    if isinstance(mix, str):
+        known = mixes()
+        if mix not in known:
+            raise ConfigError(f"{where}: unknown mix {mix!r}; {MIXES_FILE.name} has {', '.join(sorted(known))}")
+        return list(known[mix].queries)
+    return [MixEntry(kind=k, weight=w) for k, w in mix.items() if w > 0]
+
+
+def check_mix(mix: str | dict[str, float], variant: str, where: str = "readers.mix") -> None:
+    """Every kind the mix names exists (generically) and runs on the variant: a scenario error otherwise."""
+    check_entries(mix_entries(mix, where), variant, where)
+
+
+def check_entries(entries: list[MixEntry], variant: str, where: str) -> None:
+    kinds = kinds_for("")
+    for e in entries:
+        if e.kind not in kinds:
+            raise ConfigError(f"{where}: unknown query kind {e.kind!r}; {GENERIC_FILE.name} has "
+                              f"{', '.join(sorted(kinds))}")
+        if variant not in kinds[e.kind].variants:
+            raise ConfigError(f"{where}: query kind {e.kind!r} runs on the {'/'.join(kinds[e.kind].variants)} "
+                              f"schema, not {variant}")
+
+
+def resolve(mix: str | dict[str, float], engine: str, variant: str, placeholder: str) -> list[Query]:
+    check_mix(mix, variant)
+    kinds = kinds_for(engine)
+    current = f"AND to_block = {MAX_BLOCK}" if variant == "bitemporal" else ""
+    out = []
+    for e in mix_entries(mix):
+        k = kinds[e.kind]
+        stmts = []
+        for text in k.sql:
+            text = text.replace("{current}", current)
+            stmts.append(Statement(_PARAM.sub(placeholder, text), tuple(_PARAM.findall(text))))
+        used = {p for s in stmts for p in s.params}
+        out.append(Query(e.label, e.kind, e.weight, tuple(stmts), dict(e.args), frozenset(used - set(e.args)),
+                         k.expect_rows))
+    names = [q.name for q in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"readers.mix: two entries are called the same ({', '.join(names)}): give them names")
+    return out

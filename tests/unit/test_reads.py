@@ -1,0 +1,128 @@
+"""Read kinds, mixes, parameters drawn from live entities, and the application vocabulary they query."""
+import random
+import time
+from collections import Counter
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.reads.params import Draw, entity_params
+from harness.reads.queries import check_mix, mix_entries, mixes, resolve
+from harness.runner.readers import ReaderPool
+from harness.runner.state import RunState
+from harness.scenario.model import Readers
+from harness.scenario.plan import resolve_plan
+from harness.workload import vocabulary
+from harness.workload.entity import EntityState, entity_key, version_rows
+from harness.workload.generator import BlockGenerator
+from harness.workload.shapes import SHAPES
+from tests.conftest import mixed_spec
+
+
+def test_the_reference_mixes_are_there_with_their_weights():
+    m = mixes()
+    assert {"a", "b", "c", "strategy"} <= set(m)
+    assert [(e.label, e.weight) for e in m["a"].queries] == [
+        ("node_status", 30), ("workload_by_status", 25), ("nodes_by_gpu", 20), ("creator_lookup", 10),
+        ("historical_state", 10), ("payload_fetch", 5)]
+    assert sum(e.weight for e in m["strategy"].queries) == 100
+
+
+def test_a_mix_naming_what_does_not_exist_is_refused_with_the_field():
+    with pytest.raises(ConfigError, match="readers.mix: unknown mix 'z'"):
+        mix_entries("z")
+    with pytest.raises(ConfigError, match=r"checkpoint_storm.yaml: \(with --set\): readers.mix: unknown mix 'nope'"):
+        resolve_plan("checkpoint_storm", "sqlite", profile="smoke", overrides=["readers.mix=nope"])
+    with pytest.raises(ConfigError, match="readers.mix: unknown query kind 'nope'"):
+        check_mix({"entity_fetch": 1, "nope": 1}, "bitemporal")
+    with pytest.raises(ConfigError, match="history' runs on the bitemporal schema, not simple"):
+        resolve_plan("read_mix_a", "sqlite", profile="smoke", overrides=["workload.schema=simple"])
+
+
+def test_statements_take_the_engine_placeholder_and_the_variant_current_clause():
+    q = {x.name: x for x in resolve("a", "postgres", "bitemporal", "%s")}
+    hist = q["historical_state"].statements[0]
+    assert hist.sql.count("%s") == 3 and hist.params == ("key", "block", "block")
+    assert "to_block = 9223372036854775807" in q["node_status"].statements[0].sql
+    assert q["workload_by_status"].args == {"status": "pending"} and q["workload_by_status"].drawn == frozenset()
+    simple = resolve({"entity_current": 1}, "sqlite", "simple", "?")[0].statements[0]
+    assert "to_block" not in simple.sql and simple.sql.endswith("entity_key = ? ")
+
+
+def test_every_entity_carries_the_vocabulary_in_its_shape_counts_with_skewed_values():
+    types, gpus = Counter(), Counter()
+    for eid in range(1, 4000):
+        st = EntityState(eid, entity_key(7, eid), 5, 0, 0, eid % 50, 10**6)
+        rows = version_rows(st, SHAPES["mendoza"], 7, "bitemporal")
+        s = {r[3]: r[4] for r in rows["string_attributes"]}
+        n = {r[3]: r[4] for r in rows["numeric_attributes"]}
+        assert len(s) == len(rows["string_attributes"]) == 15 and len(n) == 9     # counts unchanged, names unique
+        types[s["type"]] += 1
+        assert s["status"] in dict(vocabulary.STATUS[s["type"]])
+        assert ("proposalKey" in s) == (s["type"] == "vote") and ("nextBlockId" in s) == (s["type"] == "chunk")
+        if s["type"] == "node":
+            gpus[n["allocatable_gpu"]] += 1
+    # hot first, long tail: the weights' order holds in the draws
+    assert types.most_common(1)[0][0] == "sensor" and types["profile"] < types["proposal"] < types["node"]
+    assert gpus[0] > gpus[8] > 0
+    # the type is fixed for an entity's life: another version, the same type
+    st = EntityState(3, entity_key(7, 3), 9, 4, 4, 1, 10**6)
+    again = {r[3]: r[4] for r in version_rows(st, SHAPES["mendoza"], 7, "bitemporal")["string_attributes"]}
+    assert again["type"] == vocabulary.entity_type(entity_key(7, 3))
+
+
+def test_parameters_come_from_an_entity_offering_them_or_none():
+    gen = BlockGenerator(mixed_spec())
+    for _ in gen.load_blocks(200, 2000, 15):
+        pass
+    sample = [entity_params(gen.model, i) for i in gen.model.live_ids]
+    queries = resolve("b", "sqlite", "bitemporal", "?")
+    draw = Draw(queries)
+    draw.refresh(sample)
+    rng = random.Random(2)
+    i = next(i for i, q in enumerate(queries) if q.name == "votes_for_proposal")
+    (p,) = draw.params(i, rng)
+    assert p[0] in {e["proposal"] for e in sample if e.get("type") == "vote"}
+    draw.refresh([e for e in sample if e.get("type") != "vote"])
+    assert draw.params(i, rng) is None
+
+
+class EmptyReader:
+    """Returns no rows for one statement text: an engine that lost what the data says is there."""
+    placeholder = "?"
+
+    def __init__(self, lose: str):
+        self.lose = lose
+
+    def run(self, sql, params):
+        return 0 if self.lose in sql else 1
+
+    def close(self):
+        pass
+
+
+class FakeEngine:
+    def __init__(self, lose):
+        self.lose = lose
+
+    def reader(self):
+        return EmptyReader(self.lose)
+
+
+def test_a_query_that_finds_nothing_is_counted_empty_not_timed():
+    """Harness logic only (a fake reader): the lost kind's reads are empties, the others are timed."""
+    gen = BlockGenerator(mixed_spec())
+    for _ in gen.load_blocks(200, 2000, 15):
+        pass
+    sample = [entity_params(gen.model, i) for i in gen.model.live_ids]
+    state = RunState()
+    pool = ReaderPool(FakeEngine("proposalKey"), Readers(threads=1, rate_per_s=2000, mix="b"), lambda: sample,
+                      state, 1, "sqlite", "bitemporal")
+    pool.start()
+    time.sleep(0.5)
+    pool.stop()
+    kinds = state.read_kinds
+    assert kinds["votes_for_proposal"].empty > 0 and kinds["votes_for_proposal"].hist.get_total_count() == 0
+    assert kinds["get_proposal"].empty == 0 and kinds["get_proposal"].hist.get_total_count() > 0
+    assert state.reads_empty == kinds["votes_for_proposal"].empty and state.read_errors == 0
+    assert state.reads == sum(k.hist.get_total_count() for k in kinds.values())
