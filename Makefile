@@ -39,7 +39,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead bench-build state states states-clean images
+.PHONY: help install run sweep verdict report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -99,6 +99,11 @@ bench-build: $(STAMP) ## bulk vs row-by-row build rows/s per engine, and the clo
 bench-overhead: $(STAMP) ## harness vs hand-written loop rows/s per engine: [ENGINES="sqlite duckdb"] [PROFILE=quick] [DURATION=s] [REPEATS=3] [DATA=dir (default tmpfs)]
 	@$(HARNESS) bench-overhead --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \
 	  $(if $(DATA),--data $(DATA)) \
+	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
+
+bench-reads: $(STAMP) ## harness vs raw driver loop read QPS per engine: [ENGINES=] [SCENARIO=read_mix_a] [PROFILE=quick] [DURATION=s] [REPEATS=3] [DATA=dir]
+	@$(HARNESS) bench-reads --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) $(if $(REPEATS),--repeats $(REPEATS)) \
+	  $(if $(DATA),--data $(DATA)) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),read_mix_a) \
 	  --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(DURATION),--duration $(DURATION))
 
 # The runtime dependencies at .venv's exact versions, as wheels, so image builds need no PyPI (the test

@@ -39,6 +39,16 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
     b.add_argument("--data", default=None, type=Path,
                    help="where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)")
+    br = sub.add_parser("bench-reads", help="harness read QPS vs a raw driver loop on the same queries, per engine")
+    br.add_argument("--engines", nargs="+", default=None)
+    br.add_argument("--scenario", default="read_mix_a")
+    br.add_argument("--profile", default="quick")
+    br.add_argument("--duration", type=float)
+    br.add_argument("--threads", type=int, default=1, help="readers (the raw loop is one connection)")
+    br.add_argument("--results", default="results", type=Path)
+    br.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
+    br.add_argument("--data", default=None, type=Path,
+                    help="where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)")
     s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
     s.add_argument("--scenario", required=True)
     s.add_argument("--engines", nargs="+", required=True)
@@ -128,7 +138,7 @@ def _writable(path: Path | None, flag: str) -> None:
 
 
 def _dispatch(args) -> int:
-    if args.cmd in ("run", "sweep", "verdict", "bench-overhead", "bench-build"):
+    if args.cmd in ("run", "sweep", "verdict", "bench-overhead", "bench-reads", "bench-build"):
         _writable(args.results, "--results")
         _writable(Path(args.data) if args.data else None, "--data")
     if args.cmd == "validate":
@@ -145,6 +155,11 @@ def _dispatch(args) -> int:
         from harness.overhead import bench_overhead
         return bench_overhead(args.engines or list(registry.names()), args.scenario, args.profile,
                               args.duration, args.results, args.repeats, data_root=args.data)
+    if args.cmd == "bench-reads":
+        from harness import registry
+        from harness.reads.bench import bench_reads
+        return bench_reads(args.engines or list(registry.names()), args.scenario, args.profile, args.duration,
+                           args.threads, args.results, args.repeats, data_root=args.data)
     if args.cmd == "bench-build":
         from harness import registry
         from harness.state.bench import bench_build

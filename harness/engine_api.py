@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Iterator, Mapping, Protocol
+from typing import Callable, ClassVar, Iterator, Mapping, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,10 @@ class Capabilities(BaseModel):
                                   "recorded as unknown (null) and thresholds on them are refused")
     checkpoint_modes: tuple[str, ...] = Field((), description="what checkpoint(mode) accepts; a scenario's "
                                                               "checkpoint.mode outside it is refused")
+    readers_in_process_only: bool = Field(description="one process per database (DuckDB, turso): readers are "
+                                                      "threads of the runner; otherwise each reader is a process "
+                                                      "of its own, opened by reader_factory(), so readers and "
+                                                      "writer share no GIL")
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,11 @@ class EngineBase:
         the timed path; apply_block receives the (unpickled) result. Must not touch a connection."""
         return block
 
+    def reader_factory(self) -> Callable[[], Reader]:
+        """A picklable callable that opens a Reader in another process (a reader process of the runner,
+        harness/runner/reader_proc.py); only for engines without readers_in_process_only."""
+        raise NotImplementedError(f"{type(self).__name__} has no reader_factory")
+
     def counters(self) -> EngineCounters | None:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None
@@ -127,6 +136,7 @@ class Engine(Protocol):
     def prepare_block(self, block: Block) -> object: ...         # off the timed path (see EngineBase)
     def apply_block(self, prepared: object) -> None: ...         # ONE transaction; the runner times it
     def reader(self) -> Reader: ...
+    def reader_factory(self) -> Callable[[], Reader]: ...        # see EngineBase
     def checkpoint(self, mode: str) -> None: ...
     # After the load, before the clock: finish the work a bulk load leaves pending (statistics, a
     # checkpoint), so the measured phase starts from the same state however long the pause before it.

@@ -59,6 +59,15 @@ class Spool(Model):
     live_blocks: Optional[int] = None    # blocks of warmup + measure generated while the engine worked
 
 
+class ReaderShare(Model):
+    """How the readers ran: processes of their own (inside MEM for an embedded engine, the application's
+    readers) or threads of the runner (readers_in_process_only), and each reader process's RSS."""
+    mode: Literal["processes", "threads"]
+    count: int
+    rss_bytes_start_max: Optional[int] = None     # the largest reader process, connection open
+    rss_bytes_end_max: Optional[int] = None       # the largest reader process, at its end
+
+
 class HarnessShare(Model):
     """What the harness cost: its memory inside the limit and any wait for blocks."""
     inside_limit_bytes: Optional[int] = None       # runner RSS as the measured phase starts (0: outside MEM)
@@ -68,6 +77,7 @@ class HarnessShare(Model):
     generator_wait_share: Optional[float] = None
     latency_values_clamped: int = 0
     spool: Optional[Spool] = None
+    readers: Optional[ReaderShare] = None
 
 
 class EngineCounterFigures(Model):

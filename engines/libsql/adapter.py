@@ -5,6 +5,7 @@ every call goes to remote.RemoteLibSQL instead (libsql-client against sqld)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from importlib.metadata import version
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import ClassVar, Iterator, Mapping
 
 import libsql
 
+from engines.libsql.remote import remote_reader
 from engines.sqlite.adapter import SQLiteEngine
 from harness import registry
 from harness.engine_api import EngineInfo, StorageStats
@@ -65,13 +67,21 @@ class LibSQLEngine(SQLiteEngine):
     def apply_block(self, block: Block) -> None:
         (self.remote or super()).apply_block(block)
 
-    def reader(self):
-        return self.remote.reader(self.variant or "bitemporal") if self.remote else super().reader()
+    def reader_factory(self):
+        if not self.remote:
+            return super().reader_factory()
+        return functools.partial(remote_reader, self.remote.url, self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
         if not self.remote:
             return super().checkpoint(mode)
         self.remote.handle.execute(f"PRAGMA wal_checkpoint({mode})")
+
+    def settle(self) -> None:
+        if not self.remote:
+            return super().settle()
+        for stmt in self.settle_sql(self.settings):
+            self.remote.handle.execute(stmt)
 
     def storage(self) -> StorageStats:
         return self.remote.storage() if self.remote else super().storage()

@@ -3,6 +3,7 @@ block is ONE batch, which the client runs as one transaction in one round trip. 
 decimal strings in Hrana, so the embedded driver's 2**53 rounding does not apply here."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Iterator
 
@@ -67,6 +68,12 @@ class RemoteReader(sql.QueryReader):
             tx.rollback()
 
 
+def remote_reader(url: str, variant: str) -> "RemoteReader":
+    """A reader of its own, in the runner or a reader process; the token comes from the environment, never
+    through the pipe to a reader process."""
+    return RemoteReader(Handle(connect(url, os.environ.get("LIBSQL_AUTH_TOKEN"))), variant)
+
+
 class RemoteLibSQL:
     """What LibSQLEngine delegates to when a server URL is set."""
 
@@ -80,9 +87,6 @@ class RemoteLibSQL:
 
     def apply_block(self, block: Block) -> None:
         self.handle.client.batch(block_statements(block))
-
-    def reader(self, variant: str) -> RemoteReader:
-        return RemoteReader(Handle(connect(self.url, self.auth_token)), variant)
 
     def scalar(self, sql: str):
         return self.handle.execute(sql).fetchall()[0][0]

@@ -3,6 +3,7 @@ sent in pipeline mode: per table one set-based statement over unnest()ed column 
 deletes, the terminations and the inserts. The arrays are built in prepare_block, off the timed path."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,7 +150,10 @@ class PostgresEngine(EngineBase):
         write_block(self.conn, self._sql, p)
 
     def reader(self) -> "PostgresReader":
-        return PostgresReader(psycopg.connect(self.server.conninfo(), autocommit=True), self.variant or "bitemporal")
+        return self.reader_factory()()
+
+    def reader_factory(self):
+        return functools.partial(open_reader, self.server.conninfo(), self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
         self.conn.execute("CHECKPOINT")          # the one mode its manifest declares
@@ -205,6 +209,10 @@ class PostgresEngine(EngineBase):
         server = getattr(self, "server", None)
         if server is not None:
             server.stop()
+
+
+def open_reader(conninfo: str, variant: str) -> "PostgresReader":
+    return PostgresReader(psycopg.connect(conninfo, autocommit=True), variant)
 
 
 class PostgresReader(sql.QueryReader):

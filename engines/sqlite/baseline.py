@@ -4,7 +4,7 @@ with their engine class."""
 from pathlib import Path
 
 from harness import registry, sql
-from engines.sqlite.adapter import SETTLE_CHECKPOINT, SQLiteEngine
+from engines.sqlite.adapter import SQLiteEngine
 
 
 class Loop:
@@ -15,6 +15,7 @@ class Loop:
 
     def __init__(self, data_dir: Path, settings: dict, variant: str):
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.settings = settings
         self.c = self.engine.connect(data_dir / "loop.db", settings)
         for stmt in self.engine.pragma_sql(settings, writer=True):
             self.c.execute(stmt).fetchall()
@@ -26,7 +27,8 @@ class Loop:
         sql.write_block(self.c, self.begin, self.sql, block)
 
     def settle(self) -> None:
-        self.c.execute(f"PRAGMA wal_checkpoint({SETTLE_CHECKPOINT})").fetchall()
+        for stmt in self.engine.settle_sql(self.settings):
+            self.c.execute(stmt).fetchall()
 
     def close(self) -> None:
         self.c.close()

@@ -1,6 +1,11 @@
-"""Open-loop readers: each thread has its own connection and a fixed schedule (query k due at
-t0 + k/rate), so a stalled query delays the ones queued behind it and that delay is measured. Each query
-is an entry of the scenario's mix (reads/queries.py), its parameters drawn from live entities."""
+"""Open-loop readers: each has its own connection and a fixed schedule (query k due at t0 + k/rate), so a
+stalled query delays the ones queued behind it and that delay is measured. Each query is an entry of the
+scenario's mix (reads/queries.py), its parameters drawn from live entities.
+
+Where the engine allows several processes on one database, every reader is a process of its own
+(reader_proc.py), so readers and the writer share no GIL; where it does not (readers_in_process_only),
+they are threads of the runner. Both run query_loop(); what a query took reaches the run's recorders
+through ReadSink, in the runner."""
 from __future__ import annotations
 
 import bisect
@@ -16,23 +21,106 @@ from harness.runner.metrics import KindStats
 from harness.runner.state import RunState
 from harness.scenario.model import Readers
 
+EMPTY = -1     # rows of a query that found nothing where the data says it must (counted, never timed)
+
+
+def schedule(cfg: Readers, i: int) -> tuple[int, int]:
+    """Reader i's period and offset (ns): the readers' schedules interleave instead of firing together.
+    Unthrottled readers (rate 0) have period 0: each query is due as the previous one ends."""
+    if not cfg.rate_per_s:
+        return 0, 0
+    period_ns = int(1e9 * cfg.threads / cfg.rate_per_s)
+    return period_ns, period_ns * i // cfg.threads
+
+
+def kind_names(cfg: Readers, engine_name: str, variant: str) -> list[str]:
+    return [q.name for q in resolve(cfg.mix, engine_name, variant, "?")]
+
+
+def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, period_ns: int, due_ns: int,
+               wait: Callable[[float], bool], sample: Callable[[], list | None],
+               sink: Callable[[int, int, int, int], None], error: Callable[[Exception], None]) -> None:
+    """Query k at due_ns + k * period_ns (period 0: as the previous one ends) until wait(timeout_s) says
+    stop. sink(kind index, due ns, end ns, rows or EMPTY) is called for every query asked."""
+    queries = resolve(mix, engine_name, variant, reader.placeholder)
+    draw = Draw(queries)
+    cum = list(itertools.accumulate(q.weight for q in queries))
+    due = due_ns
+    while not wait(max(0.0, (due - time.monotonic_ns()) / 1e9)):
+        if not period_ns:
+            due = time.monotonic_ns()
+        draw.refresh(sample())
+        i = min(bisect.bisect_right(cum, rng.random() * cum[-1]), len(queries) - 1)
+        q = queries[i]
+        try:
+            params = draw.params(i, rng)
+            if params is None:           # no sampled entity offers what it needs: nothing to ask
+                rows = EMPTY
+            else:
+                rows = sum(reader.run(s.sql, p) for s, p in zip(q.statements, params))
+                if not rows and q.expect_rows:
+                    rows = EMPTY
+            sink(i, due, time.monotonic_ns(), rows)
+        except Exception as e:
+            error(e)
+        due += period_ns
+
+
+class ReadSink:
+    """Records what the readers report into the run's recorders. A query belongs to the phase it was due in,
+    however late it ends (or its report arrives): one due before the measured window is the warmup's, one
+    due after it is not counted."""
+
+    def __init__(self, state: RunState, names: list[str]) -> None:
+        self.state, self.names = state, names
+        for n in names:
+            state.read_kinds.setdefault(n, KindStats())
+
+    def __call__(self, i: int, due_ns: int, end_ns: int, rows: int) -> None:
+        st = self.state
+        if st.measure_start_ns is not None and (
+                due_ns < st.measure_start_ns or (st.window_end_ns is not None and due_ns >= st.window_end_ns)):
+            return
+        kind = st.read_kinds[self.names[i]]
+        if rows == EMPTY:
+            kind.record_empty()
+            st.reads_empty += 1
+        else:
+            us = (end_ns - due_ns) // 1000
+            st.read.record_us(us)
+            kind.record(us, rows)
+            st.reads += 1
+
+    def error(self, message: str, count: int = 1) -> None:
+        self.state.read_errors += count
+        self.state.read_error = self.state.read_error or message
+
 
 class ReaderPool:
     def __init__(self, engine, cfg: Readers, sample: Callable[[], list[dict] | None], state: RunState, seed: int,
-                 engine_name: str, variant: str) -> None:
+                 engine_name: str, variant: str, in_process: bool) -> None:
         # sample(): the feed's latest sample of live entities as read parameters (reads/params.py)
         self.engine, self.cfg, self.sample, self.state, self.seed = engine, cfg, sample, state, seed
-        self.engine_name, self.variant = engine_name, variant
+        self.engine_name, self.variant, self.in_process = engine_name, variant, in_process
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.processes = None     # reader_proc.ReaderProcesses
+
+    @property
+    def mode(self) -> str:
+        return "threads" if self.in_process else "processes"
 
     def start(self) -> None:
-        if self.cfg.threads:
-            period_ns = int(1e9 * self.cfg.threads / self.cfg.rate_per_s)
+        self.state.reads_offered_per_s = self.cfg.rate_per_s if self.cfg.threads else 0.0
+        sink = ReadSink(self.state, kind_names(self.cfg, self.engine_name, self.variant)) if self.cfg.threads else None
+        if self.cfg.threads and self.in_process:
             for i in range(self.cfg.threads):
-                # stagger the threads so their schedules interleave instead of firing together
-                offset_ns = period_ns * i // self.cfg.threads
-                self._spawn(f"reader-{i}", self._loop, random.Random(self.seed * 7919 + i), period_ns, offset_ns)
+                self._spawn(f"reader-{i}", self._loop, i, sink)
+        elif self.cfg.threads:
+            from harness.runner.reader_proc import ReaderProcesses
+            self.processes = ReaderProcesses(self.engine.reader_factory(), self.cfg, self.engine_name,
+                                             self.variant, self.seed, self.sample, sink)
+            self.processes.start()
         if self.cfg.long_read:
             self._spawn("long-reader", self._long_loop)
 
@@ -50,45 +138,23 @@ class ReaderPool:
 
     def stop(self) -> None:
         self._stop.set()
+        if self.processes:
+            self.processes.stop()
         for t in self.threads:
             t.join(timeout=30)
+        if self.cfg.threads:
+            rss = self.processes.rss if self.processes else []
+            self.state.readers = {"mode": self.mode, "count": self.cfg.threads,
+                                  "rss_bytes_start_max": max((a for a, _ in rss), default=None),
+                                  "rss_bytes_end_max": max((b for _, b in rss), default=None)}
 
-    def _loop(self, rng: random.Random, period_ns: int, offset_ns: int) -> None:
+    def _loop(self, i: int, sink: ReadSink) -> None:
         reader = self.engine.reader()
-        queries = resolve(self.cfg.mix, self.engine_name, self.variant, reader.placeholder)
-        for q in queries:
-            self.state.read_kinds.setdefault(q.name, KindStats())
-        draw = Draw(queries)
-        cum = list(itertools.accumulate(q.weight for q in queries))
-        st = self.state
-        due = time.monotonic_ns() + offset_ns
+        period_ns, offset_ns = schedule(self.cfg, i)
         try:
-            while not self._stop.is_set():
-                now = time.monotonic_ns()
-                if now < due and self._stop.wait((due - now) / 1e9):
-                    break
-                draw.refresh(self.sample())
-                i = bisect.bisect_right(cum, rng.random() * cum[-1])
-                q = queries[min(i, len(queries) - 1)]
-                try:
-                    params = draw.params(i, rng)
-                    if params is None:           # no sampled entity offers what it needs: nothing to ask
-                        st.read_kinds[q.name].record_empty()
-                        st.reads_empty += 1
-                    else:
-                        rows = sum(reader.run(s.sql, p) for s, p in zip(q.statements, params))
-                        us = (time.monotonic_ns() - due) // 1000
-                        if rows or not q.expect_rows:
-                            st.read.record_us(us)
-                            st.read_kinds[q.name].record(us, rows)
-                            st.reads += 1
-                        else:
-                            st.read_kinds[q.name].record_empty()
-                            st.reads_empty += 1
-                except Exception as e:
-                    st.read_errors += 1
-                    st.read_error = st.read_error or f"{type(e).__name__}: {e}"
-                due += period_ns
+            query_loop(reader, self.cfg.mix, self.engine_name, self.variant, reader_rng(self.seed, i), period_ns,
+                       time.monotonic_ns() + offset_ns, self._stop.wait, self.sample, sink,
+                       lambda e: sink.error(f"{type(e).__name__}: {e}"))
         finally:
             reader.close()
 
@@ -100,3 +166,7 @@ class ReaderPool:
                 reader.hold_snapshot(min(lr.hold_s, 3600.0))
         finally:
             reader.close()
+
+
+def reader_rng(seed: int, i: int) -> random.Random:
+    return random.Random(seed * 7919 + i)

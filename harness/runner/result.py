@@ -50,7 +50,8 @@ def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
     secs = state.measured_s()
     common = {"generator_wait_s": round(state.generator_wait_s, 4),
               "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
-              "latency_values_clamped": state.commit.clamped + state.read.clamped, "spool": spool}
+              "latency_values_clamped": state.commit.clamped + state.read.clamped, "spool": spool,
+              "readers": state.readers}
     if plan.client_mem_limit_bytes:
         return HarnessShare(inside_limit_bytes=0, inside_limit_bytes_end=0, inside_limit_bytes_max=0, **common)
     known = [v for v in (state.rss_at_measure_start, state.rss_at_measure_end, state.peak("rss_bytes"))
@@ -90,8 +91,9 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
         harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state))
     if state.reads or state.read_errors or state.reads_empty:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
-                 reads_per_s=round(state.reads / secs, 1) if secs else None, reads_empty=state.reads_empty,
-                 reads_by_kind={k: v.summary(secs) for k, v in sorted(state.read_kinds.items())})
+                 # over the window: the reads counted are those due in it (readers.ReadSink)
+                 reads_per_s=round(state.reads / window_s, 1) if window_s else None, reads_empty=state.reads_empty,
+                 reads_by_kind={k: v.summary(window_s) for k, v in sorted(state.read_kinds.items())})
     return Metrics(**m)
 
 
@@ -158,6 +160,9 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
                 return h.get_value_at_percentile(float(agg[1:])) / 1000
             return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
                     "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
+        if metric in counters and agg == "rate%":
+            offered = {"rows": state.rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]
+            return round(100 * counters[metric] / offered, 3) if offered else None
         if metric in counters:
             return counters[metric] / state.window_s() if agg == "rate" else counters[metric]
         if metric == "bloat_ratio":

@@ -233,7 +233,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
     readers = ReaderPool(engine, plan.readers, lambda: feed.read_sample, state, plan.workload.seed, plan.engine,
-                         plan.workload.variant)
+                         plan.workload.variant, in_process=plan.capabilities.readers_in_process_only)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
     abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
                                                             plan.phases.measure_s)) if plan.early_abort else None

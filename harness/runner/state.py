@@ -22,6 +22,7 @@ class RunState:
     blocks: int = 0                   # measured blocks committed
     rows: int = 0                     # measured rows written
     reads: int = 0                    # measured reads completed
+    reads_offered_per_s: float = 0.0  # the readers' schedule (readers.rate_per_s)
     read_errors: int = 0
     read_error: str | None = None
     next_due_ns: int = 0              # due time of the block the writer will start next
@@ -38,6 +39,7 @@ class RunState:
     counters_at_measure_start: EngineCounters | None = None   # engine.counters(), see EngineBase
     counters_at_measure_end: EngineCounters | None = None
     block_log: BlockLog = field(default_factory=BlockLog)
+    readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
 
     def elapsed_s(self, now_ns: int | None = None) -> float:

@@ -79,6 +79,19 @@ class Phases(Strict):
     warmup_s: float = Field(2.0, ge=0)
     measure_s: float = Field(20.0, gt=0)
     cooldown_s: float = Field(0.0, ge=0, description="idle after the measured phase, before the verification")
+    # The reference's read protocol counts queries: at the offered rate they are a duration, since query k of
+    # the open-loop schedule is due at k / rate whatever the engine does; they replace warmup_s / measure_s.
+    warmup_queries: Optional[int] = Field(None, ge=0, description="warmup as read queries at readers.rate_per_s")
+    measure_queries: Optional[int] = Field(None, gt=0, description="measured phase as read queries at "
+                                                                     "readers.rate_per_s")
+
+    def at_rate(self, read_rate_per_s: float) -> "Phases":
+        """Query counts as seconds at the readers' offered rate (unthrottled readers: the seconds stand)."""
+        if not read_rate_per_s:
+            return self
+        update = {f"{p}_s": n / read_rate_per_s for p in ("warmup", "measure")
+                  if (n := getattr(self, f"{p}_queries")) is not None}
+        return self.model_copy(update=update)
 
 
 class LongRead(Strict):
@@ -88,16 +101,12 @@ class LongRead(Strict):
 
 class Readers(Strict):
     threads: int = Field(0, ge=0)
-    rate_per_s: float = Field(0.0, ge=0, description="target queries per second over all reader threads")
+    rate_per_s: float = Field(0.0, ge=0, description="offered queries per second over all readers; 0 = "
+                                                     "unthrottled: each reader asks its next query as the "
+                                                     "last one ends (closed loop; the read bench's side)")
     # a mix of scenarios/mixes.yaml by name, or weights by query kind of engines/queries.yaml
     mix: Union[str, dict[str, Annotated[float, Field(ge=0)]]] = {"entity_fetch": 0.5, "attribute_scan": 0.5}
     long_read: Optional[LongRead] = None
-
-    @model_validator(mode="after")
-    def _rate(self) -> "Readers":
-        if self.threads and self.rate_per_s <= 0:
-            raise ValueError("rate_per_s must be > 0 when threads > 0 (readers are open-loop)")
-        return self
 
 
 class Checkpoint(Strict):
@@ -128,6 +137,10 @@ class Body(Strict):
     def _mix(self) -> "Body":
         if not self.workload.writes and not self.readers.threads:
             raise ValueError("workload.writes is false: a read-only run needs readers.threads > 0")
+        if (self.phases.warmup_queries is not None or self.phases.measure_queries is not None) \
+                and not self.readers.threads:
+            raise ValueError("phases.warmup_queries / measure_queries count read queries: they need "
+                             "readers.threads > 0")
         if self.readers.threads:
             try:
                 check_mix(self.readers.mix, self.workload.variant)

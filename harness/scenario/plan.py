@@ -143,7 +143,9 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
             if parse_threshold(expr).metric in WAL_METRICS:
                 raise ConfigError(f"{path}: thresholds: {expr!r}: {engine} does not report its WAL with these "
                                   "settings (capabilities.wal is false): the threshold could never be judged")
-    phases = body.phases if duration_s is None else body.phases.model_copy(update={"measure_s": duration_s})
+    phases = body.phases.at_rate(body.readers.rate_per_s) if body.readers.threads else body.phases
+    if duration_s is not None:    # DURATION is seconds, whatever the scenario counts
+        phases = phases.model_copy(update={"measure_s": duration_s, "measure_queries": None})
     load = body.load if scale is None else body.load.model_copy(update={"scale": scale})
 
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{engine}-{sc.name}-{profile or 'base'}-{secrets.token_hex(2)}"

@@ -1,5 +1,5 @@
 """k6-like thresholds: `p99(commit_ms) < 500`, `rate(rows) > 5000`, `max(wal_bytes) < 100MB`,
-`p99(commit_ms) over 60s < 500`. Parsed when a scenario is validated; evaluated after a run, each
+`p99(commit_ms) over 60s < 500`, `rate(reads) >= 95%` (a rate as a percentage of the offered one). Parsed when a scenario is validated; evaluated after a run, each
 stored with its measured value."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ METRICS: dict[str, str] = {
 WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false
 _AGGS_BY_KIND = {
     "latency": "pNN (p50, p99, p99.9), max, min, mean, count",
-    "counter": "rate (per second of the measured phase), count",
+    "counter": "rate (per second of the measured phase, or with % as a percentage of the offered rate), count",
     "gauge": "max, min, mean, last",
 }
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -37,7 +37,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _EXPR_RE = re.compile(
     r"^\s*(?P<agg>p\d{1,2}(?:\.\d+)?|max|min|mean|count|rate|last)\s*\(\s*(?P<metric>[a-z_]+)\s*\)"
     r"(?:\s+over\s+(?P<window>\d+)\s*s)?"
-    r"\s*(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z]*)\s*$"
+    r"\s*(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[a-zA-Z]*|%)\s*$"
 )
 GRAMMAR = "AGG(METRIC) [over Ns] OP NUMBER[UNIT], e.g. 'p99(commit_ms) < 500' or 'max(wal_bytes) < 100MB'"
 
@@ -48,8 +48,14 @@ class Threshold:
     agg: str            # "p99", "max", "rate", ...
     metric: str
     op: str
-    limit: float        # in the metric's own unit (ms, bytes, per second)
+    limit: float        # in the metric's own unit (ms, bytes, per second; percent of the offered rate)
     window_s: int | None = None
+    of_offered: bool = False   # rate(...) N%: the measured rate over the offered one, in percent
+
+    @property
+    def source_agg(self) -> str:
+        """What the metric source is asked: "rate%" for a rate as a percentage of the offered one."""
+        return "rate%" if self.of_offered else self.agg
 
     @property
     def percentile(self) -> float | None:
@@ -75,6 +81,9 @@ def parse_threshold(expr: str) -> Threshold:
         raise ValueError(f"{agg}() does not apply to {metric} in {expr!r}; allowed: {_AGGS_BY_KIND[kind]}")
     if agg.startswith("p") and not 0 < float(agg[1:]) < 100:
         raise ValueError(f"percentile {agg} out of range in {expr!r}; use p1..p99.999")
+    of_offered = unit == "%"
+    if of_offered and agg != "rate":
+        raise ValueError(f"% applies to rate() only (a percentage of the offered rate), in {expr!r}")
     window = int(m["window"]) if m["window"] else None
     if window is not None and metric not in ("commit_ms", "service_ms"):
         raise ValueError(f"'over {window}s' applies to commit_ms and service_ms only, not {metric}, in {expr!r}")
@@ -82,8 +91,9 @@ def parse_threshold(expr: str) -> Threshold:
         raise ValueError(f"'over {window}s' takes a percentile or max, not {agg}(), in {expr!r}")
     if window is not None and window <= 0:
         raise ValueError(f"window must be positive in {expr!r}")
-    return Threshold(expr=expr.strip(), agg=agg, metric=metric, op=m["op"],
-                     limit=_to_metric_unit(float(m["value"]), unit, kind, expr, agg), window_s=window)
+    limit = float(m["value"]) if of_offered else _to_metric_unit(float(m["value"]), unit, kind, expr, agg)
+    return Threshold(expr=expr.strip(), agg=agg, metric=metric, op=m["op"], limit=limit, window_s=window,
+                     of_offered=of_offered)
 
 
 def _to_metric_unit(value: float, unit: str, kind: str, expr: str, agg: str) -> float:
@@ -118,7 +128,7 @@ def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
     out = []
     for t in thresholds:
         try:
-            value, error = source(t.agg, t.metric, t.window_s), None
+            value, error = source(t.source_agg, t.metric, t.window_s), None
         except NotEvaluable as e:
             value, error = None, f"not evaluable: {e}"
         if value is None and error is None:

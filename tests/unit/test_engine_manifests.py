@@ -22,6 +22,7 @@ baseline = "baseline:L"
 [capabilities]
 server = false
 wal = true
+readers_in_process_only = false
 [types]
 bytes = "BLOB"
 int64 = "INTEGER"
@@ -51,7 +52,7 @@ def test_a_minimal_manifest_loads(tmp_path):
 @pytest.mark.parametrize("change,field,allowed", [
     (("text = \"TEXT\"\n", ""), "types", "one SQL type for each of bytes, text, int64"),
     (("adapter = \"adapter:E\"", "adapter = \"adapter.E\""), "adapter", "'module:Name'"),
-    (("wal = true", "wal = true\nmvcc = true"), "capabilities", "unknown field 'mvcc'; allowed: server, wal, checkpoint_modes"),
+    (("wal = true", "wal = true\nmvcc = true"), "capabilities", "unknown field 'mvcc'; allowed: server, wal, checkpoint_modes, readers_in_process_only"),
     (("server = false", "server = true"), "(top level)", "[images.server] must name the server's image"),
     (("description", "descripton"), "description", "required field is missing"),
 ])

@@ -117,7 +117,7 @@ def test_a_query_that_finds_nothing_is_counted_empty_not_timed():
     sample = [entity_params(gen.model, i) for i in gen.model.live_ids]
     state = RunState()
     pool = ReaderPool(FakeEngine("proposalKey"), Readers(threads=1, rate_per_s=2000, mix="b"), lambda: sample,
-                      state, 1, "sqlite", "bitemporal")
+                      state, 1, "sqlite", "bitemporal", in_process=True)
     pool.start()
     time.sleep(0.5)
     pool.stop()
@@ -126,3 +126,60 @@ def test_a_query_that_finds_nothing_is_counted_empty_not_timed():
     assert kinds["get_proposal"].empty == 0 and kinds["get_proposal"].hist.get_total_count() > 0
     assert state.reads_empty == kinds["votes_for_proposal"].empty and state.read_errors == 0
     assert state.reads == sum(k.hist.get_total_count() for k in kinds.values())
+
+
+def test_a_read_counts_in_the_phase_it_was_due_in():
+    """Harness logic only: a warmup query reported late, or one due after the window, is not measured."""
+    from harness.runner.readers import EMPTY, ReadSink
+    state = RunState()
+    sink = ReadSink(state, ["k"])
+    state.start_measure(1_000_000_000)
+    state.window_end_ns = 2_000_000_000
+    sink(0, 999_999_999, 1_500_000_000, 3)       # due in the warmup, ended in the measured phase
+    sink(0, 2_000_000_000, 2_000_001_000, 3)     # due after the window
+    sink(0, 1_000_000_000, 1_000_250_000, 3)     # measured: 250 us from its intended start
+    sink(0, 1_500_000_000, 1_500_100_000, EMPTY)
+    assert state.reads == 1 and state.reads_empty == 1
+    assert state.read.total.get_max_value() == pytest.approx(250, rel=0.01)
+    assert state.read_kinds["k"].rows == 3 and state.read_kinds["k"].empty == 1
+
+
+def test_query_count_phases_are_seconds_at_the_offered_rate():
+    plan = resolve_plan("read_mix_a", "sqlite", profile="quick", overrides=["readers.rate_per_s=1000"])
+    assert (plan.phases.warmup_s, plan.phases.measure_s) == (1.0, 10.0)
+    assert resolve_plan("read_mix_a", "sqlite", profile="quick", duration_s=7).phases.measure_s == 7
+    # unthrottled readers have no rate to turn counts into seconds: the seconds stand
+    plan = resolve_plan("read_mix_a", "sqlite", profile="quick", overrides=["readers.rate_per_s=0"])
+    assert (plan.phases.warmup_s, plan.phases.measure_s) == (2.0, 20.0)
+    with pytest.raises(ConfigError, match="phases.warmup_queries / measure_queries count read queries"):
+        resolve_plan("reorg", "sqlite", profile="smoke", overrides=["phases.measure_queries=10"])
+
+
+def test_reader_processes_read_a_real_sqlite_and_stay_small(tmp_path):
+    """sqlite allows several processes on one file: each reader is a process of its own, its queries reach
+    the run's recorders, and its RSS is reported."""
+    from engines.sqlite.adapter import SQLiteEngine
+    from harness import registry
+    assert not registry.capabilities("sqlite", {}).readers_in_process_only
+    assert registry.capabilities("duckdb", {}).readers_in_process_only
+    engine = SQLiteEngine()
+    engine.open(registry.settings_model("sqlite")().model_dump(mode="json"), tmp_path)
+    engine.create_schema("bitemporal")
+    gen = BlockGenerator(mixed_spec())
+    for b in gen.load_blocks(300, 3000, 15):
+        engine.apply_block(b)
+    engine.settle()
+    sample = [entity_params(gen.model, i) for i in gen.model.live_ids]
+    state = RunState()
+    pool = ReaderPool(engine, Readers(threads=2, rate_per_s=400, mix="a"), lambda: sample, state, 1, "sqlite",
+                      "bitemporal", in_process=False)
+    try:
+        pool.start()
+        time.sleep(1.5)
+    finally:
+        pool.stop()
+        engine.close()
+    assert state.read_errors == 0, state.read_error
+    assert 300 <= state.reads + state.reads_empty <= 700, state.reads      # ~1.5 s at 400 QPS, open loop
+    assert state.readers["mode"] == "processes" and state.readers["count"] == 2
+    assert 0 < state.readers["rss_bytes_end_max"] < 200 << 20

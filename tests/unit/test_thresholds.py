@@ -38,3 +38,12 @@ def test_evaluate_records_values_and_missing_metric_fails():
                    lambda agg, metric, w: values.get((agg, metric)))
     assert [(o["value"], o["passed"]) for o in out] == [(120.0, True), (4000.0, False), (None, False)]
     assert "no read_ms" in out[2]["error"]
+
+
+def test_a_rate_as_a_percentage_of_the_offered_rate():
+    t = parse_threshold("rate(reads) >= 95%")
+    assert t.of_offered and t.limit == 95 and t.source_agg == "rate%"
+    with pytest.raises(ValueError, match="% applies to rate"):
+        parse_threshold("p99(read_ms) < 95%")
+    [r] = evaluate([t], lambda agg, metric, w: 96.0 if agg == "rate%" else 1.0)
+    assert r["passed"] and r["value"] == 96.0

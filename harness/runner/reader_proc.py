@@ -1,0 +1,197 @@
+"""Readers as processes of their own (readers.py): `python -m harness.runner.reader_proc FD`, one per reader,
+started by the runner and so inside its memory limit (an embedded engine's readers are the application's).
+
+Over a socket pair, the runner sends the spec (the engine's reader_factory, the mix, the schedule), then
+"go" with the schedule's origin, every new parameter sample, and "stop"; the reader sends "ready", then
+batches of (kind, due ns, end ns, rows) as int64 arrays a few times a second, and "done" with its RSS at
+start and end. The runner records the batches (readers.ReadSink): the bookkeeping a reader process keeps is
+one array between flushes."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from array import array
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Callable
+
+from harness.platform import cgroup
+from harness.runner.readers import ReadSink, query_loop, reader_rng, schedule
+from harness.scenario.model import Readers
+
+FLUSH_EVERY_S = 0.1
+FLUSH_RECORDS = 2048
+POLL_EVERY_S = 0.001     # a reader behind schedule looks for messages this often, not once per query
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---- the reader process ----------------------------------------------------------------------------
+
+def main(fd: int) -> None:
+    conn = Connection(fd)
+    spec = conn.recv()
+    try:
+        reader = spec["factory"]()
+    except Exception as e:
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+        raise
+    rss_start = cgroup.process_rss_bytes()
+    conn.send(("ready", os.getpid()))
+    state = {"sample": None, "stop": False}
+    out = array("q")
+    errors: list[str] = []
+    last_flush = time.monotonic()
+
+    def handle(msg) -> None:
+        if msg[0] == "sample":
+            state["sample"] = msg[1]
+        elif msg[0] == "stop":
+            state["stop"] = True
+
+    def flush() -> None:
+        nonlocal out, errors, last_flush
+        if out or errors:
+            conn.send(("batch", out.tobytes(), len(errors), errors[0] if errors else None))
+            out, errors = array("q"), []
+        last_flush = time.monotonic()
+
+    last_poll = 0.0
+
+    def wait_msg(timeout_s: float) -> bool:
+        nonlocal last_poll
+        now = time.monotonic()
+        if not timeout_s and now - last_poll < POLL_EVERY_S:
+            return False
+        last_poll = now
+        if now - last_flush >= FLUSH_EVERY_S or len(out) >= 4 * FLUSH_RECORDS:
+            flush()
+        deadline = now + timeout_s
+        while not state["stop"] and conn.poll(max(0.0, deadline - time.monotonic())):
+            handle(conn.recv())
+        return state["stop"]
+
+    while True:                          # the spec's schedule starts at "go"
+        msg = conn.recv()
+        if msg[0] == "go":
+            due_ns = msg[1]
+            break
+        handle(msg)
+    try:
+        if not state["stop"]:
+            query_loop(reader, spec["mix"], spec["engine"], spec["variant"], reader_rng(spec["seed"], spec["index"]),
+                       spec["period_ns"], due_ns, wait_msg, lambda: state["sample"],
+                       lambda i, due, end, rows: out.extend((i, due, end, rows)),
+                       lambda e: errors.append(f"{type(e).__name__}: {e}"))
+    finally:
+        flush()
+        reader.close()
+        conn.send(("done", rss_start, cgroup.process_rss_bytes()))
+        conn.close()
+
+
+# ---- the runner's side -----------------------------------------------------------------------------
+
+class ReaderProcesses:
+    """Starts cfg.threads reader processes, waits until each has its connection, starts their schedules
+    together, forwards new parameter samples, and records their batches into `sink` on a thread."""
+
+    def __init__(self, factory, cfg: Readers, engine_name: str, variant: str, seed: int,
+                 sample: Callable[[], list | None], sink: ReadSink) -> None:
+        self.factory, self.cfg, self.engine_name, self.variant, self.seed = factory, cfg, engine_name, variant, seed
+        self.sample, self.sink = sample, sink
+        self.procs: list[subprocess.Popen] = []
+        self.conns: list[Connection] = []
+        self.rss: list[tuple[int, int]] = []      # per reader process: RSS at start, at end (bytes)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        for i in range(self.cfg.threads):
+            ours, theirs = socket.socketpair()
+            p = subprocess.Popen([sys.executable, "-m", "harness.runner.reader_proc", str(theirs.fileno())],
+                                 pass_fds=[theirs.fileno()], cwd=PROJECT_ROOT)
+            theirs.close()
+            conn = Connection(ours.detach())
+            period_ns, offset_ns = schedule(self.cfg, i)
+            conn.send({"factory": self.factory, "mix": self.cfg.mix, "engine": self.engine_name,
+                       "variant": self.variant, "seed": self.seed, "index": i, "period_ns": period_ns,
+                       "offset_ns": offset_ns})
+            self.procs.append(p)
+            self.conns.append(conn)
+        for conn, p in zip(self.conns, self.procs):
+            if not conn.poll(READY_TIMEOUT_S):
+                raise RuntimeError(f"reader process {p.pid} did not open its connection in {READY_TIMEOUT_S:.0f} s")
+            msg = conn.recv()
+            if msg[0] != "ready":
+                raise RuntimeError(f"a reader process could not open its connection: {msg[1]}")
+        self._sent = self.sample()
+        t0 = time.monotonic_ns() + 1_000_000       # CLOCK_MONOTONIC is the machine's: one origin for all
+        for i, conn in enumerate(self.conns):
+            if self._sent is not None:
+                conn.send(("sample", self._sent))
+            conn.send(("go", t0 + schedule(self.cfg, i)[1]))
+        self._thread = threading.Thread(target=self._collect, name="reader-collector", daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        live = list(self.conns)
+        deadline = None
+        while live:
+            if self._stopping.is_set() and deadline is None:
+                deadline = time.monotonic() + STOP_TIMEOUT_S
+                for c in live:
+                    c.send(("stop",))
+            if deadline and time.monotonic() > deadline:
+                self.sink.error(f"{len(live)} reader process(es) did not stop in {STOP_TIMEOUT_S:.0f} s")
+                break
+            for c in wait(live, timeout=0.05):
+                try:
+                    msg = c.recv()
+                except EOFError:
+                    live.remove(c)
+                    self.sink.error("a reader process ended without reporting")
+                    continue
+                if msg[0] == "batch":
+                    self._record(msg)
+                elif msg[0] == "done":
+                    self.rss.append((msg[1], msg[2]))
+                    live.remove(c)
+            s = self.sample()
+            if s is not self._sent and not self._stopping.is_set():
+                self._sent = s
+                for c in live:
+                    c.send(("sample", s))
+
+    def _record(self, msg) -> None:
+        rec = array("q")
+        rec.frombytes(msg[1])
+        for k in range(0, len(rec), 4):
+            self.sink(rec[k], rec[k + 1], rec[k + 2], rec[k + 3])
+        if msg[2]:
+            self.sink.error(msg[3], msg[2])
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread:
+            self._thread.join(STOP_TIMEOUT_S + 5)
+        else:                 # start() failed: nothing was scheduled
+            for p in self.procs:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for c in self.conns:
+            c.close()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
