@@ -64,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--all-cells", action="store_true",
                    help="run a step's every cell even after one failed it (default: move on to the next step)")
     _cell_args(d)
+    c = sub.add_parser("ceiling", help="the highest read rate beside the scenario's writes; resumable")
+    c.add_argument("--engine", required=True)
+    c.add_argument("--scenario", default="combined")
+    c.add_argument("--mem", help="memory limit of every step (default: none)")
+    _cell_args(c)
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
     st = sub.add_parser("state", help="build (or find) the starting state of a scenario for an engine")
     st.add_argument("--engine", required=True)
     st.add_argument("--scenario", required=True)
@@ -138,7 +144,7 @@ def _writable(path: Path | None, flag: str) -> None:
 
 
 def _dispatch(args) -> int:
-    if args.cmd in ("run", "sweep", "verdict", "bench-overhead", "bench-reads", "bench-build"):
+    if args.cmd in ("run", "sweep", "verdict", "ceiling", "bench-overhead", "bench-reads", "bench-build"):
         _writable(args.results, "--results")
         _writable(Path(args.data) if args.data else None, "--data")
     if args.cmd == "validate":
@@ -168,11 +174,16 @@ def _dispatch(args) -> int:
         return _state(args)
     if args.cmd == "states":
         return _states(args)
-    if args.cmd in ("sweep", "verdict"):
+    if args.cmd in ("sweep", "verdict", "ceiling"):
         from harness.sweep import CellOptions, parse_list
         opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
                            early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
                            data_root=args.data)
+        if args.cmd == "ceiling":
+            from harness.ceiling import ceiling
+            if args.repeats != 1:
+                raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
+            return ceiling(args.scenario, args.engine, opts, args.results, mem=args.mem)
         mems = parse_list(args.mems, "MEMS")
         if args.cmd == "verdict":
             from harness.scenario.decision import DECISION_FILE

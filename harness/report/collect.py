@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.results import CellRecord, LatencySummary, RunResult, load_result, load_sweep, load_verdict
+from harness.results import CellRecord, LatencySummary, RunResult, load_result, load_sweep, load_verdict, read_json
 from harness.stats import summarize
 from harness.units import format_bytes
 
@@ -65,9 +65,9 @@ class CellData:
 
 @dataclass
 class ReportData:
-    kind: str                         # run | sweep | verdict
+    kind: str                         # run | sweep | verdict | ceiling
     dir: Path
-    meta: object | None               # SweepFile | VerdictFile | None
+    meta: object | None               # SweepFile | VerdictFile | ceiling.json's dict | None
     cells: list[CellData] = field(default_factory=list)
 
     def scenarios(self) -> list[str]:
@@ -125,6 +125,10 @@ def collect(path: Path) -> ReportData:
     path = path.resolve()
     if not path.is_dir():
         raise ConfigError(f"RUN={path}: not a directory; give a run, sweep or verdict directory under results/")
+    if (c := read_json(path / "ceiling.json")) is not None:
+        cells = [CellData(path / s["cell"], r, s["repeat"]) for s in c["steps"]
+                 if (r := load_result(path / s["cell"] / "result.json")) is not None]
+        return ReportData("ceiling", path, c, cells)
     if (v := load_verdict(path / "verdict.json")) is not None:
         records = [c for s in v.steps for c in (*s.cells, *(s.control.cells if s.control else ()))]
         return ReportData("verdict", path, v, _name_builds(_cells_from(path, records)))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from harness.report import plots
 from harness.report.collect import CellData, ReportData, group_stats
+from harness.scenario.thresholds import parse_threshold
 from harness.stats import NOISY_SPREAD
 from harness.units import format_bytes
 
@@ -170,16 +171,68 @@ def environment_table(cells: list[CellData]) -> Block:
     return Block("table", headers=headers, rows=rows)
 
 
+def reads_by_kind_table(cells: list[CellData]) -> Block | None:
+    """Per cell with readers, its mix's latency by query kind (from each query's intended start)."""
+    rows = []
+    for c in cells:
+        m = c.result.metrics
+        mix = c.result.plan.get("readers", {}).get("mix")
+        for kind, k in (m.reads_by_kind or {}).items():
+            rows.append([c.label, mix if isinstance(mix, str) else "custom", kind, k.count, _f(k.qps),
+                         _f(k.p50, 3), _f(k.p95, 3), _f(k.p99, 3), _f(k.max, 3), _f(k.mean_rows, 2), k.empty])
+    if not rows:
+        return None
+    return Block("table", headers=["cell", "mix", "query", "count", "QPS", "p50 ms", "p95 ms", "p99 ms", "max ms",
+                                   "rows", "empty"], rows=rows)
+
+
+def ceiling_blocks(data: ReportData) -> list[Block]:
+    """The sentence, every step, the curve with its knee, and the knee's reads by query kind."""
+    meta = data.meta
+    doc = [Block("verdict", meta.get("sentence") or "the search has not finished; run the same make ceiling "
+                                                   "again to resume it.")]
+    doc.append(Block("p", f"Writes: {_writes_text(meta)}. Reads: {meta['readers']} reader(s), mix "
+                          f"{meta['mix']}. A step passes when its run passes: " + "; ".join(meta["criteria"])
+                          + ". Every step starts from the same cloned state; the knee is run twice."))
+    if meta.get("threshold_results"):
+        doc.append(Block("list", items=[f"{'PASS' if t['passed'] else 'FAIL'} {t['expr']} (measured {t['value']})"
+                                        for t in meta["threshold_results"]]))
+    rows = [[i, f"{s['offered_qps']:,.0f}", s["repeat"], s["status"], _f(s["achieved_qps"]), _f(s["read_p50_ms"], 3),
+             _f(s["read_p99_ms"], 3), _f(s["write_p99_ms"]), _f(s["write_rows_per_s"], 0),
+             format_bytes(s["db_bytes"]), s["reads_empty"]] for i, s in enumerate(meta["steps"], 1)]
+    doc += [Block("h2", "Steps"), Block("table", headers=["step", "offered QPS", "run", "status", "achieved QPS",
+                                                         "read p50 ms", "read p99 ms", "write p99 ms", "rows/s written",
+                                                         "db size at end", "empty reads"], rows=rows)]
+    knee = (meta.get("knee") or {}).get("knee_read_qps")
+    limits = [parse_threshold(t).limit for t in meta["criteria"] if parse_threshold(t).metric == "commit_ms"]
+    doc.append(plots_block(plots.ceiling_curve(meta["steps"], knee, min(limits, default=None),
+                                               f"{meta['engine']}: p99 against the offered read rate"),
+                           "ceiling-curve", "Left: read and write p99 per step (open markers: failed steps), the "
+                           "write criterion dotted, the knee in green. Right: reads achieved against offered."))
+    at_knee = [c for c in data.cells if knee and c.result.plan.get("readers", {}).get("rate_per_s") == knee]
+    if (t := reads_by_kind_table(at_knee)) is not None:
+        doc += [Block("h2", "Reads at the knee, by query kind"), t]
+    return doc
+
+
+def _writes_text(meta) -> str:
+    w = meta.get("writes")
+    return "none (read-only)" if not w else f"a block of {w['rows_per_block']} rows every {w['block_interval_ms']:g} ms"
+
+
 def build(data: ReportData) -> list[Block]:
-    title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run"}[data.kind]
+    title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run",
+             "ceiling": "arkbench ceiling"}[data.kind]
     doc = [first_line(data), Block("h1", f"{title}: {data.dir.name}")]
     if data.kind == "verdict":
         doc += verdict_blocks(data.meta)
     if not data.cells:
         doc.append(Block("alarm", "no cell of this directory has a result yet."))
         return doc
+    if data.kind == "ceiling":
+        doc += ceiling_blocks(data)
     body, noisy = [], []
-    for scenario in data.scenarios():
+    for scenario in data.scenarios() if data.kind != "ceiling" else ():     # a ceiling's steps are its table
         cells = [c for c in data.cells if c.scenario == scenario]
         table, n = scenario_table(data, scenario)
         noisy += n
@@ -193,6 +246,12 @@ def build(data: ReportData) -> list[Block]:
                                     "an x on the axis is a cell that was OOM-killed or did not finish."))
         body.append(plots_block(plots.sizes_over_time(cells, f"{scenario}: database and WAL size"),
                                 f"{scenario}-sizes", "Database (solid) and WAL (dashed) size over the whole run."))
+        if (t := reads_by_kind_table(cells)) is not None:
+            body += [Block("h3", "Reads by query kind"), t]
+        if len({c.result.scale for c in cells if c.result.metrics.read_latency_ms}) > 1:
+            body.append(plots_block(plots.reads_vs_size(cells, f"{scenario}: reads against database size"),
+                                    f"{scenario}-reads-vs-size", "Read p99 and reads per second per engine "
+                                    "against the database's size at the run's end: the degradation curve."))
         body.append(Block("h3", "Commit latency over time"))
         for c in cells:
             body.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",

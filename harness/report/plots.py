@@ -146,3 +146,57 @@ def sizes_over_time(cells: list[CellData], title: str) -> str:
     ax.set_title(title)
     return _svg(fig)
 
+
+
+def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float | None, title: str) -> str:
+    """Read and write p99 against the offered read rate, each step a point (a repeat too); the knee and the
+    write criterion as lines. A failed step is an open marker."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for key, label, color in (("read_p99_ms", "read p99", "tab:blue"), ("write_p99_ms", "write (commit) p99", "tab:red")):
+        pts = sorted((s["offered_qps"], s[key], s["passed"]) for s in steps if s.get(key) is not None)
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1, color=color, label=label)
+        ax.scatter([p[0] for p in pts if p[2]], [p[1] for p in pts if p[2]], color=color, s=18)
+        ax.scatter([p[0] for p in pts if not p[2]], [p[1] for p in pts if not p[2]], facecolors="none",
+                   edgecolors=color, s=30)
+    if write_limit_ms:
+        ax.axhline(write_limit_ms, color="tab:red", ls=":", lw=1, label=f"write criterion {write_limit_ms:g} ms")
+    pts = sorted((s["offered_qps"], s["achieved_qps"]) for s in steps if s.get("achieved_qps") is not None)
+    if pts:
+        ax2.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1, label="achieved")
+        lim = [min(p[0] for p in pts), max(p[0] for p in pts)]
+        ax2.plot(lim, lim, ls=":", color="gray", lw=1, label="offered")
+    for a in (ax, ax2):
+        if knee:
+            a.axvline(knee, color="green", lw=1, label=f"knee {knee:,.0f} QPS")
+        a.set_xscale("log")
+        a.set_xlabel("offered read rate (QPS)")
+    ax.set_yscale("log")
+    ax.set_ylabel("p99 latency (ms, from the intended start)")
+    ax2.set_ylabel("reads per second achieved")
+    ax.legend(fontsize=7)
+    ax2.legend(fontsize=7)
+    ax.set_title(title)
+    ax2.set_title("reads achieved against offered")
+    return _svg(fig)
+
+
+def reads_vs_size(cells: list[CellData], title: str) -> str:
+    """The degradation curve: read p99 and reads per second against the database's size, per engine."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for engine in dict.fromkeys(c.engine for c in cells):
+        pts = sorted((c.result.metrics.db_bytes_final / MIB, c.result.metrics.read_latency_ms.p99,
+                      c.result.metrics.reads_per_s) for c in cells
+                     if c.engine == engine and c.result.metrics.read_latency_ms and c.result.metrics.db_bytes_final)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
+            ax2.plot([p[0] for p in pts], [p[2] for p in pts], marker="o", lw=1.2, label=engine)
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_xlabel("database size (MiB)")
+        a.legend(fontsize=7)
+    ax.set_ylabel("read p99 (ms)")
+    ax2.set_ylabel("reads per second")
+    ax.set_title(title)
+    return _svg(fig)

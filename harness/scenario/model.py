@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 from harness import registry
 from harness.errors import ConfigError
 from harness.reads.queries import check_mix
-from harness.scenario.thresholds import parse_threshold
+from harness.scenario.thresholds import parse_knee_threshold, parse_threshold
 from harness.workload.shapes import SHAPES
 
 
@@ -109,6 +109,24 @@ class Readers(Strict):
     long_read: Optional[LongRead] = None
 
 
+class Ceiling(Strict):
+    """How `make ceiling` steps the read rate (harness/ceiling.py)."""
+    steps_qps: list[Annotated[float, Field(gt=0)]] = Field([100, 1000, 5000], min_length=1,
+                                                            description="the read rates tried first")
+    max_qps: float = Field(100_000, gt=0, description="doubling stops here")
+    resolution: float = Field(0.1, gt=0, le=1, description="bisect until the first failing rate is within "
+                                                           "this fraction above the last passing one")
+    thresholds: list[str] = Field([], description="on the knee: knee_read_qps, knee_write_p99_ms, "
+                                                  "knee_read_p99_ms, e.g. 'knee_read_qps >= 1000'")
+
+    @field_validator("thresholds")
+    @classmethod
+    def _knee(cls, v: list[str]) -> list[str]:
+        for expr in v:
+            parse_knee_threshold(expr)
+        return v
+
+
 class Checkpoint(Strict):
     every_blocks: int = Field(0, ge=0, description="manual checkpoint after every N blocks; 0 = never")
     mode: Literal["PASSIVE", "FULL", "RESTART", "TRUNCATE"] = "PASSIVE"
@@ -129,6 +147,7 @@ class Body(Strict):
     phases: Phases = Phases()
     readers: Readers = Readers()
     checkpoint: Checkpoint = Checkpoint()
+    ceiling: Ceiling = Ceiling()
     engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
     thresholds: ThresholdExprs = []
     integrity: Literal["model", "counts"] = "model"

@@ -16,7 +16,7 @@ from harness.engine_api import Capabilities
 from harness.errors import ConfigError
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
 from harness.validation import format_error
-from harness.scenario.model import Body, Checkpoint, Load, Phases, Readers, Strict, Workload
+from harness.scenario.model import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
 from harness.workload.generator import WorkloadSpec
@@ -52,6 +52,7 @@ class RunPlan(Strict):
     phases: Phases
     readers: Readers
     checkpoint: Checkpoint
+    ceiling: Ceiling = Ceiling()
     thresholds: list[str] = Field(default_factory=list)
     integrity: Literal["model", "counts"]
     early_abort: bool = False        # stop the measured phase once a threshold can no longer pass
@@ -157,5 +158,6 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server and mem_limit_bytes else None,
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
-        phases=phases, readers=body.readers, checkpoint=body.checkpoint, thresholds=body.thresholds,
+        phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling,
+        thresholds=body.thresholds,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)

@@ -136,3 +136,26 @@ def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
         out.append({"expr": t.expr, "value": value, "passed": value is not None and t.passes(value),
                     **({"error": error} if error else {})})
     return out
+
+
+# ---- on a ceiling's knee (harness/ceiling.py): ceiling.thresholds ----------------------------------
+
+KNEE_METRICS = ("knee_read_qps", "knee_write_p99_ms", "knee_read_p99_ms")
+_KNEE_RE = re.compile(r"^\s*(?P<metric>[a-z_0-9]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*$")
+
+
+def parse_knee_threshold(expr: str) -> tuple[str, str, float]:
+    m = _KNEE_RE.match(expr)
+    if not m or m["metric"] not in KNEE_METRICS:
+        raise ValueError(f"ceiling threshold {expr!r}: expected METRIC OP NUMBER with METRIC one of "
+                         f"{', '.join(KNEE_METRICS)}, e.g. 'knee_read_qps >= 1000'")
+    return m["metric"], m["op"], float(m["value"])
+
+
+def judge_knee(thresholds: list[tuple[str, str, float]], knee: dict | None) -> list[dict]:
+    out = []
+    for metric, op, limit in thresholds:
+        value = None if knee is None else (knee[metric] if metric in knee else None)
+        out.append({"expr": f"{metric} {op} {limit:g}", "value": value,
+                    "passed": value is not None and _OPS[op](value, limit)})
+    return out

@@ -1,0 +1,178 @@
+"""`make ceiling ENGINE=<e> SCENARIO=combined`: the highest offered read rate the engine carries beside the
+scenario's writes. Writes keep the scenario's cadence; reads are stepped (ceiling.steps_qps: 100, 1K, 5K),
+then doubled until a step fails and bisected between the last pass and the first failure, down to
+ceiling.resolution. A step passes when its run passes the scenario's thresholds (combined: write p99 under
+the block deadline, reads at least 95% of the offered rate) with its data intact. The knee (the highest
+passing step) is run again: it stands only if the repeat passes too; if not, the search goes on below it.
+
+Each step is a cell of its own (harness/sweep.py: resumable, its own warmup), every one from the same cloned
+starting state, so no step's figure owes anything to the steps run before it; the database's size at each
+step's end is recorded. ceiling.json holds every step and the knee; thresholds on the knee
+(ceiling.thresholds, e.g. `knee_read_qps >= 1000`) decide the exit code."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from harness.environment import utc_now
+from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
+from harness.results import load_result, write_json
+from harness.scenario.plan import resolve_plan
+from harness.scenario.thresholds import judge_knee, parse_knee_threshold
+from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
+
+CEILING_VERSION = 1
+CEILING_FILE = "ceiling.json"
+MAX_STEPS = 24           # a search that has not converged by then stops, and says so
+CONFIRM_TRIES = 3        # knees that may be refuted by their repeat before the search gives up
+def _log(msg: str) -> None:
+    print(f"[ceiling] {msg}", file=sys.stderr, flush=True)
+
+
+def step_figures(cr: CellRun, offered_qps: float, repeat: int) -> dict:
+    """One step as ceiling.json keeps it, from its cell's result."""
+    r = load_result(cr.dir / "result.json")
+    m = r.metrics if r else None
+    return {"offered_qps": offered_qps, "repeat": repeat, "status": cr.record.status if cr.record else "error",
+            "passed": bool(cr.record and cr.record.status == "passed"),
+            "achieved_qps": m.reads_per_s if m else None,
+            "read_p99_ms": m.read_latency_ms.p99 if m and m.read_latency_ms else None,
+            "read_p50_ms": m.read_latency_ms.p50 if m and m.read_latency_ms else None,
+            "write_p99_ms": m.commit_latency_ms.p99 if m else None,
+            "write_rows_per_s": m.rows_per_s if m else None,
+            "reads_empty": m.reads_empty if m else None,
+            "db_bytes": m.db_bytes_final if m else None,
+            "thresholds": [t.model_dump() for t in r.thresholds] if r else [],
+            "cell": str(cr.dir.relative_to(cr.dir.parents[1]))}
+
+
+class Search:
+    """The rates to try, from the steps run so far: first the fixed steps, then doubling, then bisection."""
+
+    def __init__(self, steps_qps: list[float], max_qps: float, resolution: float) -> None:
+        self.fixed, self.max_qps, self.resolution = sorted(steps_qps), max_qps, resolution
+        self.passed: set[float] = set()
+        self.failed: set[float] = set()
+
+    def record(self, qps: float, ok: bool) -> None:
+        (self.passed if ok else self.failed).add(qps)
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(the highest passing rate below every failure, the lowest failure)."""
+        hi = min(self.failed, default=None)
+        lo = max((q for q in self.passed if hi is None or q < hi), default=None)
+        return lo, hi
+
+    def next_qps(self) -> float | None:
+        lo, hi = self.bounds()
+        for q in self.fixed:                       # the fixed steps up to the first failure
+            if q not in self.passed and q not in self.failed and (hi is None or q < hi):
+                return q
+        if hi is None:                             # everything passed: double
+            nxt = 2 * (lo or self.fixed[-1])
+            return nxt if nxt <= self.max_qps else None
+        if lo is None:                             # the lowest step failed: no rate to stand on
+            return None
+        if hi / lo <= 1 + self.resolution:
+            return None
+        return float(round(math.sqrt(lo * hi)))    # geometric: rates span decades
+
+
+def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None) -> int:
+    probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, overrides=list(opts.overrides))
+    if not probe.readers.threads:
+        raise ConfigError(f"{probe.scenario_file}: readers.threads: a ceiling steps the read rate; the scenario "
+                          "has no readers")
+    cfg = probe.ceiling
+    knee_thresholds = [parse_knee_threshold(t) for t in cfg.thresholds]
+    spec = {"scenario": scenario, "engine": engine, "mem": mem, "opts": opts.asked()}
+    root = sweep_dir_for(results_root, "ceiling", f"{Path(scenario).stem}-{engine}", spec)
+    root.mkdir(parents=True, exist_ok=True)
+    _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), writes every {probe.workload.block_interval_ms:g} ms "
+         f"x {probe.workload.rows_per_block} rows; reads stepped {', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS "
+         f"then doubled and bisected to {cfg.resolution:.0%}")
+    search = Search(cfg.steps_qps, cfg.max_qps, cfg.resolution)
+    steps: list[dict] = []
+    out = {"version": CEILING_VERSION, "kind": "ceiling", "scenario": probe.scenario, "profile": probe.profile,
+           "engine": engine, "mem": mem, "mem_limit_bytes": probe.mem_limit_bytes, "scale": probe.scale,
+           "readers": probe.readers.threads, "mix": probe.readers.mix,
+           "writes": {"block_interval_ms": probe.workload.block_interval_ms,
+                      "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,
+           "criteria": probe.thresholds, "search": cfg.model_dump(), "started_utc": utc_now(), "steps": steps,
+           "knee": None, "complete": False}
+
+    def run_step(qps: float, repeat: int) -> dict:
+        cell = Cell(scenario, engine, mem, None, repeat, (f"readers.rate_per_s={qps:g}",), tag=f"q{qps:g}")
+        [cr] = plan_cells([cell], opts, root, repeats=2)
+        label = f"step {len(steps) + 1}: {qps:g} QPS" + (" (repeat)" if repeat > 1 else "")
+        cr.record = run_cell(cr, label)
+        s = step_figures(cr, qps, repeat)
+        steps.append(s)
+        _log(f"{label}: {'pass' if s['passed'] else 'FAIL'}; reads {s['achieved_qps']}/s p99 {s['read_p99_ms']} ms, "
+             f"write p99 {s['write_p99_ms']} ms, db {s['db_bytes']} B")
+        write_json(root / CEILING_FILE, out)       # after every step: an interrupted search loses nothing
+        return s
+
+    try:
+        knee, refuted = None, 0
+        while len(steps) < MAX_STEPS:
+            qps = search.next_qps()
+            if qps is None:
+                lo, _ = search.bounds()
+                if lo is None:
+                    break
+                confirm = run_step(lo, 2)          # the knee stands only if its repeat passes too
+                if confirm["passed"]:
+                    knee = lo
+                    break
+                refuted += 1
+                search.passed.discard(lo)
+                search.record(lo, False)
+                if refuted >= CONFIRM_TRIES:
+                    break
+                continue
+            search.record(qps, run_step(qps, 1)["passed"])
+        out["complete"] = True
+        out["converged"] = knee is not None or search.bounds()[0] is None
+    except SweepInterrupted as e:
+        _log(f"interrupted in {e}; run the same command again to resume")
+        return EXIT_RUN_FAILED
+    out["knee"] = knee_figures(steps, knee)
+    out["sentence"] = sentence(out)
+    out["threshold_results"] = judge_knee(knee_thresholds, out["knee"])
+    out["finished_utc"] = utc_now()
+    write_json(root / CEILING_FILE, out)
+    from harness.report import write_report
+    _, html = write_report(root)
+    _log(out["sentence"])
+    for t in out["threshold_results"]:
+        _log(f"{'PASS' if t['passed'] else 'FAIL'} {t['expr']} (measured {t['value']})")
+    print(root / CEILING_FILE)
+    print(html)
+    return EXIT_THRESHOLD_FAILED if any(not t["passed"] for t in out["threshold_results"]) else 0
+
+
+def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
+    """The knee's figures: the worse of its two runs (the step and its confirming repeat)."""
+    if knee is None:
+        return None
+    runs = [s for s in steps if s["offered_qps"] == knee and s["passed"]]
+    return {"knee_read_qps": knee,
+            "achieved_qps": min(s["achieved_qps"] for s in runs),
+            "knee_read_p99_ms": max(s["read_p99_ms"] for s in runs),
+            "knee_write_p99_ms": max(s["write_p99_ms"] for s in runs) if runs[0]["write_p99_ms"] is not None else None,
+            "write_rows_per_s": min((s["write_rows_per_s"] for s in runs if s["write_rows_per_s"]), default=None),
+            "runs": len(runs)}
+
+
+def sentence(out: dict) -> str:
+    k = out["knee"]
+    where = f"{out['engine']} at scale {out['scale']:g}" + (f" under {out['mem']}" if out["mem"] else "")
+    if k is None:
+        lowest = min(out["search"]["steps_qps"])
+        return f"{where}: no read rate passed, not even {lowest:g} QPS beside the writes"
+    writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
+    return (f"{where}: {writes}{k['knee_read_qps']:,.0f} reads/s offered ({k['achieved_qps']:,.0f} achieved), "
+            f"read p99 {k['knee_read_p99_ms']:g} ms"
+            + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else ""))
