@@ -151,7 +151,7 @@ def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engin
     else:
         prepare = lambda b: b                                          # noqa: E731 (harness-logic tests)
     gen = BlockGenerator(spec)
-    key_rng = random.Random(spec.seed ^ 0x5EED)      # its own stream: the workload's rng is untouched
+    key_rng = params.sample_rng(spec.seed)
     if load and load.model_path:       # the engine starts from a cloned state: its model, as built
         gen.model, gen.block_number = LiveModel.restore(Path(load.model_path), gen.shape, spec.seed, spec.variant,
                                                         spec.long_lived_fraction)

@@ -6,11 +6,9 @@ ratio = harness QPS ÷ loop QPS, each engine `repeats` times with the sides alte
 the verdict is on the median."""
 from __future__ import annotations
 
-import bisect
 import itertools
 import json
 import os
-import random
 import shutil
 import sys
 import time
@@ -27,7 +25,9 @@ from harness.scenario.plan import RunPlan, resolve_plan
 from harness.state import build, store
 from harness.state.clone import clone
 from harness.stats import summarize
-from harness.workload.generator import BlockGenerator
+from harness.runner.readers import Picker, reader_rng
+from harness.workload.model import LiveModel
+from harness.workload.shapes import SHAPES
 
 READS_BENCH_VERSION = 1
 PREBUILT_QUERIES = 200_000       # the loop's drawn queries, cycled: drawing is off its clock
@@ -37,22 +37,20 @@ def _log(msg: str) -> None:
     print(f"[bench-reads] {msg}", file=sys.stderr, flush=True)
 
 
-def drawn_queries(plan: RunPlan, placeholder: str, n: int) -> list[tuple]:
-    """n queries of the mix as (statement SQL and parameter tuples), drawn as a reader draws them from a
-    sample of the live entities after the load."""
-    gen = BlockGenerator(plan.workload_spec())
-    gen.load_model(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks)
-    rng = random.Random(plan.workload.seed)
-    queries = resolve(plan.readers.mix, plan.engine, plan.workload.variant, placeholder)
-    draw = params.Draw(queries)
-    draw.refresh(params.sample(gen.model, rng, READ_SAMPLE))
-    cum = list(itertools.accumulate(q.weight for q in queries))
+def drawn_queries(plan: RunPlan, state_dir: Path, placeholder: str, n: int) -> list[tuple]:
+    """The first n queries the harness's reader 0 asks, as (statement SQL, parameters) tuples: the feed's
+    sample of the state's live entities, the reader's seed and choice."""
+    spec = plan.workload_spec()
+    model, _ = LiveModel.restore(state_dir / store.MODEL, SHAPES[spec.shape], spec.seed, spec.variant,
+                                 spec.long_lived_fraction)
+    pick = Picker(resolve(plan.readers.mix, plan.engine, plan.workload.variant, placeholder))
+    pick.draw.refresh(params.sample(model, params.sample_rng(spec.seed), READ_SAMPLE))
+    rng = reader_rng(plan.workload.seed, 0)
     out = []
     while len(out) < n:
-        i = min(bisect.bisect_right(cum, rng.random() * cum[-1]), len(queries) - 1)
-        p = draw.params(i, rng)
-        if p is not None:
-            out.append(tuple((s.sql, a) for s, a in zip(queries[i].statements, p)))
+        i, p = pick.next(rng)
+        if p is not None:        # the harness counts it as empty, asks nothing
+            out.append(tuple((s.sql, a) for s, a in zip(pick.queries[i].statements, p)))
     return out
 
 
@@ -68,7 +66,7 @@ def loop_side(plan: RunPlan, state_dir: Path) -> dict:
         engine.settle()
         reader = engine.reader()
         handle = reader.handle                     # the driver's own connection (or DuckDB cursor)
-        drawn = drawn_queries(plan, reader.placeholder, PREBUILT_QUERIES)
+        drawn = drawn_queries(plan, state_dir, reader.placeholder, PREBUILT_QUERIES)
         n = rows = 0
         busy_s = 0.0
         warm_end = time.perf_counter() + plan.phases.warmup_s

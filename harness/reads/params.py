@@ -31,29 +31,41 @@ def entity_params(model: LiveModel, eid: int) -> dict:
     return out
 
 
+def sample_rng(seed: int) -> random.Random:
+    """The feed's stream for read samples: its own, so the workload's draws are untouched."""
+    return random.Random(seed ^ 0x5EED)
+
+
 def sample(model: LiveModel, rng: random.Random, n: int) -> list[dict]:
     ids = rng.sample(model.live_ids, min(n, len(model.live_ids)))
     return [entity_params(model, i) for i in ids]
 
 
 class Draw:
-    """Per query, the sampled entities that offer what it needs; rebuilt when a new sample arrives."""
+    """Per query, the parameter tuples of every sampled entity that offers what it needs, built when a new
+    sample arrives so that a draw is one random index (the readers' per-query cost)."""
 
     def __init__(self, queries) -> None:
         self.queries = queries
         self._sample: list[dict] | None = None
-        self._eligible: list[list[dict]] = [[] for _ in queries]
+        # a query that draws nothing from an entity has one binding, ready before any sample
+        self._eligible: list[list[list[tuple]]] = [[] if q.drawn else [self._bind(q, {})] for q in queries]
 
     def refresh(self, sample: list[dict] | None) -> None:
         if sample is None or sample is self._sample:
             return
-        self._eligible = [[e for e in sample if q.drawn <= e.keys()] for q in self.queries]
+        self._eligible = [[self._bind(q, e) for e in sample if q.drawn <= e.keys()] if q.drawn else [self._bind(q, {})]
+                          for q in self.queries]
         self._sample = sample
+
+    @staticmethod
+    def _bind(q, entity: dict) -> list[tuple]:
+        e = {**entity, **q.args}
+        return [tuple(e[p] for p in s.params) for s in q.statements]
 
     def params(self, i: int, rng: random.Random) -> list[tuple] | None:
         """The statements' parameter tuples for query i, or None when no sampled entity offers them."""
-        q, pool = self.queries[i], self._eligible[i]
-        if q.drawn and not pool:
+        pool = self._eligible[i]
+        if not pool:
             return None
-        e = {**(pool[rng.randrange(len(pool))] if pool else {}), **q.args}
-        return [tuple(e[p] for p in s.params) for s in q.statements]
+        return pool[rng.randrange(len(pool))] if len(pool) > 1 else pool[0]

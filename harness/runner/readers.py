@@ -37,23 +37,34 @@ def kind_names(cfg: Readers, engine_name: str, variant: str) -> list[str]:
     return [q.name for q in resolve(cfg.mix, engine_name, variant, "?")]
 
 
+class Picker:
+    """The mix's weighted choice of the next query and its parameters (reads/params.py Draw): what every
+    reader asks, and bench-reads' loop in the same order from the same seed."""
+
+    def __init__(self, queries) -> None:
+        self.queries, self.draw = queries, Draw(queries)
+        self.cum = list(itertools.accumulate(q.weight for q in queries))
+
+    def next(self, rng: random.Random) -> tuple[int, list[tuple] | None]:
+        """(query index, its statements' parameters, or None when no sampled entity offers them)."""
+        i = min(bisect.bisect_right(self.cum, rng.random() * self.cum[-1]), len(self.queries) - 1)
+        return i, self.draw.params(i, rng)
+
+
 def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, period_ns: int, due_ns: int,
                wait: Callable[[float], bool], sample: Callable[[], list | None],
                sink: Callable[[int, int, int, int], None], error: Callable[[Exception], None]) -> None:
     """Query k at due_ns + k * period_ns (period 0: as the previous one ends) until wait(timeout_s) says
     stop. sink(kind index, due ns, end ns, rows or EMPTY) is called for every query asked."""
-    queries = resolve(mix, engine_name, variant, reader.placeholder)
-    draw = Draw(queries)
-    cum = list(itertools.accumulate(q.weight for q in queries))
+    pick = Picker(resolve(mix, engine_name, variant, reader.placeholder))
     due = due_ns
     while not wait(max(0.0, (due - time.monotonic_ns()) / 1e9)):
         if not period_ns:
             due = time.monotonic_ns()
-        draw.refresh(sample())
-        i = min(bisect.bisect_right(cum, rng.random() * cum[-1]), len(queries) - 1)
-        q = queries[i]
+        pick.draw.refresh(sample())
+        i, params = pick.next(rng)
+        q = pick.queries[i]
         try:
-            params = draw.params(i, rng)
             if params is None:           # no sampled entity offers what it needs: nothing to ask
                 rows = EMPTY
             else:
