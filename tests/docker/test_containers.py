@@ -63,6 +63,20 @@ def test_smoke_run_in_the_engines_container(tmp_path, engine):
     assert _leftovers(r["run_id"]) == "", "containers and networks are removed"
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_readers_are_processes_inside_the_runners_container(tmp_path, engine):
+    """The reference's protocol at smoke size: 1,000 measured queries at 200 QPS from a reader process in the
+    runner's container (an embedded engine's limit holds it), every one due in the window counted."""
+    rc, r, run_dir = run_in_docker(tmp_path, "--engine", engine, "--scenario", "read_mix_a", "--profile", "smoke",
+                                   "--mem", "512m")
+    m = r["metrics"]
+    assert r["status"] == "passed" and rc == 0, r.get("error")
+    assert m["harness"]["readers"]["mode"] == "processes" and 0 < m["harness"]["readers"]["rss_bytes_end_max"] < 256 << 20
+    assert 950 <= m["reads"] + m["reads_empty"] <= 1000 and m["read_errors"] == 0
+    assert set(m["reads_by_kind"]) == {"node_status", "workload_by_status", "nodes_by_gpu", "creator_lookup",
+                                       "historical_state", "payload_fetch"}
+
+
 def test_a_cache_bigger_than_the_limit_is_recorded_as_oom(tmp_path):
     # ~400K rows at scale 0.02: SQLite's page cache (1 GB allowed) outgrows a 256 MB container. Loaded row
     # by row, every page passes through that cache; a cold clone would fill it only as blocks touch pages,
