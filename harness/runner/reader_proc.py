@@ -146,7 +146,7 @@ class ReaderProcesses:
             if self._stopping.is_set() and deadline is None:
                 deadline = time.monotonic() + STOP_TIMEOUT_S
                 for c in live:
-                    c.send(("stop",))
+                    _send(c, ("stop",))
             if deadline and time.monotonic() > deadline:
                 self.sink.error(f"{len(live)} reader process(es) did not stop in {STOP_TIMEOUT_S:.0f} s")
                 break
@@ -166,7 +166,7 @@ class ReaderProcesses:
             if s is not self._sent and not self._stopping.is_set():
                 self._sent = s
                 for c in live:
-                    c.send(("sample", s))
+                    _send(c, ("sample", s))
 
     def _record(self, msg) -> None:
         rec = array("q")
@@ -191,6 +191,14 @@ class ReaderProcesses:
                 p.wait()
         for c in self.conns:
             c.close()
+
+
+def _send(conn: Connection, msg) -> None:
+    """To a reader that may have died: its end shows as EOF on the next receive, reported there."""
+    try:
+        conn.send(msg)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
