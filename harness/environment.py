@@ -43,6 +43,13 @@ def filesystem(path: Path) -> dict:
     return best
 
 
+def bench_environment() -> dict:
+    """What a bench file (bench-overhead, bench-reads, bench-build) records of the machine it ran on; each
+    run's result.json holds the full environment."""
+    return {"started_utc": utc_now(), "git_commit": git_commit(), "cpu_model": cpu_model(),
+            "cpus_usable": len(os.sched_getaffinity(0)), "ram_bytes": ram_bytes()}
+
+
 def fsync_floor(data_dir: Path, samples: int = 200, budget_s: float = 2.0) -> dict:
     """p50/p99 of a 4 KiB append + fsync in the data directory: the floor under any durable commit."""
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from harness import environment, registry
-from harness.provenance import git_commit
 from harness.errors import ConfigError
 from harness.results import load_result
 from harness.runtime import execute
@@ -162,10 +161,7 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
     data_fs = environment.filesystem(data_root)
     print(f"[bench-overhead] databases in {data_root} ({data_fs['fstype']}"
           f"{'; DATA=dir to choose' if chosen else ''})", file=sys.stderr, flush=True)
-    # each harness run's result.json holds its full environment; this is enough to tell files apart
-    env = {"started_utc": environment.utc_now(), "git_commit": git_commit(),
-           "cpu_model": environment.cpu_model(), "cpus_usable": len(os.sched_getaffinity(0)),
-           "ram_bytes": environment.ram_bytes()}
+    env = environment.bench_environment()
     out = {"version": OVERHEAD_VERSION, "scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO,
            "repeats": repeats, "data_root": str(data_root.resolve()), "data_fstype": data_fs["fstype"],
            "environment": env, "engines": {}}
@@ -206,8 +202,12 @@ def bench_overhead(engines: list[str], scenario: str, profile: str, duration_s: 
     finally:
         if chosen:          # the tmpfs directory this command chose, and nothing else
             shutil.rmtree(data_root, ignore_errors=True)
+    return print_bench(lines, path, out["engines"])
+
+
+def print_bench(lines: list[str], path: Path, engines: dict) -> int:
+    """A bench's lines and its file, last; 0 when every engine's median ratio reaches the target."""
     for line in lines:
         print(line)
     print(path)
-    ok = all(e["ratio"] is not None and e["ratio"] >= TARGET_RATIO for e in out["engines"].values())
-    return 0 if ok else 1
+    return 0 if all(e["ratio"] is not None and e["ratio"] >= TARGET_RATIO for e in engines.values()) else 1

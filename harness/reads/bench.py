@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import sys
 import time
@@ -17,8 +16,7 @@ from pathlib import Path
 from harness import environment, registry
 from harness.errors import ConfigError
 from harness.feed.server import READ_SAMPLE
-from harness.overhead import TARGET_RATIO, default_data_root, harness_side
-from harness.provenance import git_commit
+from harness.overhead import TARGET_RATIO, default_data_root, harness_side, print_bench
 from harness.reads import params
 from harness.reads.queries import resolve
 from harness.scenario.plan import RunPlan, resolve_plan
@@ -96,8 +94,7 @@ def bench_reads(engines: list[str], scenario: str, profile: str | None, duration
         raise ConfigError(f"THREADS: the raw loop is one connection; the bench compares one reader, got {threads}")
     chosen = data_root is None
     data_root = default_data_root() if chosen else data_root
-    env = {"started_utc": environment.utc_now(), "git_commit": git_commit(), "cpu_model": environment.cpu_model(),
-           "cpus_usable": len(os.sched_getaffinity(0)), "ram_bytes": environment.ram_bytes()}
+    env = environment.bench_environment()
     out = {"version": READS_BENCH_VERSION, "scenario": scenario, "profile": profile, "target_ratio": TARGET_RATIO,
            "repeats": repeats, "readers": threads, "data_root": str(data_root.resolve()), "environment": env,
            "engines": {}}
@@ -133,11 +130,7 @@ def bench_reads(engines: list[str], scenario: str, profile: str | None, duration
     finally:
         if chosen:
             shutil.rmtree(data_root, ignore_errors=True)
-    for line in lines:
-        print(line)
-    print(path)
-    ok = all(e["ratio"] is not None and e["ratio"] >= TARGET_RATIO for e in out["engines"].values())
-    return 0 if ok else 1
+    return print_bench(lines, path, out["engines"])
 
 
 def _harness(plan: RunPlan) -> dict:

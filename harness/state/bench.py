@@ -14,7 +14,6 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.errors import RunFailed
-from harness.provenance import git_commit
 from harness.scenario.plan import resolve_plan
 from harness.state import store
 from harness.state.build import build
@@ -56,9 +55,7 @@ def bench_build(engines: list[str], scenario: str, scale: float, results_root: P
     work = Path(tempfile.mkdtemp(prefix="bench-build-", dir=data_root)).resolve()
     work.chmod(0o755)        # a server engine's own user builds its cluster in here
     out = {"version": BENCH_BUILD_VERSION, "scenario": scenario, "scale": scale, "target_ratio": TARGET_RATIO,
-           "environment": {"started_utc": environment.utc_now(), "git_commit": git_commit(),
-                           "cpu_model": environment.cpu_model(), "cpus_usable": len(os.sched_getaffinity(0)),
-                           "ram_bytes": environment.ram_bytes(), "filesystem": environment.filesystem(work)},
+           "environment": {**environment.bench_environment(), "filesystem": environment.filesystem(work)},
            "engines": {}}
     results_root.mkdir(parents=True, exist_ok=True)
     path = results_root / f"bench-build-{time.strftime('%Y%m%d-%H%M%S')}.json"
