@@ -24,8 +24,7 @@ from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cel
 
 CEILING_VERSION = 1
 CEILING_FILE = "ceiling.json"
-MAX_STEPS = 24           # a search that has not converged by then stops, and says so
-CONFIRM_TRIES = 3        # knees that may be refuted by their repeat before the search gives up
+MAX_STEPS = 24           # a search that has not converged by then stops, and says so (converged: false)
 def _log(msg: str) -> None:
     print(f"[ceiling] {msg}", file=sys.stderr, flush=True)
 
@@ -115,26 +114,23 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         return s
 
     try:
-        knee, refuted = None, 0
+        knee, out["converged"] = None, False
         while len(steps) < MAX_STEPS:
             qps = search.next_qps()
             if qps is None:
                 lo, _ = search.bounds()
-                if lo is None:
+                if lo is None:                 # not even the lowest step passed
+                    out["converged"] = True
                     break
                 confirm = run_step(lo, 2)          # the knee stands only if its repeat passes too
                 if confirm["passed"]:
-                    knee = lo
+                    knee, out["converged"] = lo, True
                     break
-                refuted += 1
-                search.passed.discard(lo)
+                search.passed.discard(lo)      # refuted: the search goes on below it
                 search.record(lo, False)
-                if refuted >= CONFIRM_TRIES:
-                    break
                 continue
             search.record(qps, run_step(qps, 1)["passed"])
         out["complete"] = True
-        out["converged"] = knee is not None or search.bounds()[0] is None
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
@@ -169,6 +165,8 @@ def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
 def sentence(out: dict) -> str:
     k = out["knee"]
     where = f"{out['engine']} at scale {out['scale']:g}" + (f" under {out['mem']}" if out["mem"] else "")
+    if k is None and not out.get("converged"):
+        return f"{where}: no knee confirmed within {MAX_STEPS} steps; the steps show where it wavered"
     if k is None:
         lowest = min(out["search"]["steps_qps"])
         return f"{where}: no read rate passed, not even {lowest:g} QPS beside the writes"
