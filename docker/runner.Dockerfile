@@ -11,6 +11,8 @@ RUN sh /tmp/install-runner.sh "${ENGINE}" && rm -rf /tmp/wheelhouse /tmp/install
 ENV PATH=/opt/arkbench/bin:$PATH PYTHONPATH=/opt/arkbench/src PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 COPY harness /opt/arkbench/src/harness
 COPY engines /opt/arkbench/src/engines
+# the read mixes a scenario names (readers.mix), resolved where the readers run
+COPY scenarios/mixes.yaml /opt/arkbench/src/scenarios/mixes.yaml
 USER arkbench
 WORKDIR /results
 ENTRYPOINT ["python", "-m", "harness.cli", "_runner"]

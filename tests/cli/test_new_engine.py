@@ -21,6 +21,7 @@ baseline = "baseline:Loop"
 [capabilities]
 server = false
 wal = false                   # a rollback journal: no WAL to report
+readers_in_process_only = false
 [types]
 bytes = "BLOB"
 int64 = "INTEGER"
