@@ -68,4 +68,5 @@ class Draw:
         pool = self._eligible[i]
         if not pool:
             return None
-        return pool[rng.randrange(len(pool))] if len(pool) > 1 else pool[0]
+        # random() rather than randrange(): a third of the cost, on every query of every reader
+        return pool[int(rng.random() * len(pool))] if len(pool) > 1 else pool[0]
