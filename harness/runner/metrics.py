@@ -6,6 +6,7 @@ import ctypes
 import sys
 import threading
 from array import array
+from collections import Counter
 from typing import IO
 
 from hdrh.histogram import HdrHistogram
@@ -13,6 +14,10 @@ from hdrh.log import HistogramLogWriter
 
 HIGHEST_US = 3_600_000_000          # one hour: anything longer is clamped and counted
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def _clamp(value_us: int) -> int:
+    return 1 if value_us < 1 else HIGHEST_US if value_us > HIGHEST_US else value_us
 
 
 def new_histogram() -> HdrHistogram:
@@ -69,6 +74,15 @@ class KindStats:
             self.hist.record_value(min(max(1, value_us), HIGHEST_US))
             self.rows += rows
 
+    def record_many(self, values_us: list[int], rows: int, empty: int) -> None:
+        """A batch of this kind's reads (record_many_us's rule), their rows summed, and its empties."""
+        counts = Counter(_clamp(v) for v in values_us)
+        with self._lock:
+            for v, n in counts.items():
+                self.hist.record_value(v, n)
+            self.rows += rows
+            self.empty += empty
+
     def record_empty(self) -> None:
         with self._lock:
             self.empty += 1
@@ -107,6 +121,18 @@ class Recorder:
             self.interval.record_value(v)
             self.interval_values.append(v)
             self.clamped += clamped
+
+    def record_many_us(self, values_us: list[int]) -> None:
+        """A batch (a reader process's report): one histogram update per distinct value, not per value,
+        since every pure-Python record_value holds the GIL an embedded engine's writer needs."""
+        vs = [_clamp(v) for v in values_us]
+        counts = Counter(vs)
+        with self._lock:
+            for v, n in counts.items():
+                self.total.record_value(v, n)
+                self.interval.record_value(v, n)
+            self.interval_values.extend(vs)
+            self.clamped += counts.get(HIGHEST_US, 0) - values_us.count(HIGHEST_US)   # those above it
 
     def swap_interval(self) -> tuple[HdrHistogram, list[int]]:
         """The interval so far, and a fresh one in its place. The returned histogram stays valid until

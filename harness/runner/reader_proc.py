@@ -171,8 +171,7 @@ class ReaderProcesses:
     def _record(self, msg) -> None:
         rec = array("q")
         rec.frombytes(msg[1])
-        for k in range(0, len(rec), 4):
-            self.sink(rec[k], rec[k + 1], rec[k + 2], rec[k + 3])
+        self.sink.batch(rec)
         if msg[2]:
             self.sink.error(msg[3], msg[2])
 

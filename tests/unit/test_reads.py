@@ -144,6 +144,41 @@ def test_a_read_counts_in_the_phase_it_was_due_in():
     assert state.read_kinds["k"].rows == 3 and state.read_kinds["k"].empty == 1
 
 
+def test_a_reader_process_batch_records_what_each_record_would():
+    """The runner records a reader process's report in one pass (one histogram update per distinct
+    latency): the same counts, histograms, rows, empties and clamps as recording each query on its own."""
+    from array import array
+    from harness.runner.metrics import HIGHEST_US
+    from harness.runner.readers import EMPTY, ReadSink
+    rng = random.Random(5)
+    records = []
+    for _ in range(3000):
+        due = rng.randrange(0, 3_000_000_000)
+        took_ns = rng.choice([0, 500, rng.randrange(1000, 50_000_000), (HIGHEST_US + 7) * 1000])
+        records += [rng.randrange(3), due, due + took_ns, rng.choice([EMPTY, 0, 1, 40])]
+    states = []
+    for batched in (False, True):
+        state = RunState()
+        sink = ReadSink(state, ["a", "b", "c"])
+        state.start_measure(1_000_000_000)
+        state.window_end_ns = 2_000_000_000
+        if batched:
+            sink.batch(array("q", records))
+        else:
+            for k in range(0, len(records), 4):
+                sink(*records[k:k + 4])
+        states.append(state)
+    one, many = states
+    assert 0 < many.reads < 3000 and many.reads_empty > 0 and many.read.clamped > 0
+    assert (many.reads, many.reads_empty, many.read.clamped) == (one.reads, one.reads_empty, one.read.clamped)
+    assert sorted(many.read.interval_values) == sorted(one.read.interval_values)
+    for h1, h2 in ((one.read.total, many.read.total), (one.read.interval, many.read.interval),
+                   *((one.read_kinds[n].hist, many.read_kinds[n].hist) for n in "abc")):
+        assert h1.get_total_count() == h2.get_total_count() and h1.encode() == h2.encode()
+    for n in "abc":
+        assert (one.read_kinds[n].rows, one.read_kinds[n].empty) == (many.read_kinds[n].rows, many.read_kinds[n].empty)
+
+
 def test_query_count_phases_are_seconds_at_the_offered_rate():
     plan = resolve_plan("read_mix_a", "sqlite", profile="quick", overrides=["readers.rate_per_s=1000"])
     assert (plan.phases.warmup_s, plan.phases.measure_s) == (1.0, 10.0)
