@@ -69,11 +69,6 @@ class KindStats:
         self.rows = self.empty = 0
         self._lock = threading.Lock()
 
-    def record(self, value_us: int, rows: int) -> None:
-        with self._lock:
-            self.hist.record_value(min(max(1, value_us), HIGHEST_US))
-            self.rows += rows
-
     def record_many(self, values_us: list[int], rows: int, empty: int) -> None:
         """A batch of this kind's reads (record_many_us's rule), their rows summed, and its empties."""
         counts = Counter(_clamp(v) for v in values_us)
@@ -82,10 +77,6 @@ class KindStats:
                 self.hist.record_value(v, n)
             self.rows += rows
             self.empty += empty
-
-    def record_empty(self) -> None:
-        with self._lock:
-            self.empty += 1
 
     def summary(self, window_s: float) -> dict:
         n = self.hist.get_total_count()

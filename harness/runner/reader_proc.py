@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from harness.platform import cgroup
-from harness.runner.readers import ReadSink, query_loop, reader_rng, schedule
+from harness.runner.readers import ReadSink, Report, query_loop, reader_rng, schedule
 from harness.scenario.model import Readers
 
-FLUSH_EVERY_S = 0.1
-FLUSH_RECORDS = 2048
 POLL_EVERY_S = 0.001     # a reader behind schedule looks for messages this often, not once per query
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -44,9 +42,7 @@ def main(fd: int) -> None:
     rss_start = cgroup.process_rss_bytes()
     conn.send(("ready", os.getpid()))
     state = {"sample": None, "stop": False}
-    out = array("q")
     errors: list[str] = []
-    last_flush = time.monotonic()
 
     def handle(msg) -> None:
         if msg[0] == "sample":
@@ -54,13 +50,13 @@ def main(fd: int) -> None:
         elif msg[0] == "stop":
             state["stop"] = True
 
-    def flush() -> None:
-        nonlocal out, errors, last_flush
+    def send(out: array) -> None:
+        nonlocal errors
         if out or errors:
             conn.send(("batch", out.tobytes(), len(errors), errors[0] if errors else None))
-            out, errors = array("q"), []
-        last_flush = time.monotonic()
+            errors = []
 
+    report = Report(send)
     last_poll = 0.0
 
     def wait_msg(timeout_s: float) -> bool:
@@ -69,8 +65,7 @@ def main(fd: int) -> None:
         if not timeout_s and now - last_poll < POLL_EVERY_S:
             return False
         last_poll = now
-        if now - last_flush >= FLUSH_EVERY_S or len(out) >= 4 * FLUSH_RECORDS:
-            flush()
+        report.flush_if_due(now)
         deadline = now + timeout_s
         while not state["stop"] and conn.poll(max(0.0, deadline - time.monotonic())):
             handle(conn.recv())
@@ -85,11 +80,10 @@ def main(fd: int) -> None:
     try:
         if not state["stop"]:
             query_loop(reader, spec["mix"], spec["engine"], spec["variant"], reader_rng(spec["seed"], spec["index"]),
-                       spec["period_ns"], due_ns, wait_msg, lambda: state["sample"],
-                       lambda i, due, end, rows: out.extend((i, due, end, rows)),
+                       spec["period_ns"], due_ns, wait_msg, lambda: state["sample"], report.add,
                        lambda e: errors.append(f"{type(e).__name__}: {e}"))
     finally:
-        flush()
+        report.flush(time.monotonic())
         reader.close()
         conn.send(("done", rss_start, cgroup.process_rss_bytes()))
         conn.close()

@@ -13,6 +13,7 @@ import itertools
 import random
 import threading
 import time
+from array import array
 from typing import Callable
 
 from harness.reads.params import Draw
@@ -22,6 +23,8 @@ from harness.runner.state import RunState
 from harness.scenario.model import Readers
 
 EMPTY = -1     # rows of a query that found nothing where the data says it must (counted, never timed)
+FLUSH_EVERY_S = 0.1      # a reader hands what it asked to the run's recorders this often
+FLUSH_RECORDS = 2048     # or once it holds this many queries
 
 
 def schedule(cfg: Readers, i: int) -> tuple[int, int]:
@@ -82,6 +85,25 @@ def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, 
         due = due + period_ns if period_ns else end
 
 
+class Report:
+    """What a reader asked since it last flushed, as ReadSink.batch's flat (kind, due ns, end ns, rows)
+    int64 quadruples: the run's recorders take them a few times a second, never once a query."""
+
+    def __init__(self, flush: Callable[[array], None]) -> None:
+        self.out, self._flush, self._last = array("q"), flush, time.monotonic()
+
+    def add(self, i: int, due_ns: int, end_ns: int, rows: int) -> None:
+        self.out.extend((i, due_ns, end_ns, rows))
+
+    def flush_if_due(self, now: float) -> None:
+        if now - self._last >= FLUSH_EVERY_S or len(self.out) >= 4 * FLUSH_RECORDS:
+            self.flush(now)
+
+    def flush(self, now: float) -> None:
+        out, self.out, self._last = self.out, array("q"), now
+        self._flush(out)
+
+
 class ReadSink:
     """Records what the readers report into the run's recorders. A query belongs to the phase it was due in,
     however late it ends (or its report arrives): one due before the measured window is the warmup's, one
@@ -89,27 +111,15 @@ class ReadSink:
 
     def __init__(self, state: RunState, names: list[str]) -> None:
         self.state, self.names = state, names
+        self._lock = threading.Lock()
         for n in names:
             state.read_kinds.setdefault(n, KindStats())
 
-    def __call__(self, i: int, due_ns: int, end_ns: int, rows: int) -> None:
-        st = self.state
-        if st.measure_start_ns is not None and (
-                due_ns < st.measure_start_ns or (st.window_end_ns is not None and due_ns >= st.window_end_ns)):
+    def batch(self, records: array) -> None:
+        """A reader's Report: each query in the phase it was due in, its latency from that due time (or, if
+        it found nothing, counted empty), with one histogram update per distinct latency."""
+        if not records:
             return
-        kind = st.read_kinds[self.names[i]]
-        if rows == EMPTY:
-            kind.record_empty()
-            st.reads_empty += 1
-        else:
-            us = (end_ns - due_ns) // 1000
-            st.read.record_us(us)
-            kind.record(us, rows)
-            st.reads += 1
-
-    def batch(self, records) -> None:
-        """A reader process's report, flat (kind, due ns, end ns, rows) quadruples, recorded as __call__
-        would record each, with one histogram update per distinct latency."""
         st = self.state
         lo, hi = st.measure_start_ns, st.window_end_ns
         by_kind: dict[int, tuple[list[int], list[int]]] = {}     # kind -> (latencies us, [rows, empties])
@@ -128,9 +138,10 @@ class ReadSink:
         for i, (us, (rows, empty)) in by_kind.items():
             st.read_kinds[self.names[i]].record_many(us, rows, empty)
             every += us
-            st.reads_empty += empty
+        with self._lock:           # reader threads report concurrently; += is no atomic update
+            st.reads_empty += sum(acc[1] for _, acc in by_kind.values())
+            st.reads += len(every)
         st.read.record_many_us(every)
-        st.reads += len(every)
 
     def error(self, message: str, count: int = 1) -> None:
         self.state.read_errors += count
@@ -192,11 +203,17 @@ class ReaderPool:
     def _loop(self, i: int, sink: ReadSink) -> None:
         reader = self.engine.reader()
         period_ns, offset_ns = schedule(self.cfg, i)
+        report = Report(sink.batch)
+
+        def wait(timeout_s: float) -> bool:
+            report.flush_if_due(time.monotonic())
+            return self._stop.wait(timeout_s) if timeout_s else self._stop.is_set()
         try:
             query_loop(reader, self.cfg.mix, self.engine_name, self.variant, reader_rng(self.seed, i), period_ns,
-                       time.monotonic_ns() + offset_ns, self._stop.wait, self.sample, sink,
+                       time.monotonic_ns() + offset_ns, wait, self.sample, report.add,
                        lambda e: sink.error(f"{type(e).__name__}: {e}"))
         finally:
+            report.flush(time.monotonic())
             reader.close()
 
     def _long_loop(self) -> None:

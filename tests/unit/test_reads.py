@@ -130,53 +130,60 @@ def test_a_query_that_finds_nothing_is_counted_empty_not_timed():
 
 def test_a_read_counts_in_the_phase_it_was_due_in():
     """Harness logic only: a warmup query reported late, or one due after the window, is not measured."""
+    from array import array
     from harness.runner.readers import EMPTY, ReadSink
     state = RunState()
     sink = ReadSink(state, ["k"])
     state.start_measure(1_000_000_000)
     state.window_end_ns = 2_000_000_000
-    sink(0, 999_999_999, 1_500_000_000, 3)       # due in the warmup, ended in the measured phase
-    sink(0, 2_000_000_000, 2_000_001_000, 3)     # due after the window
-    sink(0, 1_000_000_000, 1_000_250_000, 3)     # measured: 250 us from its intended start
-    sink(0, 1_500_000_000, 1_500_100_000, EMPTY)
+    sink.batch(array("q", [0, 999_999_999, 1_500_000_000, 3,       # due in the warmup, ended in the measured phase
+                           0, 2_000_000_000, 2_000_001_000, 3,     # due after the window
+                           0, 1_000_000_000, 1_000_250_000, 3,     # measured: 250 us from its intended start
+                           0, 1_500_000_000, 1_500_100_000, EMPTY]))
     assert state.reads == 1 and state.reads_empty == 1
     assert state.read.total.get_max_value() == pytest.approx(250, rel=0.01)
     assert state.read_kinds["k"].rows == 3 and state.read_kinds["k"].empty == 1
 
 
-def test_a_reader_process_batch_records_what_each_record_would():
-    """The runner records a reader process's report in one pass (one histogram update per distinct
-    latency): the same counts, histograms, rows, empties and clamps as recording each query on its own."""
+def test_a_report_is_recorded_as_each_of_its_queries_would_be():
+    """The runner records a reader's report in one pass, one histogram update per distinct latency: the
+    same histograms, counts, rows, empties and clamps as recording each measured query on its own."""
     from array import array
-    from harness.runner.metrics import HIGHEST_US
+    from harness.runner.metrics import HIGHEST_US, new_histogram
     from harness.runner.readers import EMPTY, ReadSink
     rng = random.Random(5)
-    records = []
+    lo, hi = 1_000_000_000, 2_000_000_000
+    records, want = [], {"all": new_histogram(), **{n: new_histogram() for n in range(3)}}
+    rows_by_kind, empty_by_kind, clamped = Counter(), Counter(), 0
     for _ in range(3000):
-        due = rng.randrange(0, 3_000_000_000)
-        took_ns = rng.choice([0, 500, rng.randrange(1000, 50_000_000), (HIGHEST_US + 7) * 1000])
-        records += [rng.randrange(3), due, due + took_ns, rng.choice([EMPTY, 0, 1, 40])]
-    states = []
-    for batched in (False, True):
-        state = RunState()
-        sink = ReadSink(state, ["a", "b", "c"])
-        state.start_measure(1_000_000_000)
-        state.window_end_ns = 2_000_000_000
-        if batched:
-            sink.batch(array("q", records))
-        else:
-            for k in range(0, len(records), 4):
-                sink(*records[k:k + 4])
-        states.append(state)
-    one, many = states
-    assert 0 < many.reads < 3000 and many.reads_empty > 0 and many.read.clamped > 0
-    assert (many.reads, many.reads_empty, many.read.clamped) == (one.reads, one.reads_empty, one.read.clamped)
-    assert sorted(many.read.interval_values) == sorted(one.read.interval_values)
-    for h1, h2 in ((one.read.total, many.read.total), (one.read.interval, many.read.interval),
-                   *((one.read_kinds[n].hist, many.read_kinds[n].hist) for n in "abc")):
-        assert h1.get_total_count() == h2.get_total_count() and h1.encode() == h2.encode()
-    for n in "abc":
-        assert (one.read_kinds[n].rows, one.read_kinds[n].empty) == (many.read_kinds[n].rows, many.read_kinds[n].empty)
+        kind, due = rng.randrange(3), rng.randrange(0, 3_000_000_000)
+        end = due + rng.choice([0, 500, rng.randrange(1000, 50_000_000), (HIGHEST_US + 7) * 1000])
+        rows = rng.choice([EMPTY, 0, 1, 40])
+        records += [kind, due, end, rows]
+        if not lo <= due < hi:
+            continue
+        if rows == EMPTY:
+            empty_by_kind[kind] += 1
+            continue
+        us = (end - due) // 1000
+        clamped += us > HIGHEST_US
+        for h in (want["all"], want[kind]):
+            h.record_value(min(max(us, 1), HIGHEST_US))
+        rows_by_kind[kind] += rows
+    state = RunState()
+    sink = ReadSink(state, ["a", "b", "c"])
+    state.start_measure(lo)
+    state.window_end_ns = hi
+    half = len(records) // 8 * 4
+    sink.batch(array("q", records[:half]))     # two reports, as a reader flushes
+    sink.batch(array("q", records[half:]))
+    assert 0 < state.reads < 3000 and state.reads_empty > 0 and clamped > 0
+    assert state.reads == want["all"].get_total_count() and state.read.clamped == clamped
+    assert state.reads_empty == sum(empty_by_kind.values()) and len(state.read.interval_values) == state.reads
+    assert state.read.total.encode() == want["all"].encode() == state.read.interval.encode()
+    for i, n in enumerate("abc"):
+        k = state.read_kinds[n]
+        assert k.hist.encode() == want[i].encode() and (k.rows, k.empty) == (rows_by_kind[i], empty_by_kind[i])
 
 
 def test_query_count_phases_are_seconds_at_the_offered_rate():
