@@ -114,7 +114,7 @@ class Recorder:
             self.clamped += clamped
 
     def record_many_us(self, values_us: list[int]) -> None:
-        """A batch (a reader process's report): one histogram update per distinct value, not per value,
+        """A batch (a reader's report): one histogram update per distinct value, not per value,
         since every pure-Python record_value holds the GIL an embedded engine's writer needs."""
         vs = [_clamp(v) for v in values_us]
         counts = Counter(vs)
