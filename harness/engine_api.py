@@ -91,11 +91,6 @@ class EngineBase:
         the timed path; apply_block receives the (unpickled) result. Must not touch a connection."""
         return block
 
-    def reader_factory(self) -> Callable[[], Reader]:
-        """A picklable callable that opens a Reader in another process (a reader process of the runner,
-        harness/runner/reader_proc.py); only for engines without readers_in_process_only."""
-        raise NotImplementedError(f"{type(self).__name__} has no reader_factory")
-
     def counters(self) -> EngineCounters | None:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None
@@ -136,7 +131,9 @@ class Engine(Protocol):
     def prepare_block(self, block: Block) -> object: ...         # off the timed path (see EngineBase)
     def apply_block(self, prepared: object) -> None: ...         # ONE transaction; the runner times it
     def reader(self) -> Reader: ...
-    def reader_factory(self) -> Callable[[], Reader]: ...        # see EngineBase
+    # A picklable callable that opens a Reader in another process (harness/runner/reader_proc.py): every
+    # adapter whose manifest leaves readers_in_process_only false has one (registry.engine_class checks).
+    def reader_factory(self) -> Callable[[], Reader]: ...
     def checkpoint(self, mode: str) -> None: ...
     # After the load, before the clock: finish the work a bulk load leaves pending (statistics, a
     # checkpoint), so the measured phase starts from the same state however long the pause before it.

@@ -151,7 +151,19 @@ def settings_model(name: str) -> type[BaseModel]:
 
 
 def engine_class(name: str):
-    return _object(name, manifest(name).adapter)
+    m = manifest(name)
+    cls = _object(name, m.adapter)
+    check_reader_factory(m, cls)
+    return cls
+
+
+def check_reader_factory(m: Manifest, cls: type) -> None:
+    """Readers run as processes of their own unless readers_in_process_only; such a process opens its reader
+    through the adapter's reader_factory()."""
+    if not m.capabilities.readers_in_process_only and not callable(getattr(cls, "reader_factory", None)):
+        raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: capabilities.readers_in_process_only: false, but "
+                          f"{m.adapter} has no reader_factory() for a reader process to open its reader with; "
+                          "allowed: true (readers are threads of the runner), or add reader_factory() to the adapter")
 
 
 def baseline_loop(name: str):

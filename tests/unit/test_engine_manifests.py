@@ -65,6 +65,28 @@ def test_a_folder_name_that_cannot_be_a_key_is_refused(tmp_path):
     assert "lowercase letters" in manifest_error(tmp_path, MINIMAL, folder="My-DB")
 
 
+def test_readers_as_processes_need_the_adapters_reader_factory(tmp_path):
+    d = tmp_path / "toy"
+    d.mkdir()
+    (d / "engine.toml").write_text(MINIMAL)
+    m = registry.load_manifest(d)
+
+    class NoFactory:
+        pass
+
+    class WithFactory:
+        def reader_factory(self):
+            return None
+    with pytest.raises(ConfigError, match=r"toy/engine.toml: capabilities.readers_in_process_only: false, but "
+                                          r"adapter:E has no reader_factory\(\)"):
+        registry.check_reader_factory(m, NoFactory)
+    registry.check_reader_factory(m, WithFactory)
+    threads = m.model_copy(update={"capabilities": m.capabilities.model_copy(update={"readers_in_process_only": True})})
+    registry.check_reader_factory(threads, NoFactory)
+    for name in registry.names():        # every engine's adapter agrees with its manifest
+        registry.engine_class(name)
+
+
 def test_a_missing_dockerfile_is_named_when_images_are_built(tmp_path):
     d = tmp_path / "toy"
     d.mkdir()
