@@ -20,6 +20,12 @@ def _clamp(value_us: int) -> int:
     return 1 if value_us < 1 else HIGHEST_US if value_us > HIGHEST_US else value_us
 
 
+def _record_counts(h: HdrHistogram, counts: Counter) -> None:
+    """One record_value per distinct value: each is pure Python, holding the GIL an embedded writer needs."""
+    for v, n in counts.items():
+        h.record_value(v, n)
+
+
 def new_histogram() -> HdrHistogram:
     return HdrHistogram(1, HIGHEST_US, 3)
 
@@ -73,8 +79,7 @@ class KindStats:
         """A batch of this kind's reads (record_many_us's rule), their rows summed, and its empties."""
         counts = Counter(_clamp(v) for v in values_us)
         with self._lock:
-            for v, n in counts.items():
-                self.hist.record_value(v, n)
+            _record_counts(self.hist, counts)
             self.rows += rows
             self.empty += empty
 
@@ -102,26 +107,20 @@ class Recorder:
         self._lock = threading.Lock()
 
     def record_us(self, value_us: int) -> None:
-        v = 1 if value_us < 1 else value_us
-        if v > HIGHEST_US:
-            v, clamped = HIGHEST_US, 1
-        else:
-            clamped = 0
+        v = _clamp(value_us)
         with self._lock:
             self.total.record_value(v)
             self.interval.record_value(v)
             self.interval_values.append(v)
-            self.clamped += clamped
+            self.clamped += value_us > HIGHEST_US
 
     def record_many_us(self, values_us: list[int]) -> None:
-        """A batch (a reader's report): one histogram update per distinct value, not per value,
-        since every pure-Python record_value holds the GIL an embedded engine's writer needs."""
+        """A batch (a reader's report), as record_us would record each value."""
         vs = [_clamp(v) for v in values_us]
         counts = Counter(vs)
         with self._lock:
-            for v, n in counts.items():
-                self.total.record_value(v, n)
-                self.interval.record_value(v, n)
+            _record_counts(self.total, counts)
+            _record_counts(self.interval, counts)
             self.interval_values.extend(vs)
             self.clamped += counts.get(HIGHEST_US, 0) - values_us.count(HIGHEST_US)   # those above it
 

@@ -135,11 +135,13 @@ class ReadSink:
                 us.append((records[k + 2] - due) // 1000)
                 acc[0] += rows
         every: list[int] = []
+        empties = 0
         for i, (us, (rows, empty)) in by_kind.items():
             st.read_kinds[self.names[i]].record_many(us, rows, empty)
             every += us
+            empties += empty
         with self._lock:           # reader threads report concurrently; += is no atomic update
-            st.reads_empty += sum(acc[1] for _, acc in by_kind.values())
+            st.reads_empty += empties
             st.reads += len(every)
         st.read.record_many_us(every)
 
