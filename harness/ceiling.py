@@ -94,7 +94,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     search = Search(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
     out = {"version": CEILING_VERSION, "kind": "ceiling", "scenario": probe.scenario, "profile": probe.profile,
-           "engine": engine, "mem": mem, "mem_limit_bytes": probe.mem_limit_bytes, "scale": probe.scale,
+           "engine": engine, "mem": mem, "data_limit_bytes": probe.memory.data_limit_bytes, "scale": probe.scale,
            "readers": probe.readers.threads, "mix": probe.readers.mix,
            "writes": {"block_interval_ms": probe.workload.block_interval_ms,
                       "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,

@@ -286,9 +286,11 @@ def _summary(path: Path) -> None:
         print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
               f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
     h = m.harness
-    if h.inside_limit_bytes is not None and r.memory_limit_bytes:
-        print(f"  harness inside the {r.memory_limit_bytes >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB at the "
-              f"measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end", file=sys.stderr)
+    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen:
+        split = (f" (engine heap {h.engine_heap_bytes_end >> 20} MiB, harness {h.harness_bytes_end >> 20} MiB)"
+                 if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
+        print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "
+              f"the measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end{split}", file=sys.stderr)
     for t in r.thresholds:
         print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
               f"{'; ' + t.error if t.error else ''})", file=sys.stderr)

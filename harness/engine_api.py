@@ -68,7 +68,7 @@ class EngineInfo:
     # other library versions that tell what was measured (libsql: the stdlib sqlite3's beside its own)
     related: dict[str, str] = field(default_factory=dict)
     # a server engine: the memory limit its server process sees (MEM applies to it, not to the runner)
-    server_memory_limit_bytes: int | None = None
+    data_limit_bytes_seen: int | None = None
 
     @property
     def version(self) -> str:

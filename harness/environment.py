@@ -87,7 +87,7 @@ def capture(data_dir: Path, runtime: str) -> dict:
         "cpus_usable": len(os.sched_getaffinity(0)),
         "ram_bytes": ram_bytes(),
         "cgroup_version": cgroup.version(),
-        "memory_limit_bytes_seen": cgroup.limit_bytes(mem_dir),
+        "runner_limit_bytes_seen": cgroup.limit_bytes(mem_dir),
         # set by the runtime that applied the limit (cgroup-v1, cgroup-v2, docker); "none" otherwise
         "memory_enforcement": os.environ.get("ARKBENCH_MEM_ENFORCEMENT", "none"),
         "runtime": runtime,

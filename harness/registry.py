@@ -50,6 +50,48 @@ class Images(_Strict):
     server: Optional[Image] = None               # a server engine's server container
 
 
+class MemorySizing(_Strict):
+    """[memory]: how the engine is given MEM under the `sized` policy (harness/scenario/memory.py)."""
+    sized: dict[str, float] = {}      # setting -> its fraction of MEM
+    cache: Optional[str] = None       # which of them is the engine's own cache (reported beside the limit)
+    unit: str = "MB"                  # the engine's size syntax for whole MiB
+
+    @model_validator(mode="after")
+    def _fractions(self) -> "MemorySizing":
+        for k, f in self.sized.items():
+            if not 0 < f <= 1:
+                raise ValueError(f"sized.{k} = {f}: a fraction of MEM, > 0 and <= 1")
+        if self.cache is not None and self.cache not in self.sized:
+            raise ValueError(f"cache = {self.cache!r}: must be one of sized's settings ({', '.join(self.sized) or 'none'})")
+        return self
+
+
+class Durability(_Strict):
+    """[durability]: what a commit guarantees at the engine's settings, and the settings that match a
+    scenario's `durability: commit | checkpoint`."""
+    setting: Optional[str] = None     # the setting that decides it; none: one guarantee whatever the settings
+    select: dict[str, str] = {}       # "commit" | "checkpoint" -> the setting's value that gives it
+    says: dict[str, str]              # the setting's value (or "*") -> what a commit then guarantees
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Durability":
+        bad = [k for k in self.select if k not in ("commit", "checkpoint")]
+        if bad:
+            raise ValueError(f"select.{bad[0]}: allowed keys are commit and checkpoint")
+        if self.setting is None and set(self.says) != {"*"}:
+            raise ValueError("says: without a setting, one entry keyed \"*\"")
+        missing = [v for v in self.select.values() if v not in self.says]
+        if missing:
+            raise ValueError(f"says: no entry for {missing[0]!r}, a value select names")
+        return self
+
+    def guarantee(self, settings: Mapping[str, object]) -> str:
+        if self.setting is None:
+            return self.says["*"]
+        value = str(settings.get(self.setting))
+        return self.says.get(value, f"{self.setting}={value}: not described in engine.toml [durability]")
+
+
 class Manifest(_Strict):
     name: str = ""                               # the folder's name (filled in)
     description: str
@@ -70,6 +112,8 @@ class Manifest(_Strict):
     contract_settings: dict[str, dict] = {}      # extra settings the contract suite runs it with
     # settings that shape a starting state's files (harness/state): one state is built per value of them
     state_settings: tuple[str, ...] = ()
+    memory: MemorySizing = MemorySizing()
+    durability: Durability
     images: Images = Images()
 
     @field_validator("adapter", "settings", "baseline")

@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 from typing import Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from harness.errors import ConfigError
 
 # 2: engine_library, engine_driver, engine_related_versions (a v1 file lacks them); 3: metrics.engine_counters
-RESULT_VERSION = 4          # 4: metrics.reads_empty, reads_by_kind (a v3 file lacks them)
+# 4: metrics.reads_empty, reads_by_kind; 5: memory (the limits under one spelling, the policy), load.preload
+RESULT_VERSION = 5
 SWEEP_VERSION = 1
 VERDICT_VERSION = 2          # 2: steps' set, control and version_note; library_versions (a v1 file lacks them)
 Status = Literal["passed", "failed", "error", "oom"]
@@ -70,9 +71,16 @@ class ReaderShare(Model):
 
 class HarnessShare(Model):
     """What the harness cost: its memory inside the limit and any wait for blocks."""
-    inside_limit_bytes: Optional[int] = None       # runner RSS as the measured phase starts (0: outside MEM)
+    # the runner's RSS (0: outside MEM): an embedded engine's heap and the harness's own together
+    inside_limit_bytes: Optional[int] = None       # as the measured phase starts
     inside_limit_bytes_end: Optional[int] = None
     inside_limit_bytes_max: Optional[int] = None
+    # told apart where the engine accounts for its heap (counter engine_heap_bytes: SQLite's status, DuckDB's
+    # duckdb_memory()): the engine's share, and the rest of the RSS, the harness's (interpreter, driver, buffers)
+    engine_heap_bytes: Optional[int] = None
+    engine_heap_bytes_end: Optional[int] = None
+    harness_bytes: Optional[int] = None
+    harness_bytes_end: Optional[int] = None
     generator_wait_s: Optional[float] = None
     generator_wait_share: Optional[float] = None
     latency_values_clamped: int = 0
@@ -97,6 +105,18 @@ class ReadKind(Model):
     max: Optional[float]
     mean_rows: Optional[float]
     empty: int
+
+
+class MemoryFigures(Model):
+    """The run's limits, as planned (harness/scenario/memory.py) and as the processes saw them."""
+    policy: str = "stock"                        # sized | stock
+    enforcement: str = "none"                    # cgroup-v1 | cgroup-v2 | docker | none
+    data_limit_bytes: Optional[int] = None       # MEM: what the database gets
+    data_limit_bytes_seen: Optional[int] = None  # as the process holding the data sees it
+    runner_limit_bytes: Optional[int] = None     # the runner's own (MEM itself when it hosts the engine)
+    runner_limit_bytes_seen: Optional[int] = None
+    engine_cache_bytes: Optional[int] = None     # the engine's own cache under the policy
+    sized_settings: dict[str, str] = {}          # what the policy set (the engine's read-back is engine_settings)
 
 
 class Metrics(Model):
@@ -135,7 +155,7 @@ class Metrics(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -143,10 +163,7 @@ class RunResult(Model):
     runtime: str
     status: Status
     error: Optional[str] = None
-    memory_limit_bytes: Optional[int] = None             # as the process holding the data sees it
-    memory_limit_requested_bytes: Optional[int] = None
-    client_memory_limit_bytes: Optional[int] = None      # a server engine's runner, outside MEM
-    memory_enforcement: str = "none"
+    memory: MemoryFigures = MemoryFigures()
     image_id: Optional[str] = None
     server_environment: Optional[dict] = None
     scale: float
@@ -166,6 +183,19 @@ class RunResult(Model):
     warnings: list[str] = []
     files: dict[str, str] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _memory_before_v5(cls, data):
+        """A v1-v4 file spelled the limits four ways at the top level: read them into `memory`."""
+        if isinstance(data, dict) and "memory" not in data:
+            data = dict(data)
+            seen, asked = data.pop("memory_limit_bytes", None), data.pop("memory_limit_requested_bytes", None)
+            client = data.pop("client_memory_limit_bytes", None)
+            data["memory"] = {"enforcement": data.pop("memory_enforcement", "none"), "data_limit_bytes": asked,
+                              "data_limit_bytes_seen": seen, "runner_limit_bytes": client if client else asked,
+                              "runner_limit_bytes_seen": client if client else seen}
+        return data
+
     @property
     def measure_s(self) -> float:
         return float(self.plan.get("phases", {}).get("measure_s") or 0.0)
@@ -177,7 +207,16 @@ class CellRecord(Model):
     scenario: str
     engine: str
     mem: Optional[str]
-    mem_limit_bytes: Optional[int]
+    data_limit_bytes: Optional[int]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data):
+        """sweep.json before result v5 named MEM mem_limit_bytes."""
+        if isinstance(data, dict) and "mem_limit_bytes" in data:
+            data = {**data, "data_limit_bytes": data["mem_limit_bytes"]}
+            del data["mem_limit_bytes"]
+        return data
     scale: float
     repeat: int = 1
     runtime: str
@@ -317,7 +356,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused."""
-    return _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3))
+    return _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4))
 
 
 def load_sweep(path: Path) -> SweepFile | None:

@@ -177,7 +177,7 @@ def run_cell(cr: CellRun, label: str) -> CellRecord:
     shutil.rmtree(cr.plan.data_dir, ignore_errors=True)      # a killed attempt's database must not be reused
     cr.dir.mkdir(parents=True)
     rec = CellRecord(cell_id=cr.cell_id, scenario=cr.cell.scenario, engine=cr.cell.engine, mem=cr.cell.mem,
-                     mem_limit_bytes=cr.plan.mem_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
+                     data_limit_bytes=cr.plan.memory.data_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
                      runtime=cr.plan.runtime, dir=cr.dir.name, state="running", started_utc=utc_now())
     write_json(cr.dir / "cell.json", rec)
     print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({cr.plan.runtime})", file=sys.stderr, flush=True)

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats, engine_setting_names
+from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats, engine_setting_names
 from harness.platform import cgroup
 from harness.workload import schema
 from harness.workload.block import Block
@@ -197,6 +197,12 @@ class DuckDBEngine(EngineBase):
         while batch := cur.fetchmany(2000):
             yield from batch
         cur.close()
+
+    def counters(self) -> EngineCounters:
+        """DuckDB's own account of its memory (duckdb_memory(): buffer manager use by tag), so the runner's
+        RSS can be told apart into the engine's share and the harness's."""
+        (used,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()
+        return EngineCounters(counters={}, gauges={"engine_heap_bytes": int(used)})
 
     def info(self) -> EngineInfo:
         eff = {n: self.con.execute(f"SELECT current_setting('{n}')").fetchone()[0]

@@ -199,7 +199,7 @@ class PostgresEngine(EngineBase):
         eff["server_user"] = self.server.user
         return EngineInfo(library=f"PostgreSQL {version}", driver=f"psycopg {psycopg.__version__} "
                           f"(libpq {psycopg.pq.version() // 10000}.{psycopg.pq.version() % 10000}, {psycopg.pq.__impl__})", settings=eff,
-                          server_memory_limit_bytes=self.server.memory_limit_bytes_seen())
+                          data_limit_bytes_seen=self.server.limit_bytes_seen())
 
     def close(self) -> None:
         for c in (getattr(self, "conn", None), getattr(self, "_stats_conn", None)):

@@ -25,6 +25,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        server_container.preload_if_asked(plan)      # inside this container's limit, before the server reads
         server.start()
         server_container.announce_ready(Path(plan.run_dir), cgroup.limit_bytes(cgroup.own_memory_dir()))
         print(f"postgres ready on :5432 (data {server.pgdata})", flush=True)

@@ -94,20 +94,30 @@ class PostgresServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         base = data_dir
         if not _traversable_by(data_dir, self.uid, self.gid):
-            # Never loosen the user's folders: put the cluster in a private folder the server user can reach
-            # (a cloned one moves there: a rename on the same filesystem).
-            base = Path(tempfile.mkdtemp(prefix="arkbench-pg-", dir="/var/tmp"))
-            os.chmod(base, 0o755)
-            self._tmp.append(base)
+            # Never loosen the user's folders: put the cluster in a private folder the server user can reach.
+            base = self._reachable_folder(data_dir)
             if (data_dir / "pgdata" / "PG_VERSION").exists():
-                shutil.move(data_dir / "pgdata", base / "pgdata")
+                # a cloned cluster moves by rename only: a copy across filesystems would be cached outside
+                # MEM, and the cell would start warm where every other starts cold (or preloaded inside MEM)
+                os.rename(data_dir / "pgdata", base / "pgdata")
         self.pgdata = base / "pgdata"
         self.socket_dir = Path(tempfile.mkdtemp(prefix="arkpg-", dir="/tmp"))   # short: sun_path is 108 bytes
         self._tmp.append(self.socket_dir)
         self.log_path = data_dir / "postgres.log"
         self.proc: subprocess.Popen | None = None
 
-    def _demote(self):
+    def _reachable_folder(self, data_dir: Path) -> Path:
+        """A new folder the server's user can enter, on data_dir's filesystem, or a refusal saying why."""
+        dev = data_dir.stat().st_dev
+        for parent in (Path("/var/tmp"), Path("/tmp")):
+            if parent.is_dir() and parent.stat().st_dev == dev and _traversable_by(parent, self.uid, self.gid):
+                base = Path(tempfile.mkdtemp(prefix="arkbench-pg-", dir=parent))
+                os.chmod(base, 0o755)
+                self._tmp.append(base)
+                return base
+        raise ServerError(f"{data_dir}: user {self.user} cannot enter every folder down to it, and neither "
+                          "/var/tmp nor /tmp is on its filesystem to move the cluster to by rename; give the "
+                          "server's user a way in (chmod o+x on the folders above) or put the data elsewhere")
         uid, gid = self.uid, self.gid
 
         def fn():
@@ -186,7 +196,7 @@ class PostgresServer:
     def keeps_cluster_in_data_dir(self) -> bool:
         return self.pgdata.parent not in self._tmp
 
-    def memory_limit_bytes_seen(self) -> int | None:
+    def limit_bytes_seen(self) -> int | None:
         return cgroup.limit_bytes(cgroup.memory_dir_of(self.proc.pid)) if self.proc else None
 
     def log_tail(self, n: int = 30) -> str:
@@ -222,8 +232,8 @@ class ExternalServer:
     def conninfo(self) -> str:
         return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"
 
-    def memory_limit_bytes_seen(self) -> int | None:
-        return server_container.memory_limit_bytes_seen()
+    def limit_bytes_seen(self) -> int | None:
+        return server_container.data_limit_bytes_seen()
 
     def keeps_cluster_in_data_dir(self) -> bool:
         return True

@@ -60,8 +60,19 @@ class APSW:
     def status(self, conn) -> dict[str, int]:
         a = self.apsw
         out = {k: conn.status(getattr(a, op))[0] for k, op in {**_COUNTERS, **_GAUGES}.items()}
-        out["sqlite_heap_bytes"] = a.status(a.SQLITE_STATUS_MEMORY_USED)[0]   # process-wide
+        # SQLite's whole heap in the process, page caches included (sqlite3_status64: no overflow)
+        out["engine_heap_bytes"] = a.status(a.SQLITE_STATUS_MEMORY_USED)[0]
+        # sqlite3_db_status is 32-bit: past 2 GiB the cache's size wraps, so it is unknown, never negative
+        if not 0 <= out["page_cache_used_bytes"] < 1 << 31 or conn_cache_may_exceed_2gib(conn):
+            del out["page_cache_used_bytes"]
         return out
+
+
+def conn_cache_may_exceed_2gib(conn) -> bool:
+    """A cache allowed past 2 GiB can have wrapped sqlite3_db_status's int back into range."""
+    size = next(iter(conn.execute("PRAGMA cache_size")))[0]
+    page = next(iter(conn.execute("PRAGMA page_size")))[0]
+    return (-size * 1024 if size < 0 else size * page) >= 1 << 31
 
 
 COUNTER_NAMES = tuple(_COUNTERS)     # monotone: the runner records their measured-phase increase

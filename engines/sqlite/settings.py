@@ -1,6 +1,7 @@
 """What a scenario may set for sqlite: its PRAGMAs (shared with libsql, a fork that takes the same) and
-the binding SQLite runs through. PRAGMA defaults are the reference's (WAL, synchronous=NORMAL) and
-SQLite's own for the rest."""
+the binding SQLite runs through. PRAGMA defaults are the reference application's (WAL, synchronous=NORMAL,
+wal_autocheckpoint=10000 from its write plan) and SQLite's own for the rest; under the `sized` memory
+policy cache_size takes its share of MEM (engine.toml [memory])."""
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,7 +18,8 @@ class Pragmas(BaseModel):
     # SQLite semantics: negative = KiB, positive = pages. A size string ("256MB") becomes -KiB.
     cache_size: int | str = -2000
     mmap_size: int | str = 0
-    wal_autocheckpoint: int = Field(1000, ge=0, description="pages; 0 disables automatic checkpoints")
+    # the reference's write plan (SQLite's own default is 1000)
+    wal_autocheckpoint: int = Field(10000, ge=0, description="pages; 0 disables automatic checkpoints")
     busy_timeout: int = Field(5000, ge=0, description="ms")
     page_size: int = Field(4096, description="bytes; applied before the schema is created")
     # Not a PRAGMA: the planner's statistics, gathered as PRAGMA optimize does (ANALYZE reading at most

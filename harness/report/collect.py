@@ -28,12 +28,12 @@ class CellData:
         return self.result.scenario
 
     @property
-    def mem_limit_bytes(self) -> int | None:
-        return self.result.memory_limit_bytes or self.result.memory_limit_requested_bytes
+    def data_limit_bytes(self) -> int | None:
+        return self.result.memory.data_limit_bytes_seen or self.result.memory.data_limit_bytes
 
     @property
     def mem_label(self) -> str:
-        return format_bytes(self.mem_limit_bytes) if self.mem_limit_bytes else "no limit"
+        return format_bytes(self.data_limit_bytes) if self.data_limit_bytes else "no limit"
 
     @property
     def label(self) -> str:
@@ -42,7 +42,7 @@ class CellData:
 
     @property
     def group_key(self) -> tuple:
-        return (self.scenario, self.engine, self.mem_limit_bytes, self.result.scale)
+        return (self.scenario, self.engine, self.data_limit_bytes, self.result.scale)
 
     @property
     def status(self) -> str:

@@ -128,9 +128,12 @@ def _share(c: CellData) -> str:
     h = c.result.metrics.harness
     if h.inside_limit_bytes is None:
         return "-"
-    if c.result.client_memory_limit_bytes:
+    if c.result.memory.runner_limit_bytes_seen != c.result.memory.data_limit_bytes_seen:
         return "0 (client outside MEM)"
-    return f"{format_bytes(h.inside_limit_bytes)} → {format_bytes(h.inside_limit_bytes_end)} of {c.mem_label}"
+    out = f"{format_bytes(h.inside_limit_bytes)} → {format_bytes(h.inside_limit_bytes_end)} of {c.mem_label}"
+    if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None:
+        out += f" (engine {format_bytes(h.engine_heap_bytes_end)}, harness {format_bytes(h.harness_bytes_end)})"
+    return out
 
 
 def _pct(v) -> str:
@@ -150,6 +153,16 @@ def starting_database(load: dict) -> str:
     return out + (f"; aged {load['age_blocks']} blocks ({load.get('age_rows')} rows)" if load.get("age_blocks") else "")
 
 
+def memory_text(m) -> str:
+    """The limit, how it was enforced, the policy and the engine's cache under it; a server's client's own."""
+    out = f"{format_bytes(m.data_limit_bytes_seen)} ({m.enforcement}), {m.policy}"
+    if m.sized_settings:
+        out += ": " + ", ".join(f"{k}={v}" for k, v in m.sized_settings.items())
+    if m.runner_limit_bytes_seen != m.data_limit_bytes_seen:
+        out += f"; client {format_bytes(m.runner_limit_bytes_seen)}"
+    return out
+
+
 def environment_table(cells: list[CellData]) -> Block:
     headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
                "RAM", "fsync p50/p99 µs", "scale / entities", "starting database", "harness"]
@@ -157,9 +170,7 @@ def environment_table(cells: list[CellData]) -> Block:
     for c in cells:
         r, env = c.result, c.result.environment
         fs = env.get("fsync_floor") or {}
-        limit = f"{format_bytes(r.memory_limit_bytes)} ({r.memory_enforcement})"
-        if r.client_memory_limit_bytes:
-            limit += f"; client {format_bytes(r.client_memory_limit_bytes)}"
+        limit = memory_text(r.memory)
         settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
         version = "; ".join([r.engine_version or "-", *(f"{k} {v}" for k, v in r.engine_related_versions.items())])
         rows.append([f"{c.scenario}/{c.run_dir.name}", version, settings or "-", limit,
@@ -240,7 +251,7 @@ def build(data: ReportData) -> list[Block]:
         body.append(plots_block(plots.latency_cdf(cells, f"{scenario}: commit latency by percentile"),
                                 f"{scenario}-cdf", "Commit latency percentile distribution per cell "
                                 "(from each measured block, intended start to commit)."))
-        if any(c.mem_limit_bytes for c in cells):
+        if any(c.data_limit_bytes for c in cells):
             body.append(plots_block(plots.p99_vs_memory(cells, f"{scenario}: p99 against the memory limit"),
                                     f"{scenario}-p99-vs-memory", "p99 commit latency per engine and memory limit; "
                                     "an x on the axis is a cell that was OOM-killed or did not finish."))

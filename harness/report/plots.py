@@ -108,15 +108,15 @@ def p99_vs_memory(cells: list[CellData], title: str) -> str:
     """p99 per engine against its memory limit; an OOM-killed or failed-to-run cell is an x on the axis."""
     fig, ax = plt.subplots(figsize=(8, 3.2))
     for engine in dict.fromkeys(c.engine for c in cells):
-        pts = sorted((c.mem_limit_bytes / MIB, c.commit_ms.p99) for c in cells
-                     if c.engine == engine and c.mem_limit_bytes and c.status in ("passed", "failed"))
-        dead = [c.mem_limit_bytes / MIB for c in cells
-                if c.engine == engine and c.mem_limit_bytes and c.status not in ("passed", "failed")]
+        pts = sorted((c.data_limit_bytes / MIB, c.commit_ms.p99) for c in cells
+                     if c.engine == engine and c.data_limit_bytes and c.status in ("passed", "failed"))
+        dead = [c.data_limit_bytes / MIB for c in cells
+                if c.engine == engine and c.data_limit_bytes and c.status not in ("passed", "failed")]
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
         if dead:
             ax.scatter(dead, [0] * len(dead), marker="x", s=60, color=line[0].get_color(), clip_on=False,
                        label=f"{engine}: OOM / error")
-    mems = sorted({c.mem_limit_bytes / MIB for c in cells if c.mem_limit_bytes})
+    mems = sorted({c.data_limit_bytes / MIB for c in cells if c.data_limit_bytes})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(mems))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:g} GiB" if v >= 1024 else f"{v:g} MiB"))

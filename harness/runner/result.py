@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine_api import EngineInfo
-from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, Metrics, RunResult,
+from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, MemoryFigures, Metrics, RunResult,
                              Spool, ThresholdResult, load_result, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.state import RunState
@@ -52,12 +52,17 @@ def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
               "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
               "latency_values_clamped": state.commit.clamped + state.read.clamped, "spool": spool,
               "readers": state.readers}
-    if plan.client_mem_limit_bytes:
+    if plan.memory.runner_is_client:
         return HarnessShare(inside_limit_bytes=0, inside_limit_bytes_end=0, inside_limit_bytes_max=0, **common)
     known = [v for v in (state.rss_at_measure_start, state.rss_at_measure_end, state.peak("rss_bytes"))
              if v is not None]
-    return HarnessShare(inside_limit_bytes=state.rss_at_measure_start, inside_limit_bytes_end=state.rss_at_measure_end,
-                        inside_limit_bytes_max=max(known) if known else None, **common)
+    heap = [c.gauges.get("engine_heap_bytes") if c else None
+            for c in (state.counters_at_measure_start, state.counters_at_measure_end)]
+    rss = [state.rss_at_measure_start, state.rss_at_measure_end]
+    own = [r - h if r is not None and h is not None else None for r, h in zip(rss, heap)]
+    return HarnessShare(inside_limit_bytes=rss[0], inside_limit_bytes_end=rss[1],
+                        inside_limit_bytes_max=max(known) if known else None, engine_heap_bytes=heap[0],
+                        engine_heap_bytes_end=heap[1], harness_bytes=own[0], harness_bytes_end=own[1], **common)
 
 
 def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalStorage | None = None,
@@ -174,17 +179,24 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
     return source
 
 
+def memory_figures(plan, env: dict, info: EngineInfo | None) -> MemoryFigures:
+    """The plan's limits beside what the processes saw: the runner its own, a server engine's server (the
+    data's) through the engine."""
+    m, runner_seen = plan.memory, env.get("runner_limit_bytes_seen")
+    data_seen = (info and info.data_limit_bytes_seen) if plan.capabilities.server else runner_seen
+    return MemoryFigures(policy=m.policy, enforcement=env.get("memory_enforcement", "none"),
+                         data_limit_bytes=m.data_limit_bytes, data_limit_bytes_seen=data_seen,
+                         runner_limit_bytes=m.runner_limit_bytes, runner_limit_bytes_seen=runner_seen,
+                         engine_cache_bytes=m.engine_cache_bytes, sized_settings=m.sized_settings)
+
+
 def make_result(plan, out: Outcome, metrics: Metrics, warnings: list[str]) -> RunResult:
     env, run_dir, info = out.environment, Path(plan.run_dir), out.engine
     server = plan.capabilities.server
     return RunResult(
         run_id=plan.run_id, engine=plan.engine, scenario=plan.scenario, profile=plan.profile, runtime=plan.runtime,
         status=out.status, error=out.error,
-        # MEM as the process holding the data sees it: the runner, or a server engine's server
-        memory_limit_bytes=(info and info.server_memory_limit_bytes) if server else env.get("memory_limit_bytes_seen"),
-        memory_limit_requested_bytes=plan.mem_limit_bytes,
-        client_memory_limit_bytes=env.get("memory_limit_bytes_seen") if server else None,
-        memory_enforcement=env.get("memory_enforcement", "none"), image_id=env.get("image_id"),
+        memory=memory_figures(plan, env, info), image_id=env.get("image_id"),
         # a server engine in its own container (docker runtime): the limit that server saw itself
         server_environment=read_json(run_dir / "server-environment.json"),
         scale=plan.scale, engine_version=info and info.version, engine_library=info and info.library,

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -28,9 +29,10 @@ from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_s
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
 from harness.runner.writer import hold_phases, write_blocks
-from harness.runtime import STATE_RECORD
+from harness.runtime import STATE_RECORD, server_container
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
+from harness.state.preload import preload
 from harness.workload.digest import digest_rows
 
 LOAD_PROGRESS_EVERY_S = 5.0
@@ -104,13 +106,43 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
             **_state_record(plan),
             "db_bytes": after.db_bytes, "wal_bytes": after.wal_bytes,
             "logical_bytes": feed.after_load.logical_bytes_after,
-            # sweeps check that every cell started from the same database
-            "digest": feed.after_load.digest_after, "row_counts": engine.row_counts()}
-    log(plan, "settling after the load")
+            # sweeps check that every cell started from the same database; the counts are the model's, so
+            # nothing scans the clone between its eviction and the clock
+            "digest": feed.after_load.digest_after,
+            "row_counts": {t: int(d.split(":")[0]) for t, d in feed.after_load.digest_after.items()}}
     t0 = time.perf_counter()
-    engine.settle()
+    if plan.state:
+        # a state was settled when built (statistics, checkpoint): only the ageing's WAL is checkpointed,
+        # with the strongest mode the engine has (listed last), so the clock starts on an empty WAL
+        if plan.capabilities.checkpoint_modes:
+            log(plan, "checkpointing the ageing blocks")
+            engine.checkpoint(plan.capabilities.checkpoint_modes[-1])
+    else:
+        log(plan, "settling after the load")
+        engine.settle()
     load["settle_s"] = round(time.perf_counter() - t0, 3)
     return load
+
+
+def preload_phase(plan: RunPlan) -> dict:
+    """load.preload: the clone read once inside MEM before the engine opens it (harness/state/preload.py),
+    by the process that holds the data: this runner, else a process in the server's cgroup (local runtime),
+    else the server's own container, which did it before it started (harness/runtime/server_container.py)."""
+    log(plan, "preloading the database into the page cache, inside the limit")
+    data_dir = Path(plan.data_dir)
+    if not plan.memory.runner_is_client:
+        record = preload(data_dir)
+    elif server_container.external_server():
+        record = server_container.preload_record(Path(plan.run_dir))
+    else:
+        out = Path(plan.run_dir) / server_container.PRELOAD_FILE
+        subprocess.run([sys.executable, "-m", "harness.state.preload", str(data_dir), str(out)], check=True,
+                       preexec_fn=cgroup.join_server_cgroup)
+        record = json.loads(out.read_text())
+    log(plan, f"preloaded {record['preload_bytes'] / 2**30:.2f} GiB in {record['preload_s']:.1f} s: "
+              f"{record['resident_bytes_after_preload'] / 2**30:.2f} GiB resident "
+              f"(before: {record['resident_bytes_before_preload'] / 2**30:.2f} GiB)")
+    return {"preload": True, **record}
 
 
 def _state_record(plan: RunPlan) -> dict:
@@ -187,9 +219,8 @@ def run(plan: RunPlan) -> int:
     state = RunState()
     out = Outcome(environment=capture(data_dir, plan.runtime))
     (run_dir / "environment.json").write_text(json.dumps(out.environment, indent=2))
-    seen = out.environment["memory_limit_bytes_seen"]
-    # MEM is the runner's own limit for an embedded engine; a server engine's runner has its client limit.
-    own = plan.client_mem_limit_bytes if plan.client_mem_limit_bytes else plan.mem_limit_bytes
+    seen = out.environment["runner_limit_bytes_seen"]
+    own = plan.memory.runner_limit_bytes      # MEM for an embedded engine; a server engine's client's own
     if own and (seen is None or seen > own):
         # Never run unlimited while claiming a limit.
         log(plan, f"refusing: a {own}-byte limit was asked but this process sees {seen}")
@@ -218,16 +249,18 @@ def run(plan: RunPlan) -> int:
 
 def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     run_dir = Path(plan.run_dir)
+    preloaded = preload_phase(plan) if plan.state and plan.load.preload else {"preload": False}
     engine.open(plan.engine_settings, Path(plan.data_dir))
     if plan.state:
         engine.use_schema(plan.workload.variant)
     else:
         engine.create_schema(plan.workload.variant)
     out.engine = info = engine.info()
-    if plan.capabilities.server and plan.mem_limit_bytes and (
-            info.server_memory_limit_bytes is None or info.server_memory_limit_bytes > plan.mem_limit_bytes):
-        raise LimitNotEnforced(f"a {plan.mem_limit_bytes}-byte limit was asked for the {plan.engine} server, "
-                               f"which sees {info.server_memory_limit_bytes}")
+    limit = plan.memory.data_limit_bytes
+    if plan.memory.runner_is_client and (
+            info.data_limit_bytes_seen is None or info.data_limit_bytes_seen > limit):
+        raise LimitNotEnforced(f"a {limit}-byte limit was asked for the {plan.engine} server, "
+                               f"which sees {info.data_limit_bytes_seen}")
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
@@ -239,7 +272,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                                                             plan.phases.measure_s)) if plan.early_abort else None
     try:
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
-        out.load = load_phase(engine, feed, plan, state)
+        out.load = {**load_phase(engine, feed, plan, state), **preloaded}
         out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)
     finally:

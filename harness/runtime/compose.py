@@ -24,8 +24,8 @@ def image_tag(engine: str, role: str = "runner") -> str:
     return f"arkbench/{registry.image_name(engine, role)}:{harness_version()}"
 
 
-def _container(image: str, mem_limit_bytes: int | None, run_dir: str, data_dir: str) -> dict:
-    limit = str(mem_limit_bytes or 0)          # 0: no limit
+def _container(image: str, data_limit_bytes: int | None, run_dir: str, data_dir: str) -> dict:
+    limit = str(data_limit_bytes or 0)          # 0: no limit
     return {"image": image, "mem_limit": limit, "memswap_limit": limit, "cpus": str(os.cpu_count() or 1),
             "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"],
             "stop_signal": "SIGINT",           # the runner writes a partial result on SIGINT
@@ -36,8 +36,7 @@ def _container(image: str, mem_limit_bytes: int | None, run_dir: str, data_dir: 
 
 def compose_file(plan: RunPlan, image_id: str) -> dict:
     server = plan.capabilities.server
-    runner = _container(image_tag(plan.engine), plan.client_mem_limit_bytes if server else plan.mem_limit_bytes,
-                        plan.run_dir, plan.data_dir)
+    runner = _container(image_tag(plan.engine), plan.memory.runner_limit_bytes, plan.run_dir, plan.data_dir)
     runner["environment"] = {
         "ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": image_id,
         # Engines' temporary files (SQLite's statement journals and sorters) beside the database, on the
@@ -51,7 +50,7 @@ def compose_file(plan: RunPlan, image_id: str) -> dict:
         server_container.ENVIRONMENT_FILE_ENV: f"{CONTAINER_RUN_DIR}/{server_container.ENVIRONMENT_FILE}"})
     runner["networks"] = [NETWORK]
     runner["depends_on"] = {server_container.SERVER_HOST: {"condition": "service_healthy"}}
-    srv = _container(image_tag(plan.engine, "server"), plan.mem_limit_bytes, plan.run_dir, plan.data_dir)
+    srv = _container(image_tag(plan.engine, "server"), plan.memory.data_limit_bytes, plan.run_dir, plan.data_dir)
     srv["environment"] = {server_container.PASSWORD_ENV: PASSWORD_REF}
     srv["networks"] = [NETWORK]
     srv["healthcheck"] = {"test": ["CMD", "test", "-f", str(server_container.READY_FILE)], "interval": "1s",

@@ -117,18 +117,17 @@ def run_docker(plan: RunPlan) -> int:
         _save_logs(compose, env, container, run_dir)
         server_oom = [c for c in _project_containers(project) if c != container and _oom_killed(c)]
         if server_oom:         # MEM is the server's: its OOM kill is the run's, whatever the runner saw
-            why = f"{server_oom[0]} was OOM-killed at the {plan.mem_limit_bytes}-byte container memory limit"
+            why = f"{server_oom[0]} was OOM-killed at the {plan.memory.data_limit_bytes}-byte container memory limit"
             if (run_dir / "result.json").exists():
                 mark_oom(run_dir, why)
             else:
                 write_failed_result(plan, "oom", why)
             return EXIT_RUN_FAILED
         if state.get("OOMKilled") or rc == 137:
-            limit = plan.client_mem_limit_bytes if plan.client_mem_limit_bytes else plan.mem_limit_bytes
-            why = (f"OOM-killed at the {limit}-byte container memory limit"
+            why = (f"OOM-killed at the {plan.memory.runner_limit_bytes}-byte container memory limit"
                    if state.get("OOMKilled") else "the container was killed (exit 137)")
             # a server engine's runner is its client: its own OOM is a harness failure, not the engine's
-            oom = (state.get("OOMKilled") or plan.mem_limit_bytes) and not plan.client_mem_limit_bytes
+            oom = (state.get("OOMKilled") or plan.memory.data_limit_bytes) and not plan.memory.runner_is_client
             write_failed_result(plan, "oom" if oom else "error", why)
             return EXIT_RUN_FAILED
         if not (run_dir / "result.json").exists():

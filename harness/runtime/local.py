@@ -22,7 +22,7 @@ def _cgroup(name: str, limit: int, plan: RunPlan) -> MemoryCgroup:
         return MemoryCgroup(name, limit)
     except OSError as e:
         shutil.rmtree(plan.run_dir, ignore_errors=True)
-        raise ConfigError(f"MEM={plan.mem_limit_bytes}: cannot enforce a memory limit here ({e}); "
+        raise ConfigError(f"MEM={plan.memory.data_limit_bytes}: cannot enforce a memory limit here ({e}); "
                           "run as root on a machine with a memory cgroup, use RUNTIME=docker, "
                           "or drop MEM") from None
 
@@ -33,14 +33,13 @@ def run_local(plan: RunPlan) -> int:
     plan_path = run_dir / "plan.yaml"
     plan.write(plan_path)
     env = dict(os.environ)
-    server = plan.capabilities.server
+    limits = plan.memory
     db_cg = runner_cg = None
     try:
-        db_cg = runner_cg = _cgroup(plan.run_id, plan.mem_limit_bytes, plan) if plan.mem_limit_bytes else None
-        if server and db_cg:
+        db_cg = runner_cg = _cgroup(plan.run_id, limits.data_limit_bytes, plan) if limits.data_limit_bytes else None
+        if limits.runner_is_client:
             env[SERVER_CGROUP_ENV] = str(db_cg.path)
-            runner_cg = (_cgroup(f"{plan.run_id}-client", plan.client_mem_limit_bytes, plan)
-                         if plan.client_mem_limit_bytes else None)
+            runner_cg = _cgroup(f"{plan.run_id}-client", limits.runner_limit_bytes, plan)
         if runner_cg:
             env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement
         proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "_runner", str(plan_path)], env=env,
@@ -52,8 +51,8 @@ def run_local(plan: RunPlan) -> int:
             except KeyboardInterrupt:   # the child got the same SIGINT; let it write its partial result
                 continue
         if db_cg and db_cg.oom_killed():
-            why = f"OOM-killed at the {plan.mem_limit_bytes}-byte memory limit"
-            if server and (run_dir / "result.json").exists():
+            why = f"OOM-killed at the {limits.data_limit_bytes}-byte memory limit"
+            if limits.runner_is_client and (run_dir / "result.json").exists():
                 mark_oom(run_dir, why)      # the runner outlived its server and wrote what it saw
             else:
                 write_failed_result(plan, "oom", why)
@@ -61,7 +60,7 @@ def run_local(plan: RunPlan) -> int:
         if rc == -signal.SIGKILL:
             client_oom = runner_cg is not None and runner_cg is not db_cg and runner_cg.oom_killed()
             write_failed_result(plan, "error", "the runner (the server's client) was OOM-killed at its own "
-                                f"{plan.client_mem_limit_bytes}-byte limit" if client_oom
+                                f"{limits.runner_limit_bytes}-byte limit" if client_oom
                                 else "the runner was killed (SIGKILL)")
             return EXIT_RUN_FAILED
         if not (run_dir / "result.json").exists():

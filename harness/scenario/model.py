@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 from harness import registry
 from harness.errors import ConfigError
 from harness.reads.queries import check_mix
+from harness.scenario.memory import Memory
 from harness.scenario.thresholds import parse_knee_threshold, parse_threshold
 from harness.workload.shapes import SHAPES
 
@@ -73,6 +74,9 @@ class Load(Strict):
                              "organic: replay the load row by row through the engine's transactional path")
     age_blocks: int = Field(50, ge=0, description="blocks of the scenario's own mix applied untimed after the "
                                                    "load: a bulk-built B-tree is denser than a grown one")
+    preload: bool = Field(False, description="read the cloned database once inside MEM before the engine opens "
+                                             "it (the reference's vmtouch -t), so a cell starts warm with what "
+                                             "fits; false: it starts cold (evicted)")
 
 
 class Phases(Strict):
@@ -149,6 +153,11 @@ class Body(Strict):
     checkpoint: Checkpoint = Checkpoint()
     ceiling: Ceiling = Ceiling()
     engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
+    memory: Memory = Memory()
+    durability: Optional[Literal["commit", "checkpoint"]] = Field(
+        None, description="commit: every engine durable at commit (SQLite synchronous=FULL); checkpoint: "
+                          "durable at checkpoint (SQLite NORMAL, PostgreSQL synchronous_commit=off); unset: "
+                          "each engine's default (the reference application's)")
     thresholds: ThresholdExprs = []
     integrity: Literal["model", "counts"] = "model"
 

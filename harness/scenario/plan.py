@@ -14,7 +14,9 @@ from pydantic import Field, ValidationError
 from harness import registry
 from harness.engine_api import Capabilities
 from harness.errors import ConfigError
+from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
+from harness.scenario.memory import MemoryPlan
 from harness.validation import format_error
 from harness.scenario.model import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
@@ -22,9 +24,7 @@ from harness.units import parse_size_bytes
 from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
-PLAN_VERSION = 1
-# With MEM, a server engine's client (the runner) runs outside it, under this limit of its own, recorded.
-CLIENT_MEM_LIMIT_BYTES = 1 << 30
+PLAN_VERSION = 2
 
 
 class StateRef(Strict):
@@ -43,8 +43,8 @@ class RunPlan(Strict):
     engine_settings: dict
     capabilities: Capabilities                       # the manifest's, for these settings
     runtime: Literal["local", "docker"]
-    mem_limit_bytes: Optional[int] = None            # what the database gets: embedded, the runner; server, the server
-    client_mem_limit_bytes: Optional[int] = None     # a server engine's runner (its client), outside MEM
+    memory: MemoryPlan = MemoryPlan()                # the limits (MEM and the runner's) and the policy's settings
+    durability: Optional[str] = None                 # what a commit guarantees at engine_settings (engine.toml)
     scale: float
     load_entities: int
     workload: Workload
@@ -64,6 +64,13 @@ class RunPlan(Strict):
     def write(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.model_dump(mode="json", by_alias=True), sort_keys=False))
 
+    def unsized_engine_settings(self) -> dict:
+        """engine_settings without what the memory policy set: a state's build runs outside MEM."""
+        if not self.memory.sized_settings:
+            return dict(self.engine_settings)
+        defaults = registry.settings_model(self.engine)().model_dump(mode="json")
+        return {**self.engine_settings, **{k: defaults[k] for k in self.memory.sized_settings}}
+
     def workload_spec(self) -> WorkloadSpec:
         w = self.workload
         return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
@@ -74,6 +81,17 @@ class RunPlan(Strict):
     @classmethod
     def read(cls, path: Path) -> "RunPlan":
         return cls.model_validate(yaml.safe_load(path.read_text()))
+
+
+def with_durability(durability, settings_obj, asked: str | None):
+    """A scenario's `durability: commit | checkpoint` as the engine's matching setting (engine.toml's
+    [durability] select); a setting the scenario names itself wins, and an engine with one guarantee keeps it."""
+    if asked is None or durability.setting is None or durability.setting in settings_obj.model_fields_set:
+        return settings_obj
+    value = durability.select.get(asked)
+    if value is None:
+        return settings_obj
+    return settings_obj.model_validate({**settings_obj.model_dump(exclude_unset=True), durability.setting: value})
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -120,22 +138,30 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         raise ConfigError(f"SCALE: must be >= 0, got {scale}")
     if duration_s is not None and duration_s <= 0:
         raise ConfigError(f"DURATION: must be > 0 seconds, got {duration_s}")
-    mem_limit_bytes = None
+    data_limit_bytes = None
     if mem:
         try:
-            mem_limit_bytes = parse_size_bytes(mem)
+            data_limit_bytes = parse_size_bytes(mem)
         except ValueError as e:
             raise ConfigError(f"MEM: {e}") from None
-        if mem_limit_bytes < 16 << 20:
+        if data_limit_bytes < 16 << 20:
             raise ConfigError(f"MEM: {mem} is below 16 MiB; a Python runner cannot even start in that")
         host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        if mem_limit_bytes > host_bytes:
+        if data_limit_bytes > host_bytes:
             raise ConfigError(f"MEM: {mem} is more than this machine's RAM ({host_bytes >> 20} MiB); "
                               "such a limit would never bind and would measure nothing")
 
     settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
+    caps = registry.capabilities(engine, settings_obj.model_dump(mode="json"))
+    man = registry.manifest(engine)
+    try:
+        settings_obj = with_durability(man.durability, settings_obj, body.durability)
+        settings_obj, memory = memory_policy.resolve(man.memory, settings_obj, data_limit_bytes, caps.server,
+                                                     body.memory.policy)
+    except ValidationError as e:
+        raise ConfigError(f"engines/{engine}/engine.toml: [memory] or [durability] names a value {engine}'s "
+                          f"settings refuse: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
     settings = settings_obj.model_dump(mode="json")
-    caps = registry.capabilities(engine, settings)
     if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
         raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
                           f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
@@ -155,7 +181,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     return RunPlan(
         run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
         engine_settings=settings, capabilities=caps, runtime=runtime,  # type: ignore[arg-type]
-        mem_limit_bytes=mem_limit_bytes, client_mem_limit_bytes=CLIENT_MEM_LIMIT_BYTES if caps.server and mem_limit_bytes else None,
+        memory=memory, durability=man.durability.guarantee(settings),
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
         phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling,

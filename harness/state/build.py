@@ -66,7 +66,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     data = partial / store.DATA
     engine_cls = registry.engine_class(plan.engine)
     engine = engine_cls()
-    settings = dict(plan.engine_settings)
+    settings = plan.unsized_engine_settings()     # a build runs outside MEM
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
     _log(f"building {inputs.id}: {inputs.entities} entities into {partial} (about {need / 2**30:.1f} GiB; "

@@ -6,7 +6,9 @@
 
 The id hashes every input that changes the files or the rows: the engine and its build (pinned Python
 distributions, Debian package versions), the engine settings its manifest lists as state_settings (such
-as page_size), the schema variant, shape, seed, entity count and the load's block layout. A state whose
+as page_size), the settings only a build runs with, the DDL text, the schema variant, the shape and its
+parameters, seed, entity count, the load's block layout, and the source of the code that makes the rows
+and writes them (the row generator, the build, the engine's bulk path). A state whose
 inputs changed has another id, so it is built anew, never reused. A build writes to <id>.partial and
 renames it when complete: a directory named by its id is a finished state."""
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import dataclasses
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -31,7 +35,7 @@ from harness.errors import ConfigError
 from harness.workload import vocabulary
 from harness.workload.shapes import SHAPES
 
-STATE_FORMAT = 1          # bump when the generator or the build changes what a state holds
+STATE_FORMAT = 2          # bump when the generator or the build changes what a state holds
 STATES_ENV = "STATES"
 DEFAULT_ROOT = Path("states")
 MANIFEST = "manifest.json"
@@ -46,8 +50,12 @@ class StateInputs(BaseModel):
     engine: str
     engine_build: dict[str, str]          # distribution or Debian package -> installed version
     layout_settings: dict[str, object]    # the engine's state_settings, as the scenario sets them
+    build_settings: dict[str, object]     # what only the build runs with (its memory settings aside)
+    ddl_sha256: str                       # the schema's text, indexes included
+    code_sha256: str                      # the row generator's and the bulk path's source (code_digest)
     variant: str
     shape: str
+    shape_params: dict[str, object]       # the shape's attribute counts, payload sizes, lifetimes
     seed: int
     long_lived_fraction: Optional[float]
     entities: int
@@ -115,6 +123,35 @@ def engine_build(engine: str, settings: dict) -> dict[str, str]:
     return out
 
 
+# The code that decides a state's bytes: the rows (workload/), their order and chunks (rows.py), the build's
+# steps (build.py), and the engine's bulk-path methods wherever the adapter's class finds them.
+ROW_CODE = ("harness/workload", "harness/state/rows.py", "harness/state/build.py")
+BULK_METHODS = ("build_settings", "prepare_bulk", "bulk_begin", "bulk_insert", "bulk_finish", "settle",
+                "use_schema", "create_schema")
+_REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def code_digest(engine: str) -> str:
+    cls = registry.engine_class(engine)
+    files = {Path(inspect.getsourcefile(getattr(cls, m))).resolve() for m in BULK_METHODS if hasattr(cls, m)}
+    for rel in ROW_CODE:
+        p = _REPO / rel
+        files |= set(p.glob("*.py")) if p.is_dir() else {p}
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(str(f.relative_to(_REPO)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def build_only_settings(engine: str, settings: dict) -> dict:
+    """What the engine's build opens with beyond the run's settings, without its memory settings: those
+    follow the machine (DuckDB's share of the memory free) and change no byte of the files."""
+    memory_keys = set(registry.manifest(engine).memory.sized)
+    built = registry.engine_class(engine).build_settings(settings)
+    return {k: v for k, v in built.items() if settings.get(k) != v and k not in memory_keys}
+
+
 def inputs_for(plan) -> StateInputs:
     m = registry.manifest(plan.engine)
     missing = [s for s in m.state_settings if s not in plan.engine_settings]
@@ -124,7 +161,11 @@ def inputs_for(plan) -> StateInputs:
     w = plan.workload
     return StateInputs(engine=plan.engine, engine_build=engine_build(plan.engine, plan.engine_settings),
                        layout_settings={s: plan.engine_settings[s] for s in m.state_settings},
-                       variant=w.variant, shape=w.shape, seed=w.seed, long_lived_fraction=w.long_lived_fraction,
+                       build_settings=build_only_settings(plan.engine, plan.unsized_engine_settings()),
+                       ddl_sha256=hashlib.sha256(registry.ddl(plan.engine, w.variant).encode()).hexdigest(),
+                       code_sha256=code_digest(plan.engine),
+                       variant=w.variant, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
+                       seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
                        expiry_spread_blocks=plan.load.expiry_spread_blocks)
 

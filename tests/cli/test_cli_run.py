@@ -73,7 +73,7 @@ def test_validate_command(tmp_path):
 def test_memory_limit_is_enforced_and_recorded(tmp_path):
     rc, r, _, _ = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--duration", "3",
                                "--mem", "256m")
-    assert r["memory_limit_bytes"] == 268435456 and r["memory_enforcement"].startswith("cgroup-")
+    assert r["memory"]["data_limit_bytes_seen"] == 268435456 and r["memory"]["enforcement"].startswith("cgroup-")
     assert r["integrity"]["ok"] is True
     assert 0 < r["metrics"]["mem_bytes_max"] <= 268435456
 
@@ -167,8 +167,9 @@ def test_a_server_engine_gets_mem_and_its_client_runs_outside_it(tmp_path):
     rc, r, _, _ = run_scenario(tmp_path, "--engine", "postgres", "--scenario", "reorg", "--profile", "smoke",
                                "--duration", "3", "--mem", "512m")
     assert r["status"] in ("passed", "failed") and r["integrity"]["ok"] is True
-    assert r["memory_limit_bytes"] == 512 << 20 and r["memory_limit_requested_bytes"] == 512 << 20
-    assert r["client_memory_limit_bytes"] == 1 << 30
+    m = r["memory"]
+    assert m["data_limit_bytes_seen"] == 512 << 20 and m["data_limit_bytes"] == 512 << 20
+    assert m["runner_limit_bytes_seen"] == m["runner_limit_bytes"] == 1 << 30
     assert r["metrics"]["harness"]["inside_limit_bytes"] == 0
     # the sampler reads the server's cgroup: the database's memory, below MEM
     assert 0 < r["metrics"]["mem_bytes_max"] <= 512 << 20

@@ -18,6 +18,10 @@ description = "SQLite in rollback-journal mode, a throwaway engine for the test"
 adapter = "adapter:ToyEngine"
 settings = "settings:Settings"
 baseline = "baseline:Loop"
+[durability]                  # a rollback journal, synced at every commit at both values
+setting = "synchronous"
+select = { commit = "FULL" }
+says = { FULL = "at commit", NORMAL = "at commit (rollback journal)" }
 [capabilities]
 server = false
 wal = false                   # a rollback journal: no WAL to report

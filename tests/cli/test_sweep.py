@@ -95,7 +95,7 @@ def test_an_oom_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     sweep = json.loads((only_sweep_dir(tmp_path) / "sweep.json").read_text())
     oom, ok = sweep["cells"]
-    assert oom["status"] == "oom" and oom["state"] == "complete" and oom["mem_limit_bytes"] == 20 << 20
+    assert oom["status"] == "oom" and oom["state"] == "complete" and oom["data_limit_bytes"] == 20 << 20
     assert ok["status"] in ("passed", "failed") and ok["integrity_ok"] is True
     assert sweep["status_counts"]["oom"] == 1
 
@@ -129,7 +129,7 @@ def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     assert v["verdict"] == {"engine": "sqlite", "decision": "use sqlite", "path": ["sqlite: passed"], "note": None}
     assert [s["engine"] for s in v["steps"]] == ["sqlite"]
     cell = v["steps"][0]["cells"][0]
-    assert cell["mem_limit_bytes"] == 384 << 20 and cell["thresholds"][0]["value"] < 60000
+    assert cell["data_limit_bytes"] == 384 << 20 and cell["thresholds"][0]["value"] < 60000
     assert not list((tmp_path / "lenient").glob("verdict-*/reorg/duckdb-*")), "the walk ran no more than it needed"
     assert v["caveats"] and "scale 0.001" in v["caveats"][0]
     html = Path(p.stdout.strip().splitlines()[-1])

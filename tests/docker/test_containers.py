@@ -47,12 +47,12 @@ def test_smoke_run_in_the_engines_container(tmp_path, engine):
     rc, r, run_dir = run_in_docker(tmp_path, "--engine", engine, "--scenario", "reorg", "--profile", "smoke",
                                    "--duration", "4", "--mem", "512m")
     assert r["integrity"]["ok"] is True, r.get("error")
-    assert r["runtime"] == "docker" and r["memory_enforcement"] == "docker"
-    assert r["memory_limit_bytes"] == MEM_BYTES, "the limit as read inside the container, from its cgroup"
+    assert r["runtime"] == "docker" and r["memory"]["enforcement"] == "docker"
+    assert r["memory"]["data_limit_bytes_seen"] == MEM_BYTES, "the limit as read inside the container, from its cgroup"
     assert r["image_id"] == image_id(image_tag(engine))
     if registry.capabilities(engine).server:      # the server's own container saw the same limit
-        assert r["server_environment"]["memory_limit_bytes_seen"] == MEM_BYTES
-        assert r["client_memory_limit_bytes"] == 1 << 30
+        assert r["server_environment"]["data_limit_bytes_seen"] == MEM_BYTES
+        assert r["memory"]["runner_limit_bytes_seen"] == 1 << 30
     compose = yaml.safe_load((run_dir / "compose.yaml").read_text())
     assert set(compose["services"]) == ({"runner", "server"} if registry.capabilities(engine).server else {"runner"})
     for svc in compose["services"].values():     # the per-run secret is never written down
@@ -98,7 +98,7 @@ def test_a_server_oom_kill_is_the_runs_oom(tmp_path):
                                    "--set", "engines.postgres.shared_buffers=1GB")
     assert rc == 3 and r["status"] == "oom" and "OOM-killed" in r["error"], r["error"]
     assert re.search(r"[-_]server[-_]\d+ was OOM-killed", r["error"]), "the server's container, by name"
-    assert r["client_memory_limit_bytes"] == 1 << 30
+    assert r["memory"]["runner_limit_bytes"] == 1 << 30
     assert _leftovers(r["run_id"]) == ""
 
 

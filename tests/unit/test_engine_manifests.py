@@ -10,7 +10,8 @@ from harness import registry
 from harness.engine_api import StorageStats, observed_storage
 from harness.errors import ConfigError
 from harness.runtime.compose import PASSWORD_REF, compose_file, images_needed
-from harness.scenario.plan import CLIENT_MEM_LIMIT_BYTES, resolve_plan
+from harness.scenario.memory import CLIENT_LIMIT_BYTES
+from harness.scenario.plan import resolve_plan
 from harness.workload.schema import VARIANTS, generic_ddl
 from tests.unit.test_scenarios import GOOD, write
 
@@ -19,6 +20,8 @@ description = "a test engine"
 adapter = "adapter:E"
 settings = "settings:S"
 baseline = "baseline:L"
+[durability]
+says = { "*" = "at commit" }
 [capabilities]
 server = false
 wal = true
@@ -124,14 +127,16 @@ def test_generic_ddl_builds_the_same_schema_as_the_reference_ddl(tmp_path, varia
 def test_server_gives_the_limit_to_a_server_container_and_the_runner_a_client_limit(tmp_path):
     embedded = resolve_plan("reorg", "sqlite", mem="512m", results_root=tmp_path)
     server = resolve_plan("reorg", "postgres", mem="512m", results_root=tmp_path)
-    assert not embedded.capabilities.server and embedded.client_mem_limit_bytes is None
-    assert server.capabilities.server and server.client_mem_limit_bytes == CLIENT_MEM_LIMIT_BYTES
+    assert not embedded.capabilities.server and embedded.memory.runner_limit_bytes == 512 << 20
+    assert not embedded.memory.runner_is_client
+    assert server.capabilities.server and server.memory.runner_limit_bytes == CLIENT_LIMIT_BYTES
+    assert server.memory.runner_is_client and server.memory.data_limit_bytes == 512 << 20
     one = compose_file(embedded, "sha256:x")
     assert list(one["services"]) == ["runner"] and one["services"]["runner"]["network_mode"] == "none"
     assert one["services"]["runner"]["mem_limit"] == str(512 << 20) and "networks" not in one
     two = compose_file(server, "sha256:x")
     runner, srv = two["services"]["runner"], two["services"]["server"]
-    assert srv["mem_limit"] == str(512 << 20) and runner["mem_limit"] == str(CLIENT_MEM_LIMIT_BYTES)
+    assert srv["mem_limit"] == str(512 << 20) and runner["mem_limit"] == str(CLIENT_LIMIT_BYTES)
     assert two["networks"]["private"] == {"internal": True}
     # the per-run secret reaches both containers only through compose's interpolation, never a file
     assert runner["environment"]["ARKBENCH_SERVER_PASSWORD"] == PASSWORD_REF == srv["environment"]["ARKBENCH_SERVER_PASSWORD"]
@@ -162,7 +167,7 @@ def test_a_setting_can_change_capabilities_libsql_with_a_server_url(tmp_path):
     remote = resolve_plan("reorg", "libsql", overrides=url, mem="512m", results_root=tmp_path)
     assert (embedded.capabilities.server, embedded.capabilities.wal) == (False, True)
     assert (remote.capabilities.server, remote.capabilities.wal) == (True, False)
-    assert remote.client_mem_limit_bytes == CLIENT_MEM_LIMIT_BYTES
+    assert remote.memory.runner_limit_bytes == CLIENT_LIMIT_BYTES
     with pytest.raises(ConfigError, match="does not start"):
         images_needed(remote)
     p = write(tmp_path, GOOD.replace('["p99(commit_ms) < 500"]', '["max(wal_bytes) < 100MB"]'))

@@ -92,7 +92,7 @@ def test_apsw_gives_sqlites_page_cache_counters_and_both_give_checkpoint_results
             grew = {k for k in after.counters if after.counters[k] > before.counters[k]}
             assert {"page_cache_hits", "page_cache_misses", "page_cache_writes"} <= grew
             assert 0 < after.gauges["page_cache_used_bytes"] <= 400 * 1024      # about the 200 KiB asked
-            assert after.gauges["sqlite_heap_bytes"] > after.gauges["page_cache_used_bytes"]
+            assert after.gauges["engine_heap_bytes"] > after.gauges["page_cache_used_bytes"]
         finally:
             e.close()
 
