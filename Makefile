@@ -17,10 +17,14 @@ RUNTIME ?= auto
 RESULTS ?= results
 PYTEST_ARGS ?=
 
+POLICY ?=
+DURABILITY ?=
+# POLICY (sized|stock) and DURABILITY (commit|checkpoint) are scenario fields, set like any other
+POLICY_SET = $(if $(POLICY),--set memory.policy=$(POLICY)) $(if $(DURABILITY),--set durability=$(DURABILITY))
 RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
   $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
-  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) \
-  $(foreach s,$(SET),--set $(s))
+  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) $(if $(EARLY_ABORT),--early-abort) \
+  $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
 MEMS ?=
@@ -69,12 +73,12 @@ $(STAMP): pyproject.toml $(MANIFESTS)
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
 
-run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|full] [MEM=512m] [SCALE=] [DURATION=s] [SET="k=v ..."]
+run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|ratio|full] [MEM=512m] [POLICY=sized|stock] [DURABILITY=commit|checkpoint] [SCALE=] [DURATION=s] [EARLY_ABORT=1] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
 
 sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1]
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
-	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict + report: [PROFILE=smoke] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=1] [ALL_CELLS=1]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) $(CELL_ARGS)

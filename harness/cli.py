@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--results", default="results", type=Path)
     r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
     r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
+    r.add_argument("--early-abort", action="store_true", help="stop once a threshold can no longer pass")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
     v = sub.add_parser("validate", help="validate scenario files")
@@ -208,7 +209,7 @@ def _dispatch(args) -> int:
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
                         duration_s=args.duration, mem=args.mem, results_root=args.results, data_root=args.data,
-                        keep_data=args.keep_data, overrides=args.overrides)
+                        keep_data=args.keep_data, overrides=args.overrides, early_abort=args.early_abort)
     runtime, why = choose_runtime(args.runtime, plan)
     print(why, file=sys.stderr)
     plan = plan.model_copy(update={"runtime": runtime})
@@ -286,7 +287,8 @@ def _summary(path: Path) -> None:
         print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
               f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
     h = m.harness
-    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen:
+    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and \
+            r.memory.runner_limit_bytes_seen == r.memory.data_limit_bytes_seen:     # else a client, outside MEM
         split = (f" (engine heap {h.engine_heap_bytes_end >> 20} MiB, harness {h.harness_bytes_end >> 20} MiB)"
                  if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
         print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "

@@ -118,6 +118,8 @@ class PostgresServer:
         raise ServerError(f"{data_dir}: user {self.user} cannot enter every folder down to it, and neither "
                           "/var/tmp nor /tmp is on its filesystem to move the cluster to by rename; give the "
                           "server's user a way in (chmod o+x on the folders above) or put the data elsewhere")
+
+    def _demote(self):
         uid, gid = self.uid, self.gid
 
         def fn():

@@ -85,12 +85,15 @@ class RunPlan(Strict):
 
 def with_durability(durability, settings_obj, asked: str | None):
     """A scenario's `durability: commit | checkpoint` as the engine's matching setting (engine.toml's
-    [durability] select); a setting the scenario names itself wins, and an engine with one guarantee keeps it."""
-    if asked is None or durability.setting is None or durability.setting in settings_obj.model_fields_set:
-        return settings_obj
-    value = durability.select.get(asked)
+    [durability] select); an engine with one guarantee keeps it, and a scenario that also names the setting
+    otherwise is refused."""
+    value = durability.select.get(asked) if asked and durability.setting else None
     if value is None:
         return settings_obj
+    own = getattr(settings_obj, durability.setting)
+    if durability.setting in settings_obj.model_fields_set and str(own) != value:
+        raise ConfigError(f"durability: {asked} means {durability.setting}={value} for this engine, but the "
+                          f"scenario also sets {durability.setting}={own}; drop one of them")
     return settings_obj.model_validate({**settings_obj.model_dump(exclude_unset=True), durability.setting: value})
 
 

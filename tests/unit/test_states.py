@@ -112,3 +112,40 @@ def test_an_engine_out_of_memory_during_a_build_is_a_recorded_oom_not_a_crash(tm
     failed = json.loads((tmp_path / f"{inputs.id}.failed.json").read_text())
     assert failed["oom"] is True and failed["id"] == inputs.id
     assert not (tmp_path / inputs.id).exists() and not (tmp_path / f"{inputs.id}.partial").exists()
+
+
+def test_an_added_index_another_shape_or_changed_row_code_names_another_state(tmp_path, monkeypatch):
+    """The id covers what shapes the files beyond the settings: the DDL text, the shape's parameters, the
+    row generator's and bulk path's source, the build-only settings; MEM and its policy do not."""
+    from dataclasses import replace
+
+    from harness import registry
+    from harness.workload import shapes
+    plan = resolve_plan("p99_5x", "sqlite", scale=0.001)
+    base = store.inputs_for(plan)
+    assert base.id == store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.001, mem="512m")).id, \
+        "the memory policy's cache_size shapes no file"
+
+    engines = tmp_path / "engines"
+    (engines / "sqlite").mkdir(parents=True)
+    ddl = registry.ddl("sqlite", "bitemporal")
+    (engines / "sqlite" / "ddl-bitemporal.sql").write_text(ddl + "\nCREATE INDEX extra_idx ON payloads(to_block);\n")
+    monkeypatch.setattr(registry, "ENGINES_DIR", engines)
+    with_index = store.inputs_for(plan)
+    monkeypatch.undo()
+    assert with_index.id != base.id and with_index.ddl_sha256 != base.ddl_sha256
+
+    monkeypatch.setitem(shapes.SHAPES, "mendoza", replace(shapes.SHAPES["mendoza"], payload_bytes_max=10 * 1024))
+    assert store.inputs_for(plan).id != base.id
+    monkeypatch.undo()
+
+    store.code_digest.cache_clear()
+    rows_py = Path(store.__file__).with_name("rows.py")
+    monkeypatch.setattr(Path, "read_bytes", lambda p, orig=Path.read_bytes: orig(p) + (b"#" if p == rows_py else b""))
+    assert store.inputs_for(plan).code_sha256 != base.code_sha256
+    monkeypatch.undo()
+    store.code_digest.cache_clear()
+
+    from engines.sqlite import adapter
+    monkeypatch.setitem(adapter.BUILD_PRAGMAS, "synchronous", "NORMAL")
+    assert store.inputs_for(plan).id != base.id, "a build-only setting changes the files' history"

@@ -1,0 +1,64 @@
+"""MEM reaches every engine the way its users give it memory (engine.toml [memory], harness/scenario/memory.py),
+and the settings a run asked for are the ones the engine reports back: compared value for value, in bytes."""
+import pytest
+
+from harness import registry
+from harness.scenario.plan import resolve_plan
+from harness.units import parse_size_bytes
+
+MEM = "512m"
+
+
+def as_bytes(setting: str, value, page_bytes: int = 4096) -> int:
+    """A size as asked or read back: SQLite's cache_size (negative: KiB; positive: pages), PostgreSQL's
+    '128MB', DuckDB's '244.1 MiB'."""
+    if isinstance(value, int) or (isinstance(value, str) and value.lstrip("-").isdigit()):
+        n = int(value)
+        return -n * 1024 if n < 0 else n * page_bytes
+    return parse_size_bytes(value.replace(" ", ""))
+
+
+def read_back(name: str, settings: dict, data_dir) -> dict:
+    e = registry.engine_class(name)()
+    e.open(settings, data_dir)
+    try:
+        return e.info().settings
+    finally:
+        e.close()
+
+
+@pytest.mark.parametrize("engine", registry.names())
+def test_sized_settings_read_back_equal_to_the_fractions_of_mem(engine, open_tmp):
+    plan = resolve_plan("reorg", engine, profile="smoke", mem=MEM)
+    sizing = registry.manifest(engine).memory
+    assert plan.memory.policy == "sized" and set(plan.memory.sized_settings) == set(sizing.sized)
+    got = read_back(engine, plan.engine_settings, open_tmp / "db")
+    for setting, fraction in sizing.sized.items():
+        asked = int(fraction * parse_size_bytes(MEM)) >> 20 << 20
+        assert as_bytes(setting, plan.engine_settings[setting]) == asked, setting
+        # DuckDB prints its limit to 0.1 MiB
+        assert abs(as_bytes(setting, got[setting]) - asked) <= 0.001 * asked, (setting, got[setting], asked)
+    assert plan.memory.engine_cache_bytes == int(sizing.sized[sizing.cache] * parse_size_bytes(MEM))
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_stock_and_explicit_settings_are_left_as_asked(engine, open_tmp):
+    setting = registry.manifest(engine).memory.cache
+    stock = resolve_plan("reorg", engine, profile="smoke", mem=MEM, overrides=["memory.policy=stock"])
+    default = registry.settings_model(engine)().model_dump(mode="json")[setting]
+    assert stock.memory.sized_settings == {} and stock.engine_settings[setting] == default
+    explicit = resolve_plan("reorg", engine, profile="smoke", mem=MEM, overrides=[f"engines.{engine}.{setting}=40MB"])
+    assert setting not in explicit.memory.sized_settings
+    got = read_back(engine, explicit.engine_settings, open_tmp / "db")
+    assert as_bytes(setting, got[setting]) == 40 << 20
+
+
+@pytest.mark.parametrize("engine,asked,setting,expected", [
+    ("sqlite", "commit", "synchronous", 2), ("sqlite", "checkpoint", "synchronous", 1),
+    ("postgres", "commit", "synchronous_commit", "on"), ("postgres", "checkpoint", "synchronous_commit", "off")])
+def test_durability_selects_the_matching_setting_and_the_plan_says_what_a_commit_guarantees(
+        engine, asked, setting, expected, open_tmp):
+    plan = resolve_plan("reorg", engine, profile="smoke", overrides=[f"durability={asked}"])
+    assert read_back(engine, plan.engine_settings, open_tmp / "db")[setting] == expected
+    assert plan.durability.startswith("at commit" if asked == "commit" else
+                                      "at checkpoint" if engine == "sqlite" else "after the WAL writer")
