@@ -96,8 +96,9 @@ def _thresholds_text(c: CellData) -> str:
 
 
 def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
-    headers = ["engine", "memory", "scale", "status", "p50 ms", "p99 ms", "max ms", "rows/s", "bloat",
-               "WAL peak", "checkpoints", "harness inside the limit", "repeats (p99 spread)", "thresholds"]
+    headers = ["engine", "memory (policy: engine cache)", "start", "durability", "scale", "status", "p50 ms",
+               "p99 ms", "max ms", "rows/s", "bloat", "WAL peak", "checkpoints", "harness inside the limit",
+               "repeats (p99 spread)", "thresholds"]
     rows, noisy = [], []
     for group in data.groups(scenario):
         c = group[0]
@@ -116,11 +117,32 @@ def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
         status = "/".join(sorted({g.status for g in group}))
         if c.result.early_abort:
             status += " (early abort)"
-        rows.append([c.engine, c.mem_label, f"{c.result.scale:g}", status, _f(c.commit_ms.p50),
+        rows.append([c.engine, memory_given(c), start_text(c.result.load or {}), durability_text(c.result.plan),
+                     f"{c.result.scale:g}", status, _f(c.commit_ms.p50),
                      _f(p99), _f(c.commit_ms.max), _f(rate, 0), _f(m.bloat_ratio, 2),
                      format_bytes(m.wal_bytes_max), m.checkpoints if m.checkpoints is not None else "-",
                      _share(c), rep, _thresholds_text(c)])
     return Block("table", headers=headers, rows=rows), noisy
+
+
+def memory_given(c: CellData) -> str:
+    """The limit, the policy, and the engine's own cache under it."""
+    m = c.result.memory
+    cache = f": cache {format_bytes(m.engine_cache_bytes)}" if m.engine_cache_bytes else ""
+    return f"{c.mem_label} ({m.policy}{cache})" if m.data_limit_bytes else c.mem_label
+
+
+def start_text(load: dict) -> str:
+    """Cold (the clone evicted) or preloaded inside the limit, with what stayed resident."""
+    if load.get("preload"):
+        return (f"preloaded in {_f(load.get('preload_s'))} s, {format_bytes(load.get('resident_bytes_after_preload'))} "
+                f"of {format_bytes(load.get('preload_bytes'))} resident")
+    return "cold" if load.get("method") == "state" else "-"
+
+
+def durability_text(plan: dict) -> str:
+    """What a commit guarantees at the run's settings (engine.toml [durability]), its first clause."""
+    return (plan.get("durability") or "-").split(":")[0]
 
 
 def _share(c: CellData) -> str:

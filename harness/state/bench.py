@@ -17,7 +17,8 @@ from harness.errors import RunFailed
 from harness.scenario.plan import resolve_plan
 from harness.state import store
 from harness.state.build import build
-from harness.state.clone import clone, resident_bytes
+from harness.state.clone import clone
+from harness.state.preload import resident_bytes
 from harness.state.rows import generator_rate
 from harness.workload.generator import BlockGenerator
 

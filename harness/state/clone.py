@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.state import preload
 from harness.state.store import require_free, tree_bytes
 
 
@@ -26,14 +27,10 @@ class Clone:
         return asdict(self)
 
 
-def _files(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
-
-
 def evict(root: Path, write_back: bool) -> int:
     """Drop every file's pages under root from the page cache (written back first when asked: dirty pages
     cannot be dropped). Returns the files done."""
-    files = _files(root)
+    files = preload.files(root)
     for p in files:
         fd = os.open(p, os.O_RDONLY)
         try:
@@ -77,18 +74,3 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     evict(src, write_back=False)        # the source's pages too: not the clone's, but RAM all the same
     t2 = time.perf_counter()
     return Clone(method, size, round(t1 - t0, 3), round(t2 - t1, 3), files)
-
-
-def resident_bytes(root: Path) -> int | None:
-    """Page-cache bytes of the files under root (util-linux fincore), None where it is not installed."""
-    files = [str(p) for p in _files(root)]
-    if not files:
-        return 0
-    try:
-        r = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", *files],
-                           capture_output=True, text=True)
-    except OSError:
-        return None
-    if r.returncode:
-        return None
-    return sum(int(x) for x in r.stdout.split())

@@ -165,12 +165,16 @@ def test_a_server_engine_gets_mem_and_its_client_runs_outside_it(tmp_path):
     limit of its own and holds nothing inside MEM. Once the runner shared MEM with nothing and the
     server had none, so postgres effectively got twice the memory of an embedded engine."""
     rc, r, _, _ = run_scenario(tmp_path, "--engine", "postgres", "--scenario", "reorg", "--profile", "smoke",
-                               "--duration", "3", "--mem", "512m")
+                               "--duration", "3", "--mem", "512m", "--set", "load.preload=true")
     assert r["status"] in ("passed", "failed") and r["integrity"]["ok"] is True
     m = r["memory"]
     assert m["data_limit_bytes_seen"] == 512 << 20 and m["data_limit_bytes"] == 512 << 20
     assert m["runner_limit_bytes_seen"] == m["runner_limit_bytes"] == 1 << 30
     assert r["metrics"]["harness"]["inside_limit_bytes"] == 0
+    # the preload ran in the server's cgroup, not the client's: the cluster's files were read in, inside MEM
+    load = r["load"]
+    assert load["preload"] is True and load["preload_bytes"] > 0
+    assert load["resident_bytes_after_preload"] >= 0.9 * load["preload_bytes"] > load["resident_bytes_before_preload"]
     # the sampler reads the server's cgroup: the database's memory, below MEM
     assert 0 < r["metrics"]["mem_bytes_max"] <= 512 << 20
 
