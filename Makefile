@@ -23,7 +23,7 @@ DURABILITY ?=
 POLICY_SET = $(if $(POLICY),--set memory.policy=$(POLICY)) $(if $(DURABILITY),--set durability=$(DURABILITY))
 RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
   $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
-  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) $(if $(EARLY_ABORT),--early-abort) \
+  $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) \
   $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
@@ -33,7 +33,7 @@ REPEATS ?=
 EARLY_ABORT ?=
 RUN ?=
 CELL_ARGS = --runtime $(RUNTIME) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) \
-  $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(EARLY_ABORT),--early-abort)
+  $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE_ENGINES ?=
 WHEELHOUSE := build/wheelhouse
@@ -80,8 +80,9 @@ sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
 	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
-verdict: $(STAMP) ## walk SQLite → libSQL → Postgres → DuckDB to a verdict + report: [PROFILE=smoke] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=1] [ALL_CELLS=1]
-	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) $(CELL_ARGS)
+verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1]
+	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) \
+	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS)
 
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \

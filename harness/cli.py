@@ -63,7 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scale", type=float, help="override every criterion's scale")
     d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
     d.add_argument("--all-cells", action="store_true",
-                   help="run a step's every cell even after one failed it (default: move on to the next step)")
+                   help="run the cells a failure at a larger MEM implies, and the criteria after a failed one")
+    d.add_argument("--no-early-abort", action="store_true",
+                   help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
+    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
     _cell_args(d)
     c = sub.add_parser("ceiling", help="the highest read rate beside the scenario's writes; resumable")
     c.add_argument("--engine", required=True)
@@ -189,9 +192,11 @@ def _dispatch(args) -> int:
         if args.cmd == "verdict":
             from harness.scenario.decision import DECISION_FILE
             from harness.verdict import verdict
-            return verdict(args.profile, [m for m in mems if m], opts, args.results, repeats=args.repeats,
-                           scale=args.scale, decision_path=args.decision or DECISION_FILE,
-                           all_cells=args.all_cells)
+            from dataclasses import replace
+            return verdict(args.profile, [m for m in mems if m], replace(opts, early_abort=not args.no_early_abort),
+                           args.results, repeats=args.repeats, scale=args.scale,
+                           decision_path=args.decision or DECISION_FILE, all_cells=args.all_cells,
+                           drop_states=args.drop_states)
         from harness.sweep import sweep
         return sweep(args.scenario, args.engines, mems, parse_list(args.scales, "SCALES", float), args.repeats,
                      opts, args.results, fresh=args.fresh)

@@ -16,9 +16,11 @@ from harness.errors import ConfigError
 # 4: metrics.reads_empty, reads_by_kind; 5: memory (the limits under one spelling, the policy), load.preload
 RESULT_VERSION = 5
 SWEEP_VERSION = 1
-VERDICT_VERSION = 2          # 2: steps' set, control and version_note; library_versions (a v1 file lacks them)
-Status = Literal["passed", "failed", "error", "oom"]
-DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error")
+# 2: steps' set, control and version_note; library_versions; 3: answers per MEM, matrix, diagnoses
+VERDICT_VERSION = 3
+# build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
+Status = Literal["passed", "failed", "error", "oom", "build_failed"]
+DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
 
 
 class Model(BaseModel):
@@ -42,6 +44,7 @@ class ThresholdResult(Model):
     passed: bool
     error: Optional[str] = None          # why it has no value ("not evaluable: ...")
     early_abort: bool = False            # the cell stopped early on this threshold
+    note: Optional[str] = None           # how it was judged, where that is not what its words say
 
 
 class Integrity(Model):
@@ -243,6 +246,7 @@ class CellRecord(Model):
     # set by the verdict
     criterion: Optional[str] = None
     measure_s: Optional[float] = None
+    diagnosis: Optional[str] = None           # one line on why it did not pass (harness/verdict/answer.py)
 
 
 class SweepFile(Model):
@@ -273,8 +277,8 @@ class ControlRun(Model):
 class VerdictStep(Model):
     engine: str
     decision: str
-    passed: bool
-    outcome: Literal["passed", "failed", "error"]
+    passed: bool                                # at one MEM at least
+    outcome: Literal["passed", "failed", "error", "mixed"]   # mixed: passed at some MEMs, not at others
     errors: list[str]
     cells: list[CellRecord]
     set: dict = {}                              # the step's own engine settings
@@ -300,8 +304,28 @@ class Verdict(Model):
     note: Optional[str] = None                  # what a control found, e.g. an upgrade alone also passes
 
 
+class MatrixCell(Model):
+    """One engine at one MEM in the walk: pass, fail, implied (a failure at a larger MEM implies it; not
+    run), error (no measurement: the answer there is inconclusive), or not run (the MEM had its answer)."""
+    engine: str
+    mem: str
+    outcome: Literal["pass", "fail", "implied", "error", "not run"]
+    cells: list[str] = []                       # <scenario>/<dir> of the cells behind it
+    diagnosis: Optional[str] = None
+
+
+class MemAnswer(Model):
+    """The tree's answer at one memory level: the first engine that met every criterion there."""
+    mem: str
+    at_reference: Optional[str] = None          # the same ratio at the criterion's scale: "≈ 8.0 GB at 5x"
+    status: Literal["answered", "none", "inconclusive"]
+    engine: Optional[str] = None
+    decision: str
+    why: Optional[str] = None                   # inconclusive: the cell that errored
+
+
 class VerdictFile(Model):
-    version: Literal[1, 2] = VERDICT_VERSION
+    version: Literal[1, 2, 3] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -317,6 +341,11 @@ class VerdictFile(Model):
     library_versions: list[LibraryVersion] = []
     version_notes: list[str] = []               # each pair of consecutive steps among them, run or not
     memory_basis: Optional[str] = None          # how MEMS was derived (a ratio profile), else none
+    answers: list[MemAnswer] = []
+    matrix: list[MatrixCell] = []
+    walk_s: Optional[float] = None
+    cells_implied: int = 0
+    monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
 
 
 M = TypeVar("M", bound=Model)
@@ -364,4 +393,4 @@ def load_sweep(path: Path) -> SweepFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1,))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2))

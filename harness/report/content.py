@@ -44,10 +44,12 @@ def verdict_blocks(meta) -> list[Block]:
     v = meta.verdict
     if not v:
         return [Block("alarm", "the walk did not finish; run the same make verdict again to resume it.")]
-    out = [Block("verdict", f"Verdict: {v.decision}"), *([Block("alarm", v.note)] if v.note else []),
-           Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)}, "
-                      f"{meta.repeats} run(s) per cell. An engine passes when every threshold of every "
-                      "criterion holds at every memory limit, with integrity intact."),
+    out = [*answer_blocks(meta), *([Block("alarm", v.note)] if v.note else []),
+           Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)} (walked largest first), "
+                      f"{meta.repeats} run(s) per cell. At each limit, the answer is the first engine of the tree "
+                      "whose every threshold of every criterion held there, with integrity intact."
+                      + (f" The walk took {meta.walk_s / 60:.0f} min; {meta.cells_implied} cell(s) were implied, "
+                         "not run." if meta.walk_s is not None else "")),
            Block("h2", "Path through the decision tree")]
     for step in meta.steps:
         failing = [f"{c.scenario} @ {c.mem}: {t.expr} measured {_f(t.value, 3)}"
@@ -60,8 +62,8 @@ def verdict_blocks(meta) -> list[Block]:
         if failing or dead:
             out.append(Block("list", items=dead + failing))
         if step.cells_unrun:
-            out.append(Block("p", f"{step.cells_unrun} more cell(s) of {step.engine} left unrun: a failed cell had "
-                                  "decided the step (ALL_CELLS=1 runs them all)."))
+            out.append(Block("p", f"{step.cells_unrun} cell(s) of {step.engine} implied by a failure at a larger "
+                                  "limit, not run (ALL_CELLS=1 runs them)."))
         if step.version_note:
             out.append(Block("p", step.version_note + "."))
         if step.control:
@@ -71,6 +73,27 @@ def verdict_blocks(meta) -> list[Block]:
             out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
                                             for x in c.cells]))
     return out + library_versions_blocks(meta)
+
+
+_OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "implied": "✘ implied", "error": "! error", "not run": "–"}
+
+
+def answer_blocks(meta) -> list[Block]:
+    """The per-MEM answers and the engine × MEM matrix, first: what the reader came for."""
+    if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
+        return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
+    items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
+             + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}") for a in meta.answers]
+    engines = list(dict.fromkeys(c.engine for c in meta.matrix))
+    cell = {(c.engine, c.mem): c for c in meta.matrix}
+    rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] if (e, m) in cell else "–" for m in meta.mems)] for e in engines]
+    diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis}" for e in engines for m in meta.mems
+            if (e, m) in cell and cell[(e, m)].diagnosis]
+    return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
+            Block("table", headers=["engine", *meta.mems], rows=rows),
+            *([Block("p", "Why the cells that did not pass did not:"), Block("list", items=diag)] if diag else []),
+            *([Block("p", f"Implied cells rest on one assumption: {meta.monotonicity}.")]
+              if meta.cells_implied and meta.monotonicity else [])]
 
 
 def _with(settings: dict) -> str:
@@ -92,6 +115,7 @@ def library_versions_blocks(meta) -> list[Block]:
 
 def _thresholds_text(c: CellData) -> str:
     return "; ".join(f"{'✔' if t.passed else '✘'} {t.expr} = {_f(t.value, 2)}" + (f" ({t.error})" if t.error else "")
+                     + (f" ({t.note})" if t.note else "")
                      for t in c.result.thresholds)
 
 

@@ -36,6 +36,17 @@ def _threshold_ms(cell: CellData) -> float | None:
     return min(limits) if limits else None
 
 
+LOG_SPAN = 100          # a latency axis goes logarithmic past two decades: a 35 s queue and 2 s blocks both show
+
+
+def _latency_axis(ax, values) -> None:
+    pos = [v for v in values if v and v > 0]
+    if pos and max(pos) / min(pos) > LOG_SPAN:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+
+
 def latency_over_time(cell: CellData) -> str:
     """Every measured block's commit latency, checkpoints as vertical lines, WAL size on the right axis."""
     blocks, ts = cell.blocks(), cell.timeseries()
@@ -59,7 +70,7 @@ def latency_over_time(cell: CellData) -> str:
             first_ck = False
     ax.set_xlabel("seconds since the measured phase began")
     ax.set_ylabel("commit latency (ms)")
-    ax.set_ylim(bottom=0)
+    _latency_axis(ax, y + ([limit] if limit else []))
     wal = [(r["t_s"] - t0, r["wal_bytes"] / MIB) for r in timed if r.get("wal_bytes") is not None and r["t_s"] >= t0]
     if wal:
         ax2 = ax.twinx()
@@ -82,7 +93,7 @@ _PCT_TICKS = [0.5, 0.9, 0.99, 0.999, 0.9999]
 def latency_cdf(cells: list[CellData], title: str) -> str:
     """HdrHistogram-style percentile distribution: the tail gets the room, not the median."""
     fig, ax = plt.subplots(figsize=(8, 3.4))
-    top = 0.5
+    top, every = 0.5, []
     for c in cells:
         vals = sorted(b["commit_ms"] for b in c.blocks())
         n = len(vals)
@@ -90,6 +101,7 @@ def latency_cdf(cells: list[CellData], title: str) -> str:
             continue
         q = [(i + 1) / (n + 1) for i in range(n)]      # plotting positions: never 1.0
         ax.plot([1 / (1 - p) for p in q], vals, lw=1.2, label=c.label)
+        every += vals
         top = max(top, q[-1])
     ticks = [1 / (1 - p) for p in _PCT_TICKS if p <= max(top, 0.9)]
     ax.set_xscale("log")
@@ -98,7 +110,7 @@ def latency_cdf(cells: list[CellData], title: str) -> str:
     ax.xaxis.set_minor_locator(FixedLocator([]))
     ax.set_xlabel("percentile")
     ax.set_ylabel("commit latency (ms)")
-    ax.set_ylim(bottom=0)
+    _latency_axis(ax, every)
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(title)
     return _svg(fig)
@@ -107,15 +119,14 @@ def latency_cdf(cells: list[CellData], title: str) -> str:
 def p99_vs_memory(cells: list[CellData], title: str) -> str:
     """p99 per engine against its memory limit; an OOM-killed or failed-to-run cell is an x on the axis."""
     fig, ax = plt.subplots(figsize=(8, 3.2))
+    every, dead = [], []
     for engine in dict.fromkeys(c.engine for c in cells):
         pts = sorted((c.data_limit_bytes / MIB, c.commit_ms.p99) for c in cells
                      if c.engine == engine and c.data_limit_bytes and c.status in ("passed", "failed"))
-        dead = [c.data_limit_bytes / MIB for c in cells
-                if c.engine == engine and c.data_limit_bytes and c.status not in ("passed", "failed")]
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
-        if dead:
-            ax.scatter(dead, [0] * len(dead), marker="x", s=60, color=line[0].get_color(), clip_on=False,
-                       label=f"{engine}: OOM / error")
+        every += [p[1] for p in pts]
+        dead.append((engine, line[0].get_color(), [c.data_limit_bytes / MIB for c in cells if c.engine == engine
+                                                   and c.data_limit_bytes and c.status not in ("passed", "failed")]))
     mems = sorted({c.data_limit_bytes / MIB for c in cells if c.data_limit_bytes})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(mems))
@@ -123,7 +134,11 @@ def p99_vs_memory(cells: list[CellData], title: str) -> str:
     ax.xaxis.set_minor_locator(FixedLocator([]))
     ax.set_xlabel("memory limit")
     ax.set_ylabel("p99 commit latency (ms)")
-    ax.set_ylim(bottom=0)
+    _latency_axis(ax, every)
+    for engine, color, xs in dead:          # on the axis, whichever scale it took
+        if xs:
+            ax.scatter(xs, [ax.get_ylim()[0]] * len(xs), marker="x", s=60, color=color, clip_on=False,
+                       label=f"{engine}: OOM / error")
     ax.legend(fontsize=7)
     ax.set_title(title)
     return _svg(fig)

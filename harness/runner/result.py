@@ -79,7 +79,7 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
         # sustained: rows committed inside the measured window, over the window; offered: the rows of
         # every block due in it (an engine that falls behind commits the rest after the window)
         rows_per_s=round(state.rows_in_window / window_s, 1) if window_s else None,
-        offered_rows_per_s=round(state.rows / window_s, 1) if window_s else None,
+        offered_rows_per_s=round(offered_rows(state, plan) / window_s, 1) if window_s else None,
         blocks_per_s=round(state.blocks / secs, 3) if secs else None,
         db_bytes_max=max(filter(None, [state.peak("db_bytes"), final and final.db_bytes]), default=None),
         wal_bytes_max=max((v for v in (state.peak("wal_bytes"), final and final.wal_bytes) if v is not None),
@@ -142,6 +142,15 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
     return out
 
 
+def offered_rows(state: RunState, plan) -> float:
+    """The rows of every block due in the measured window: on a schedule, its rate over the window (an early
+    abort or a writer that fell behind has not started them all); unthrottled, the rows the writer took."""
+    w = plan.workload
+    if not w.block_interval_ms or state.measure_start_ns is None:
+        return state.rows
+    return w.rows_per_block * 1000 / w.block_interval_ms * state.window_s()
+
+
 def metric_source(state: RunState, metrics: Metrics | None = None):
     hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
             "read_ms": state.read.total}
@@ -166,7 +175,8 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
             return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
                     "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
         if metric in counters and agg == "rate%":
-            offered = {"rows": state.rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]
+            rows = metrics.offered_rows_per_s * state.window_s() if metrics and metrics.offered_rows_per_s else state.rows
+            offered = {"rows": rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]
             return round(100 * counters[metric] / offered, 3) if offered else None
         if metric in counters:
             return counters[metric] / state.window_s() if agg == "rate" else counters[metric]

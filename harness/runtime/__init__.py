@@ -46,7 +46,8 @@ def execute(plan) -> int:
         plan = start_state(plan)
     except StateBuildFailed as e:
         Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
-        write_failed_result(plan, "oom" if e.oom else "error", str(e))
+        # the build ran outside the limit: its out-of-memory is no measurement of the cell's MEM
+        write_failed_result(plan, "build_failed", f"{str(e)}{' (out of memory)' if e.oom and 'memory' not in str(e).lower() else ''}")
         return EXIT_RUN_FAILED
     with FeedServer.for_plan(plan):
         if plan.runtime == "docker":

@@ -126,7 +126,12 @@ def run_verdict(tmp_path: Path, decision: Path, *extra: str) -> tuple[subprocess
 def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"]))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert v["verdict"] == {"engine": "sqlite", "decision": "use sqlite", "path": ["sqlite: passed"], "note": None}
+    assert v["verdict"] == {"engine": "sqlite", "decision": "at 384m: use sqlite", "path": ["sqlite: passed"],
+                            "note": None}
+    assert v["answers"] == [{"mem": "384m", "at_reference": "≈ 375.0GiB at 1x", "status": "answered",
+                             "engine": "sqlite", "decision": "use sqlite", "why": None}]
+    assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [("sqlite", "384m", "pass"),
+                                                                           ("duckdb", "384m", "not run")]
     assert [s["engine"] for s in v["steps"]] == ["sqlite"]
     cell = v["steps"][0]["cells"][0]
     assert cell["data_limit_bytes"] == 384 << 20 and cell["thresholds"][0]["value"] < 60000
@@ -139,27 +144,34 @@ def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
 
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
 @pytest.mark.cgroup
-def test_verdict_walks_every_engine_to_otherwise_with_early_abort(tmp_path):
-    """A step's first failed cell decides it: the walk moves on and says how many cells it left unrun;
-    ALL_CELLS=1 on the same verdict runs them, reusing the cells already complete."""
+def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
+    """Memory first: each engine runs at the largest MEM, fails there, and the smaller MEM is implied, not
+    run; every MEM's answer is the tree's otherwise, each failed cell has its diagnosis. ALL_CELLS=1 on the
+    same verdict runs the implied cells, reusing the ones already complete. Early abort is the default."""
     decision = write_decision(tmp_path, "strict", ["max(commit_ms) < 0.01"], mems=("384m", "448m"))
-    p, v = run_verdict(tmp_path, decision, "--early-abort")
+    p, v = run_verdict(tmp_path, decision)
     assert p.returncode == 1, p.stderr[-3000:]
-    assert v["verdict"]["engine"] is None and v["verdict"]["decision"] == "revisit the architecture"
+    assert v["verdict"]["engine"] is None
+    assert v["verdict"]["decision"] == "at 448m: revisit the architecture; at 384m: revisit the architecture"
     assert v["verdict"]["path"] == ["sqlite: failed", "duckdb: failed"]
+    assert v["mems"] == ["448m", "384m"] and v["cells_implied"] == 2
+    assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [
+        ("sqlite", "448m", "fail"), ("sqlite", "384m", "implied"), ("duckdb", "448m", "fail"), ("duckdb", "384m", "implied")]
     for step in v["steps"]:
-        assert [c["mem"] for c in step["cells"]] == ["384m"] and step["cells_unrun"] == 1
+        assert [c["mem"] for c in step["cells"]] == ["448m"] and step["cells_unrun"] == 1
         cell = step["cells"][0]
         assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
         assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
+        assert cell["diagnosis"].startswith(("stalls: ", "saturated: ")), cell["diagnosis"]
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
-    assert "1 more cell(s) of sqlite left unrun" in report
+    assert "1 cell(s) of sqlite implied by a failure at a larger limit" in report
+    assert "Implied cells rest on one assumption" in report and "| sqlite | ✘ fail | ✘ implied |" in report
 
-    p, v = run_verdict(tmp_path, decision, "--early-abort", "--all-cells")
+    p, v = run_verdict(tmp_path, decision, "--all-cells")
     assert p.returncode == 1, p.stderr[-3000:]
     assert p.stderr.count("complete (failed), skipped") == 2, p.stderr[-3000:]
     for step in v["steps"]:
-        assert [c["mem"] for c in step["cells"]] == ["384m", "448m"] and step["cells_unrun"] == 0
+        assert [c["mem"] for c in step["cells"]] == ["448m", "384m"] and step["cells_unrun"] == 0
 
 
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))

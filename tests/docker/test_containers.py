@@ -45,11 +45,13 @@ def _leftovers(run_id: str) -> str:
 @pytest.mark.parametrize("engine", registry.names())
 def test_smoke_run_in_the_engines_container(tmp_path, engine):
     rc, r, run_dir = run_in_docker(tmp_path, "--engine", engine, "--scenario", "reorg", "--profile", "smoke",
-                                   "--duration", "4", "--mem", "512m")
+                                   "--duration", "4", "--mem", "512m", "--set", "load.preload=true")
     assert r["integrity"]["ok"] is True, r.get("error")
     assert r["runtime"] == "docker" and r["memory"]["enforcement"] == "docker"
     assert r["memory"]["data_limit_bytes_seen"] == MEM_BYTES, "the limit as read inside the container, from its cgroup"
     assert r["image_id"] == image_id(image_tag(engine))
+    # read inside the container that holds the data: the runner's, or a server engine's own before it started
+    assert r["load"]["preload"] is True and r["load"]["resident_bytes_after_preload"] >= 0.9 * r["load"]["preload_bytes"] > 0
     if registry.capabilities(engine).server:      # the server's own container saw the same limit
         assert r["server_environment"]["data_limit_bytes_seen"] == MEM_BYTES
         assert r["memory"]["runner_limit_bytes_seen"] == 1 << 30

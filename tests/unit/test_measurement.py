@@ -175,6 +175,26 @@ def test_rate_is_rows_committed_inside_the_window():
     assert m.rows_per_s == round(t["value"], 1) and m.offered_rows_per_s == 6000.0 and m.window_s == 120
 
 
+def test_an_early_aborted_cells_offered_rate_is_the_schedules():
+    """Stopped after 10 s while 2 s blocks took 4 s: 3 blocks applied of the 5 due. Offered is every block due
+    in the window (the schedule's 6,000 rows/s), not the 3 applied (which read as 100% carried)."""
+    from harness.runner.result import build_metrics
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "sqlite", profile="ratio")
+    interval_s, rows = plan.workload.block_interval_ms / 1000, plan.workload.rows_per_block
+    state = RunState()
+    state.start_measure(state.t0_ns)
+    state.window_end_ns = state.t0_ns + int(10 * 1e9)              # the abort
+    for i in range(3):
+        state.blocks, state.rows = state.blocks + 1, state.rows + rows
+        state.block_log.add(i * interval_s, i * 4.0, (i + 1) * 4.0, rows, "ops")
+    state.rows_in_window = 2 * rows
+    state.measure_end_ns = state.t0_ns + int(12 * 1e9)
+    m = build_metrics(state, plan)
+    assert m.offered_rows_per_s == rows / interval_s == 6000
+    assert m.rows_per_s == 2 * rows / 10
+
+
 def test_reset_histogram_matches_the_librarys_reset():
     from harness.runner.metrics import new_histogram, reset_histogram
     a, b = new_histogram(), new_histogram()

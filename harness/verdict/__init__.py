@@ -1,0 +1,173 @@
+"""`make verdict`: walk scenarios/decision.yaml (SQLite → libSQL → Postgres → DuckDB → revisit) against its
+criteria and answer per memory level: at each MEM, the first engine that meets every criterion there.
+plan.py says what will run (levels largest first, thresholds as the profile can judge them, the disk),
+walk.py runs only what the answers need (a failure implies one at every smaller level; an error makes its
+level inconclusive), answer.py turns the cells into diagnoses, a matrix and the answers. verdict.json
+records all of it; the exit code is 0 when every level has an engine, 1 when one has none, 3 when one is
+inconclusive."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from harness.environment import utc_now
+from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.results import Verdict, VerdictFile, VerdictStep, write_json
+from harness.scenario.decision import DECISION_FILE, DecisionTree, RatioMems, as_overrides, load_decision
+from harness.scenario.load import load_scenario, resolve_path
+from harness.sweep import CellOptions, SweepInterrupted, sweep_dir_for
+from harness.verdict import answer
+from harness.verdict.plan import MONOTONICITY, at_reference, caveats, check_disk, criterion_plans, order_mems
+from harness.verdict.versions import library_versions, version_note
+from harness.verdict.walk import Walk, log
+
+
+def ratio_mems(tree: DecisionTree, spec: RatioMems, profile: str, scale: float | None,
+               opts: CellOptions) -> tuple[list[str], str]:
+    """MEMS from data-to-memory ratios: the size of spec.size_of's starting state for the first criterion
+    (built now if missing) divided by each ratio. Returns (mems, the sentence that says what was scaled)."""
+    from harness.scenario.plan import resolve_plan
+    from harness.state.build import ensure
+    crit = tree.criteria[0]
+    plan = resolve_plan(crit.scenario, spec.size_of, profile=profile, scale=scale,
+                        overrides=list(opts.overrides))
+    _, man, _ = ensure(plan)
+    size = man.data_bytes
+    mems = [f"{max(16, int(size / r) >> 20)}m" for r in spec.data_to_memory]
+    basis = (f"memory limits {', '.join(mems)} are the {spec.size_of} starting state's {size / 2**30:.2f} GiB at "
+             f"scale {plan.scale:g} divided by {', '.join(f'{r:g}' for r in spec.data_to_memory)} (the reference's "
+             f"data-to-memory ratios: ~67 GB at 5x over 8, 16 and 32 GB); the database is "
+             f"{crit.target.scale / plan.scale:g}x smaller than the criterion's, the ratios are kept")
+    print(f"[verdict] {basis}", file=sys.stderr, flush=True)
+    return mems, basis
+
+
+def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
+            repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
+            all_cells: bool = False, drop_states: bool = False) -> int:
+    """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one."""
+    tree = load_decision(decision_path)
+    prof = profile or _default_profile(tree)
+    opts = replace(opts, profile=prof)
+    mems, memory_basis = _mems(tree, prof, mems, scale, opts, decision_path)
+    plans = _first_plans(tree, mems, scale, opts)
+    criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
+    notes = [n for cp in criteria for n in cp.notes]
+    check_disk(list(plans.values()), drop_states)
+    spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
+            "opts": opts.asked()}
+    root = sweep_dir_for(results_root, "verdict", prof, spec)
+    root.mkdir(parents=True, exist_ok=True)
+    profile_scale = next(iter(plans.values())).scale
+    ref = lambda m: at_reference(m, tree, profile_scale)  # noqa: E731
+    out = VerdictFile(decision_file=str(decision_path), profile=prof, mems=mems, repeats=repeats, dir=str(root),
+                      criteria=[c.model_dump() for c in tree.criteria], steps=[], memory_basis=memory_basis,
+                      monotonicity=MONOTONICITY)
+    log(f"{root}: walking {' → '.join(s.engine for s in tree.steps)} at MEMS {' '.join(mems)} (largest first)")
+
+    def save(walk: Walk) -> None:
+        nonlocal out
+        out = out.model_copy(update={
+            "steps": walk.steps, "matrix": walk.matrix, "answers": answer.answers(tree, mems, walk.matrix, ref),
+            "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
+            "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
+        write_json(root / "verdict.json", out)
+        if drop_states and walk.steps:
+            _drop_state(walk.steps[-1].engine, plans)
+
+    walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
+    try:
+        steps = walk.run()
+    except SweepInterrupted as e:
+        print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    save(walk)
+    out = _versions(tree, out, steps, root)
+    answers = out.answers
+    engines = {a.engine for a in answers}
+    winner = next((s for s in steps if s.engine in engines), None) if len(engines) == 1 else None
+    out = out.model_copy(update={
+        "verdict": Verdict(engine=winner.engine if winner else None, decision=answer.sentence(answers),
+                           path=[f"{s.engine}: {s.outcome}" for s in steps], note=_control_note(winner)),
+        "updated_utc": utc_now()})
+    write_json(root / "verdict.json", out)
+    from harness.report import write_report
+    md, html = write_report(root)
+    print(("CAVEAT: " + "; ".join(out.caveats) + "\n") if out.caveats else "", end="", file=sys.stderr)
+    for a in answers:
+        print(f"verdict at {a.mem}: {a.decision if a.status != 'inconclusive' else 'inconclusive: ' + a.why}",
+              file=sys.stderr)
+    print(f"walk: {out.walk_s / 60:.1f} min, {walk.cells_run} cells run, {out.cells_implied} implied "
+          f"(path: {', '.join(out.verdict.path)})", file=sys.stderr)
+    print(root / "verdict.json")
+    print(html)
+    if any(a.status == "inconclusive" for a in answers):
+        return EXIT_RUN_FAILED
+    return 0 if all(a.status == "answered" for a in answers) else 1
+
+
+def _mems(tree: DecisionTree, prof: str, mems: list[str] | None, scale, opts, decision_path) -> tuple[list[str], str | None]:
+    if mems:
+        return order_mems(mems), None
+    if prof not in tree.mems:
+        raise ConfigError(f"{decision_path}: mems: no default for profile {prof!r}; give MEMS=\"...\"")
+    spec = tree.mems[prof]
+    if isinstance(spec, RatioMems):
+        found, basis = ratio_mems(tree, spec, prof, scale, opts)
+        return order_mems(found), basis
+    return order_mems(spec), None
+
+
+def _first_plans(tree: DecisionTree, mems: list[str], scale, opts: CellOptions) -> dict:
+    """One resolved plan per criterion and engine (at the largest MEM): a bad setting stops the walk before it
+    starts, and the disk check knows every state the walk may build."""
+    from harness.scenario.plan import resolve_plan
+    plans = {}
+    for crit in tree.criteria:
+        for step in tree.steps:
+            plans[(crit.scenario, step.engine)] = resolve_plan(
+                crit.scenario, step.engine, profile=opts.profile, scale=scale, mem=mems[0],
+                overrides=[*opts.overrides, *as_overrides(step.engine, step.set)])
+    return plans
+
+
+def _drop_state(engine: str, plans: dict) -> None:
+    """--drop-states: an engine's starting states go once its step is done (a 1x PostgreSQL state is 23 GB)."""
+    from harness.state import store
+    root = store.root_dir()
+    ids = {store.inputs_for(p).id for (sc, e), p in plans.items() if e == engine}
+    for sid in ids:
+        if (root / sid).exists():
+            store.remove(root, [sid])
+            log(f"dropped the state {sid} (--drop-states)")
+
+
+def _versions(tree: DecisionTree, out: VerdictFile, steps: list[VerdictStep], root: Path) -> VerdictFile:
+    if not tree.compare_versions:
+        return out
+    table = library_versions(tree, steps, root)
+    steps = [s.model_copy(update={"version_note": version_note(tree, i, table)}) for i, s in enumerate(steps)]
+    notes = [n for n in (version_note(tree, i, table) for i in range(len(tree.steps))) if n]
+    return out.model_copy(update={"versions_of": tree.compare_versions.of, "library_versions": table,
+                                  "version_notes": notes, "steps": steps})
+
+
+def _control_note(winner: VerdictStep | None) -> str | None:
+    c = winner.control if winner else None
+    if c is None:
+        return None
+    if c.passed:
+        return (f"{c.engine} with {_settings_text(c.set)} also passed the same cells: the change alone would have "
+                f"done, so moving to {winner.engine} is not what made the difference")
+    return f"{c.engine} with {_settings_text(c.set)} did not pass the same cells ({c.outcome}): {winner.engine} did"
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "its defaults"
+
+
+def _default_profile(tree: DecisionTree) -> str:
+    sc, _ = load_scenario(resolve_path(tree.criteria[0].scenario))
+    return sc.pick_profile(None) or "base"

@@ -1,0 +1,102 @@
+"""What the walk's cells say: one line of diagnosis per cell that did not pass, each engine's outcome at each
+memory level, and the tree's answer per level (the first engine that met every criterion there)."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from harness.results import CellRecord, MatrixCell, MemAnswer, RunResult, VerdictStep, load_result
+from harness.scenario.decision import DecisionTree, Step
+from harness.scenario.thresholds import parse_threshold
+from harness.units import format_bytes
+
+
+def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
+    """Why a cell did not pass, from its own figures: saturation, stalls, memory, or what could not be judged."""
+    if rec.status == "passed":
+        return None
+    r = load_result(run_dir / "result.json")
+    if r is None or rec.status == "error":
+        first = ((r.error if r else None) or rec.error or "no result").strip().splitlines()[0]
+        return f"error: {first}"
+    if rec.status == "oom":
+        return f"memory: OOM-killed at {format_bytes(r.memory.data_limit_bytes)}"
+    blind = [t for t in r.thresholds if t.error]
+    if blind:
+        return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
+    return _saturated(r) or _stalls(r, run_dir) or "failed: " + "; ".join(
+        f"{t.expr} measured {t.value:g}" for t in r.thresholds if not t.passed and t.value is not None)
+
+
+def _saturated(r: RunResult) -> str | None:
+    m, interval_ms = r.metrics, (r.plan.get("workload") or {}).get("block_interval_ms")
+    p50 = m.service_time_ms.p50
+    if not interval_ms or p50 is None or p50 <= interval_ms:
+        return None
+    return (f"saturated: service p50 {p50 / 1000:.2f} s > {interval_ms / 1000:g} s cadence; committed "
+            f"{m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s; the queue grew without bound")
+
+
+def _stalls(r: RunResult, run_dir: Path) -> str | None:
+    limits = [parse_threshold(t.expr).limit for t in r.thresholds
+              if not t.passed and parse_threshold(t.expr).metric == "commit_ms"]
+    if not limits:
+        return None
+    try:
+        with open(run_dir / "blocks.csv") as f:
+            commit_ms = [float(row["commit_ms"]) for row in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError):
+        return None
+    over = sum(v > min(limits) for v in commit_ms)
+    m = r.metrics
+    return (f"stalls: {over} of {len(commit_ms)} blocks over {min(limits):g} ms (service p50 "
+            f"{m.service_time_ms.p50 or 0:.0f} ms, max {m.service_time_ms.max or 0:.0f} ms); {m.checkpoints} "
+            f"checkpoints, WAL peak {format_bytes(m.wal_bytes_max)}")
+
+
+def at_mem(records: list[CellRecord]) -> str:
+    """An engine at one MEM: every criterion's cells passed, one failed, or one errored (no measurement)."""
+    if any(r.status not in ("passed", "failed", "oom") for r in records):
+        return "error"
+    return "pass" if records and all(r.status == "passed" for r in records) else "fail"
+
+
+def judge_step(step: Step, records: list[CellRecord], outcomes: dict[str, str], implied: int) -> VerdictStep:
+    """outcomes: MEM -> pass | fail | error, where this step was walked."""
+    seen = set(outcomes.values())
+    outcome = ("error" if seen == {"error"} else "passed" if seen == {"pass"} else "mixed" if "pass" in seen
+               else "failed")
+    errors = [f"{r.scenario}/{r.dir}: {r.error or 'no result'}" for r in records
+              if r.status not in ("passed", "failed", "oom")]
+    return VerdictStep(engine=step.engine, decision=step.decision, passed="pass" in seen, outcome=outcome,
+                       errors=errors, cells=records, set=step.set, cells_unrun=implied)
+
+
+def matrix_cell(engine: str, mem: str, outcome: str, records: list[CellRecord]) -> MatrixCell:
+    worst = next((r for r in records if r.status != "passed"), None)
+    return MatrixCell(engine=engine, mem=mem, outcome=outcome, cells=[f"{r.scenario}/{r.dir}" for r in records],
+                      diagnosis=worst.diagnosis if worst else None)
+
+
+def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_reference) -> list[MemAnswer]:
+    out = []
+    for mem in mems:
+        row = {c.engine: c for c in matrix if c.mem == mem}
+        ans = MemAnswer(mem=mem, at_reference=at_reference(mem), status="none", decision=tree.otherwise)
+        for step in tree.steps:
+            c = row.get(step.engine)
+            if c is None or c.outcome in ("fail", "implied"):
+                continue
+            if c.outcome == "pass":
+                ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "decision": step.decision})
+            elif c.outcome == "error":
+                ans = ans.model_copy(update={"status": "inconclusive", "decision": "inconclusive",
+                                             "why": f"{step.engine}: {', '.join(c.cells)}: {c.diagnosis}"})
+            break
+        out.append(ans)
+    return out
+
+
+def sentence(ans: list[MemAnswer]) -> str:
+    return "; ".join(f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
+                     + (a.decision if a.status != "inconclusive" else f"inconclusive ({a.why})") for a in ans)

@@ -1,0 +1,114 @@
+"""What a verdict will run, before it runs anything: the memory levels (largest first), each criterion's
+thresholds as this profile can judge them, the disk the walk needs, and the caveats it must print first."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from harness.errors import ConfigError
+from harness.results import CellRecord
+from harness.scenario.decision import Criterion, DecisionTree, RatioMems
+from harness.scenario.thresholds import parse_threshold
+from harness.units import format_bytes, parse_size_bytes
+
+MONOTONICITY = ("an engine that fails a criterion at a memory limit is taken to fail it at every smaller one "
+                "(less memory never makes a database faster), so those cells are marked implied, not run "
+                "(ALL_CELLS=1 runs them)")
+
+
+@dataclass(frozen=True)
+class CriterionPlan:
+    criterion: Criterion
+    thresholds: tuple[str, ...]          # as judged in this profile (a window scaled to the phase)
+    notes: tuple[str, ...] = ()          # each scaling, said in the report
+
+
+def order_mems(mems: list[str]) -> list[str]:
+    """Largest first: a failure there implies one at every smaller limit."""
+    try:
+        return sorted(mems, key=parse_size_bytes, reverse=True)
+    except ValueError as e:
+        raise ConfigError(f"MEMS: {e}") from None
+
+
+def at_reference(mem: str, tree: DecisionTree, profile_scale: float) -> str | None:
+    """The same data-to-memory ratio at the first criterion's scale (1240m at 1x ≈ 6 GiB at 5x)."""
+    target = tree.criteria[0].target.scale
+    if not profile_scale or target == profile_scale:
+        return None
+    return f"≈ {format_bytes(parse_size_bytes(mem) * target / profile_scale)} at {target:g}x"
+
+
+def criterion_plans(tree: DecisionTree, measure_s_of) -> list[CriterionPlan]:
+    """A windowed threshold whose window is longer than the profile's measured phase would never be
+    evaluable: its window is scaled down to the phase, explicitly, and the report says so. The ratio and
+    full profiles measure longer than the reference's windows, so they keep them."""
+    out = []
+    for crit in tree.criteria:
+        measure_s = measure_s_of(crit.scenario)
+        exprs, notes = [], []
+        for expr in crit.thresholds:
+            t = parse_threshold(expr)
+            if t.window_s and t.window_s > measure_s:
+                scaled = expr.replace(f"over {_window_text(expr)}", f"over {int(measure_s)}s")
+                notes.append(f"{crit.scenario}: '{expr}' judged as '{scaled}': the profile measures "
+                             f"{measure_s:g} s, shorter than the {t.window_s:g} s window")
+                expr = scaled
+            exprs.append(expr)
+        out.append(CriterionPlan(crit, tuple(exprs), tuple(notes)))
+    return out
+
+
+def _window_text(expr: str) -> str:
+    return expr.split(" over ", 1)[1].split()[0]
+
+
+def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | None = None,
+            notes: list[str] = ()) -> list[str]:
+    """Where the cells ran smaller or shorter than the criteria ask: said first, never buried."""
+    out = ([memory_basis] if memory_basis else []) + list(notes)
+    for crit in tree.criteria:
+        cells = [r for r in records if r.scenario == crit.scenario and r.state == "complete"]
+        if not cells:
+            continue
+        scale = max(r.scale for r in cells)
+        measure_s = max(r.measure_s or 0 for r in cells)
+        if scale < crit.target.scale or measure_s < crit.target.measure_s:
+            out.append(f"{crit.scenario} ran at scale {scale:g} for {measure_s:g} s measured; "
+                       f"the criterion asks for scale {crit.target.scale:g} for {crit.target.measure_s:g} s")
+    return out
+
+
+def disk_needed(plans: list, root, drop_states: bool = False) -> tuple[int, list[str]]:
+    """Bytes the walk needs beyond what is on disk: the states still to build (with --drop-states one at a
+    time, the largest), plus the largest clone, which exists while its cell runs."""
+    from harness.state import store
+    build, lines, clone, seen = [], [], 0, set()
+    for plan in plans:
+        inputs = store.inputs_for(plan)
+        if inputs.id in seen:
+            continue
+        seen.add(inputs.id)
+        found = store.find(root, inputs)
+        size = found[1].data_bytes if found else store.estimate_bytes(root, inputs)
+        clone = max(clone, size)
+        if not found:
+            build.append(size)
+            lines.append(f"state {inputs.id}: about {size / 2**30:.1f} GiB to build")
+    states = max(build, default=0) if drop_states else sum(build)
+    return states + clone, lines + [f"one clone at a time: up to {clone / 2**30:.1f} GiB"]
+
+
+def check_disk(plans: list, drop_states: bool) -> None:
+    """Said before the walk starts; refused, with the numbers, when it does not fit."""
+    from harness.state import store
+    root = store.root_dir()
+    need, lines = disk_needed(plans, root, drop_states)
+    free = store.free_bytes(root)
+    print(f"[verdict] disk: needs about {need / 2**30:.1f} GiB ({'; '.join(lines)}), "
+          f"{free / 2**30:.1f} GiB free{' (states dropped after each step)' if drop_states else ''}",
+          file=sys.stderr, flush=True)
+    if need + (1 << 30) > free:
+        raise ConfigError(f"the walk needs about {need / 2**30:.1f} GiB at {root} ({'; '.join(lines)}) and "
+                          f"{free / 2**30:.1f} GiB are free; DROP_STATES=1 builds one at a time, "
+                          "`make states-clean` removes cached states")

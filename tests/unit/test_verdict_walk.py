@@ -1,0 +1,151 @@
+"""The verdict's walk and answers (harness/verdict/): which cells run, which are implied, what each MEM's
+answer is. The cells themselves are replaced by outcomes given per engine and MEM: these tests are about
+the walk's own logic (the CLI tests in tests/cli/test_sweep.py run real cells)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.results import CellRecord
+from harness.scenario.decision import load_decision
+from harness.sweep import CellOptions
+from harness.verdict import answer
+from harness.verdict.plan import criterion_plans, order_mems
+from harness.verdict.walk import Walk
+
+MEMS = order_mems(["1g", "4g", "2g"])
+
+
+def fake_walk(tmp_path, outcomes: dict, all_cells=False) -> Walk:
+    """outcomes: (engine, mem) -> 'passed' | 'failed' | 'error'; anything not listed passes."""
+    tree = load_decision()
+    walk = Walk(tree, MEMS, criterion_plans(tree, lambda sc: 3600), CellOptions(), tmp_path, all_cells=all_cells)
+    ran = []
+
+    def engine_at(engine, settings, tag, mem):
+        if not tag:                       # a control's cells are the step's own business
+            ran.append((engine, mem))
+        walk.controls = getattr(walk, "controls", []) + ([(engine, mem)] if tag else [])
+        status = outcomes.get((engine, mem), "passed")
+        return [CellRecord(cell_id="x", scenario=c.criterion.scenario, engine=engine, mem=mem, data_limit_bytes=None,
+                           scale=1.0, runtime="local", dir=f"{engine}-{mem}", state="complete", status=status,
+                           diagnosis=None if status == "passed" else f"{status} here")
+                for c in walk.criteria[:1 if status != "passed" else None]]
+    walk.engine_at = engine_at
+    walk.ran = ran
+    return walk
+
+
+def test_mems_are_walked_largest_first():
+    assert MEMS == ["4g", "2g", "1g"]
+
+
+def test_a_failure_at_the_largest_mem_marks_the_smaller_ones_implied(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("libsql", "4g"): "failed"})
+    walk.run()
+    assert walk.ran[:2] == [("sqlite", "4g"), ("libsql", "4g")]
+    outcome = {(c.engine, c.mem): c.outcome for c in walk.matrix}
+    assert outcome[("sqlite", "2g")] == outcome[("sqlite", "1g")] == "implied"
+    assert ("sqlite", "2g") not in walk.ran and ("sqlite", "1g") not in walk.ran
+    assert outcome[("postgres", "4g")] == "pass" and outcome[("duckdb", "4g")] == "not run"
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert all(a.engine == "postgres" and a.status == "answered" for a in ans.values())
+    assert walk.steps[0].cells_unrun == 2 * len(walk.criteria)
+
+
+def test_the_next_engine_is_walked_only_where_no_answer_is_yet(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", "1g"): "failed", ("sqlite", "2g"): "failed"})
+    walk.run()
+    assert ("sqlite", "4g") in walk.ran and ("sqlite", "2g") in walk.ran and ("sqlite", "1g") not in walk.ran
+    assert [m for e, m in walk.ran if e == "libsql"] == ["2g", "1g"]
+    ans = {a.mem: a.engine for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans == {"4g": "sqlite", "2g": "libsql", "1g": "libsql"}
+    assert walk.steps[0].outcome == "mixed" and walk.steps[0].passed
+    assert walk.controls == [("sqlite", "2g"), ("sqlite", "1g")], "the control where libsql passed and sqlite failed"
+    assert walk.steps[1].control.engine == "sqlite" and not walk.steps[1].control.passed     # the fake fails it
+
+
+def test_an_error_cell_makes_its_mem_inconclusive_never_the_next_engines(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "error", ("sqlite", "2g"): "failed"})
+    walk.run()
+    assert [m for e, m in walk.ran if e == "libsql"] == ["2g", "1g"], "no next engine where sqlite errored"
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].status == "inconclusive" and "sqlite-4g" in ans["4g"].why and "error here" in ans["4g"].why
+    assert ans["2g"].engine == ans["1g"].engine == "libsql"
+
+
+def test_all_cells_runs_what_a_failure_implies(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS}, all_cells=True)
+    walk.run()
+    assert [m for e, m in walk.ran if e == "sqlite"] == MEMS
+    assert not any(c.outcome == "implied" for c in walk.matrix)
+
+
+def test_a_window_longer_than_the_phase_is_scaled_down_and_said():
+    tree = load_decision()
+    plans = criterion_plans(tree, lambda sc: 8.0)
+    reorg = next(p for p in plans if p.criterion.scenario == "reorg")
+    assert "p99(commit_ms) over 8s < 500" in reorg.thresholds and reorg.notes
+    assert "shorter than the 60 s window" in reorg.notes[0]
+    full = criterion_plans(tree, lambda sc: 3600.0)
+    assert all(not p.notes and p.thresholds == tuple(p.criterion.thresholds) for p in full)
+
+
+def test_an_error_cell_gives_an_inconclusive_verdict_and_exit_3(tmp_path):
+    """For real: a cell whose engine errors at open (a bin_dir with no PostgreSQL in it) makes its MEM
+    inconclusive; the verdict exits 3 and says which cell."""
+    tree = {"steps": [{"engine": "postgres", "decision": "use postgres", "set": {"bin_dir": str(tmp_path)}}],
+            "otherwise": "revisit", "mems": {"smoke": ["256m"]}, "criteria": [{"name": "reorg", "scenario": "reorg",
+                                                  "thresholds": ["p99(commit_ms) < 60000"],
+                                                  "target": {"scale": 1.0, "measure_s": 3600}}]}
+    path = tmp_path / "err.yaml"
+    path.write_text(json.dumps(tree))
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
+                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 3, p.stderr[-2000:]
+    v = json.loads(next((tmp_path / "r").glob("verdict-*/verdict.json")).read_text())
+    assert v["answers"][0]["status"] == "inconclusive" and "postgres" in v["answers"][0]["why"]
+    assert "inconclusive" in p.stderr
+
+
+def test_a_failed_state_build_is_build_failed_not_oom(tmp_path):
+    """DuckDB builds its state outside any limit: its out of memory there says nothing of the cell's MEM."""
+    from harness.results import load_result
+    from harness.runtime import execute
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "duckdb", scale=0.01, mem="256m", results_root=tmp_path,
+                        data_root=tmp_path / "data", overrides=["engines.duckdb.memory_limit=8MB"])
+    assert execute(plan) == 3
+    r = load_result(tmp_path / plan.run_id / "result.json")
+    assert r.status == "build_failed" and "Out of Memory" in r.error
+
+
+def test_a_windowed_percentile_over_too_few_blocks_says_it_is_the_max():
+    from harness.runner.run import window_note
+    from harness.scenario.plan import resolve_plan
+    from harness.scenario.thresholds import parse_threshold
+    t = parse_threshold("p99(commit_ms) over 60s < 500")
+    ratio = resolve_plan("reorg", "sqlite", profile="ratio")                      # 2 s blocks: 30 a window
+    assert "30 blocks" in window_note(t, ratio) and "each window's max" in window_note(t, ratio)
+    fine = ratio.model_copy(update={"workload": ratio.workload.model_copy(update={"block_interval_ms": 500})})
+    assert window_note(t, fine) is None                                           # 120 a window
+    some = ratio.model_copy(update={"workload": ratio.workload.model_copy(update={"block_interval_ms": 1000})})
+    assert "2nd largest" in window_note(t, some)                                  # 60: rank 59
+    assert window_note(parse_threshold("p99(commit_ms) < 500"), ratio) is None
+
+
+def test_a_walk_that_will_not_fit_the_disk_is_refused_with_the_numbers(tmp_path, monkeypatch):
+    from harness.errors import ConfigError
+    from harness.scenario.plan import resolve_plan
+    from harness.state import store
+    from harness.verdict.plan import check_disk, disk_needed
+    monkeypatch.setenv("STATES", str(tmp_path))
+    plans = [resolve_plan("p99_5x", e, profile="ratio") for e in ("sqlite", "postgres")]
+    need, lines = disk_needed(plans, tmp_path)
+    one_at_a_time, _ = disk_needed(plans, tmp_path, drop_states=True)
+    assert len(lines) == 3 and one_at_a_time < need
+    monkeypatch.setattr(store, "free_bytes", lambda path: need // 2)
+    with pytest.raises(ConfigError, match=r"the walk needs about .* GiB .* GiB are free; DROP_STATES=1"):
+        check_disk(plans, drop_states=False)
