@@ -126,8 +126,8 @@ def run_verdict(tmp_path: Path, decision: Path, *extra: str) -> tuple[subprocess
 def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"]))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert v["verdict"] == {"engine": "sqlite", "decision": "at 384m: use sqlite", "path": ["sqlite: passed"],
-                            "note": None}
+    assert v["verdict"] == {"engine": "sqlite", "decision": "at 384m (≈ 375.0GiB at 1x): use sqlite",
+                            "path": ["sqlite: passed"], "note": None}
     assert v["answers"] == [{"mem": "384m", "at_reference": "≈ 375.0GiB at 1x", "status": "answered",
                              "engine": "sqlite", "decision": "use sqlite", "why": None}]
     assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [("sqlite", "384m", "pass"),
@@ -152,7 +152,8 @@ def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
     p, v = run_verdict(tmp_path, decision)
     assert p.returncode == 1, p.stderr[-3000:]
     assert v["verdict"]["engine"] is None
-    assert v["verdict"]["decision"] == "at 448m: revisit the architecture; at 384m: revisit the architecture"
+    assert re.fullmatch(r"at 448m \(≈ [^)]+\): revisit the architecture; at 384m \(≈ [^)]+\): revisit the architecture",
+                        v["verdict"]["decision"]), v["verdict"]["decision"]
     assert v["verdict"]["path"] == ["sqlite: failed", "duckdb: failed"]
     assert v["mems"] == ["448m", "384m"] and v["cells_implied"] == 2
     assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [
