@@ -72,6 +72,7 @@ class Walk:
             failed_above |= outcomes[mem] == "fail"
             records += recs
             self.matrix.append(matrix_cell(step.engine, mem, outcomes[mem], recs))
+            log(f"{step.engine} at {mem}: {outcomes[mem]} ({self.progress()})")
         for m in self.mems:
             if m not in mems:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
@@ -115,7 +116,10 @@ class Walk:
                           errors=judged.errors, cells=recs)
 
     def progress(self) -> str:
+        """Cells run, and at most how many are left: every criterion at every open level for every step not
+        yet walked (failures end cells early, so the ETA is an upper bound at the pace so far)."""
         secs = time.monotonic() - self.started
-        left = sum(len(self.criteria) for _ in self.open_mems()) * self.repeats
-        eta = f", about {secs / self.cells_run * left / 60:.0f} min left at most" if self.cells_run and left else ""
-        return f"{self.cells_run} cells run in {secs / 60:.1f} min; {len(self.open_mems())} MEM(s) still open{eta}"
+        steps_left = len(self.tree.steps) - len(self.steps)
+        left = len(self.open_mems()) * len(self.criteria) * self.repeats * steps_left
+        eta = f", at most {left} left, about {secs / self.cells_run * left / 60:.0f} min" if self.cells_run and left else ""
+        return f"{self.cells_run} cells run in {secs / 60:.1f} min{eta}"
