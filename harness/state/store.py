@@ -258,20 +258,21 @@ def require_free(path: Path, needed: int, what: str) -> None:
 
 
 # Before any state of the engine and variant was built: a guess that errs high (3 bytes on disk per
-# logical byte, for the indexes and page slack); after, the largest bytes per entity measured.
+# logical byte, for the indexes and page slack); after, the bytes per entity of the largest one built (a
+# tiny state's fixed cost, a PostgreSQL cluster's 40 MB, would make 1x look five times its size).
 GUESS_BYTES_PER_LOGICAL = 3.0
 
 
 def estimate_bytes(root: Path, inputs: StateInputs) -> int:
-    ratios = []
+    built = []
     for path in root.glob(f"*/{MANIFEST}"):
         try:
             man = StateManifest.model_validate_json(path.read_text())
         except (OSError, ValueError):
             continue
         if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities:
-            ratios.append(man.data_bytes / man.inputs.entities)
+            built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
-    per_entity = max(ratios) if ratios else GUESS_BYTES_PER_LOGICAL * logical
+    per_entity = max(built)[1] if built else GUESS_BYTES_PER_LOGICAL * logical
     return int(per_entity * inputs.entities)
