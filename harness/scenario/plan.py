@@ -16,7 +16,6 @@ from harness.engine_api import Capabilities
 from harness.errors import ConfigError
 from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
-from harness.scenario.memory import MemoryPlan
 from harness.validation import format_error
 from harness.scenario.model import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
@@ -43,7 +42,7 @@ class RunPlan(Strict):
     engine_settings: dict
     capabilities: Capabilities                       # the manifest's, for these settings
     runtime: Literal["local", "docker"]
-    memory: MemoryPlan = MemoryPlan()                # the limits (MEM and the runner's) and the policy's settings
+    memory: memory_policy.MemoryPlan = memory_policy.MemoryPlan()   # the limits (MEM and the runner's) and the policy's settings
     durability: Optional[str] = None                 # what a commit guarantees at engine_settings (engine.toml)
     scale: float
     load_entities: int

@@ -33,10 +33,14 @@ def test_reorg_smoke_run(tmp_path):
     assert r["status"] in ("passed", "failed") and rc == {"passed": 0, "failed": 1}[r["status"]]
     assert all(t["value"] is not None for t in r["thresholds"])
     assert r["environment"]["fsync_floor"]["samples"] > 0 and r["engine_library"].startswith("SQLite ")
-    assert r["engine_driver"].startswith("APSW ") and r["engine_settings"]["wal_autocheckpoint"] == 1000
+    assert r["engine_driver"].startswith("APSW ") and r["engine_settings"]["wal_autocheckpoint"] == 10000
     ec = r["metrics"]["engine_counters"]      # SQLite's own page cache counters, over the measured phase
     assert ec["measured"]["page_cache_hits"] > 0 and 0 < ec["page_cache_hit_ratio"] <= 1
     assert ec["at_end"]["page_cache_used_bytes"] > 0
+    assert ec["at_end"]["engine_heap_bytes"] >= ec["at_end"]["page_cache_used_bytes"]
+    h = r["metrics"]["harness"]          # no MEM: the runner's RSS, told apart all the same
+    assert h["harness_bytes_end"] == h["inside_limit_bytes_end"] - h["engine_heap_bytes_end"] > 0
+    assert r["memory"]["policy"] == "stock" and r["load"]["preload"] is False
     assert r["metrics"]["bloat_ratio"] > 0 and r["metrics"]["rows_per_s"] > 0
     for f in ("commit.hlog", "timeseries.csv", "blocks.csv", "plan.yaml"):
         assert (run_dir / f).stat().st_size > 0, f
