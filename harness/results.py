@@ -79,7 +79,8 @@ class HarnessShare(Model):
     inside_limit_bytes_end: Optional[int] = None
     inside_limit_bytes_max: Optional[int] = None
     # told apart where the engine accounts for its heap (counter engine_heap_bytes: SQLite's status, DuckDB's
-    # duckdb_memory()): the engine's share, and the rest of the RSS, the harness's (interpreter, driver, buffers)
+    # duckdb_memory()): the engine's share, and the rest of the RSS, the harness's (interpreter, driver, buffers,
+    # and the allocator's overhead on the engine's own allocations, which the engine does not count)
     engine_heap_bytes: Optional[int] = None
     engine_heap_bytes_end: Optional[int] = None
     harness_bytes: Optional[int] = None
