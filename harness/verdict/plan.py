@@ -41,8 +41,9 @@ def at_reference(mem: str, tree: DecisionTree, profile_scale: float) -> str | No
 
 def criterion_plans(tree: DecisionTree, measure_s_of) -> list[CriterionPlan]:
     """A windowed threshold whose window is longer than the profile's measured phase would never be
-    evaluable: its window is scaled down to the phase, explicitly, and the report says so. The ratio and
-    full profiles measure longer than the reference's windows, so they keep them."""
+    evaluable: its window is scaled down to half the phase (so the phase holds complete windows that
+    slide), explicitly, and the report says so. The ratio and full profiles measure longer than the
+    reference's windows, so they keep them."""
     out = []
     for crit in tree.criteria:
         measure_s = measure_s_of(crit.scenario)
@@ -50,7 +51,7 @@ def criterion_plans(tree: DecisionTree, measure_s_of) -> list[CriterionPlan]:
         for expr in crit.thresholds:
             t = parse_threshold(expr)
             if t.window_s and t.window_s > measure_s:
-                scaled = expr.replace(f"over {_window_text(expr)}", f"over {int(measure_s)}s")
+                scaled = expr.replace(f"over {_window_text(expr)}", f"over {max(1, int(measure_s // 2))}s")
                 notes.append(f"{crit.scenario}: '{expr}' judged as '{scaled}': the profile measures "
                              f"{measure_s:g} s, shorter than the {t.window_s:g} s window")
                 expr = scaled

@@ -86,7 +86,7 @@ def test_a_window_longer_than_the_phase_is_scaled_down_and_said():
     tree = load_decision()
     plans = criterion_plans(tree, lambda sc: 8.0)
     reorg = next(p for p in plans if p.criterion.scenario == "reorg")
-    assert "p99(commit_ms) over 8s < 500" in reorg.thresholds and reorg.notes
+    assert "p99(commit_ms) over 4s < 500" in reorg.thresholds and reorg.notes
     assert "shorter than the 60 s window" in reorg.notes[0]
     full = criterion_plans(tree, lambda sc: 3600.0)
     assert all(not p.notes and p.thresholds == tuple(p.criterion.thresholds) for p in full)
