@@ -143,12 +143,14 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
 
 
 def offered_rows(state: RunState, plan) -> float:
-    """The rows of every block due in the measured window: on a schedule, its rate over the window (an early
-    abort or a writer that fell behind has not started them all); unthrottled, the rows the writer took."""
+    """The rows of every block due in the measured window: on a schedule, the blocks due in it at the rows a
+    measured block wrote on average (an early abort has not started them all; a reorg block writes its rows
+    twice, deleted and inserted); unthrottled, the rows the writer took."""
     w = plan.workload
-    if not w.block_interval_ms or state.measure_start_ns is None:
+    if not w.block_interval_ms or state.measure_start_ns is None or not state.blocks:
         return state.rows
-    return w.rows_per_block * 1000 / w.block_interval_ms * state.window_s()
+    due_blocks = max(state.blocks, round(state.window_s() * 1000 / w.block_interval_ms))
+    return due_blocks * state.rows / state.blocks
 
 
 def metric_source(state: RunState, metrics: Metrics | None = None):

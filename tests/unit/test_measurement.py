@@ -63,7 +63,7 @@ def test_a_stall_counts_against_the_blocks_queued_behind_it():
     # and result.json's histograms say the same: the stall is in commit latency, not in service time
     from harness.runner.result import build_metrics
     from harness.scenario.plan import resolve_plan
-    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="smoke"))
+    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="quick"))    # 3,000 rows every 500 ms
     queued = len(behind)
     commit, service = m.commit_latency_ms, m.service_time_ms
     assert commit.count == service.count == len(log)
@@ -171,7 +171,7 @@ def test_rate_is_rows_committed_inside_the_window():
     state.measure_end_ns = state.t0_ns + int(end * 1e9)
     t = evaluate([parse_threshold("rate(rows) > 5700")], metric_source(state))[0]
     assert 0.91 * 6000 < t["value"] < 0.93 * 6000 and t["passed"] is False, t
-    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="smoke"))
+    m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="quick"))    # 3,000 rows every 500 ms
     assert m.rows_per_s == round(t["value"], 1) and m.offered_rows_per_s == 6000.0 and m.window_s == 120
 
 
