@@ -1,4 +1,5 @@
-"""harness run | validate — errors are one line (traceback with -v); exit codes as in docs/design.md."""
+"""The `harness` command: one subcommand per make target (run, sweep, verdict, ceiling, the benches, states,
+report, validate); errors are one line (traceback with -v); exit codes as in docs/design.md."""
 from __future__ import annotations
 
 import argparse
@@ -14,10 +15,25 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="arkbench: one scenario, one engine, honest numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
+    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_verdict, _add_ceiling, _add_states,
+                _add_report):
+        add(sub)
+    i = sub.add_parser("_runner", help=argparse.SUPPRESS)
+    i.add_argument("plan", type=Path)
+    i.set_defaults(func=_cmd_runner)
+    return p
+
+
+def _overrides(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
+
+
+def _add_run(sub) -> None:
     r = sub.add_parser("run", help="run a scenario against an engine")
     r.add_argument("--engine", required=True)
     r.add_argument("--scenario", required=True, help="a name under scenarios/ or a path to a .yaml file")
-    r.add_argument("--profile", help="smoke | quick | full (default: the scenario's default_profile)")
+    r.add_argument("--profile", help="smoke | quick | ratio | full (default: the scenario's default_profile)")
     r.add_argument("--mem", help="memory limit, e.g. 512m or 8g (enforced, or the run is refused)")
     r.add_argument("--scale", type=float, help="fraction of mendoza 1x (800K entities)")
     r.add_argument("--duration", type=float, help="measured phase, seconds")
@@ -27,74 +43,40 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
     r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
     r.add_argument("--early-abort", action="store_true", help="stop once a threshold can no longer pass")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                   help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
+    _overrides(r)
+    r.set_defaults(func=_cmd_run, writes=True)
+
+
+def _add_validate(sub) -> None:
     v = sub.add_parser("validate", help="validate scenario files")
     v.add_argument("paths", nargs="+", type=Path)
-    b = sub.add_parser("bench-overhead", help="harness rows/s vs a hand-written loop, per engine")
-    b.add_argument("--engines", nargs="+", default=None)
-    b.add_argument("--scenario", default="p99_5x")
-    b.add_argument("--profile", default="quick")
-    b.add_argument("--duration", type=float)
-    b.add_argument("--results", default="results", type=Path)
-    b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
-    b.add_argument("--data", default=None, type=Path,
-                   help="where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)")
-    br = sub.add_parser("bench-reads", help="harness read QPS vs a raw driver loop on the same queries, per engine")
-    br.add_argument("--engines", nargs="+", default=None)
-    br.add_argument("--scenario", default="read_mix_a")
-    br.add_argument("--profile", default="quick")
-    br.add_argument("--duration", type=float)
-    br.add_argument("--threads", type=int, default=1, help="readers (the raw loop is one connection)")
-    br.add_argument("--results", default="results", type=Path)
-    br.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
-    br.add_argument("--data", default=None, type=Path,
-                    help="where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)")
-    s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
-    s.add_argument("--scenario", required=True)
-    s.add_argument("--engines", nargs="+", required=True)
-    s.add_argument("--mems", help='memory limits, e.g. "8g 16g 32g" (default: no limit)')
-    s.add_argument("--scales", help='scales, e.g. "0.01 0.05" (default: the profile\'s)')
-    _cell_args(s)
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
-    s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
-    d = sub.add_parser("verdict", help="walk scenarios/decision.yaml to a verdict and its report; resumable")
-    d.add_argument("--mems", help="memory limits (default: decision.yaml's for the profile)")
-    d.add_argument("--scale", type=float, help="override every criterion's scale")
-    d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
-    d.add_argument("--all-cells", action="store_true",
-                   help="run the cells a failure at a larger MEM implies, and the criteria after a failed one")
-    d.add_argument("--no-early-abort", action="store_true",
-                   help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
-    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
-    _cell_args(d)
-    c = sub.add_parser("ceiling", help="the highest read rate beside the scenario's writes; resumable")
-    c.add_argument("--engine", required=True)
-    c.add_argument("--scenario", default="combined")
-    c.add_argument("--mem", help="memory limit of every step (default: none)")
-    _cell_args(c)
-    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
-    st = sub.add_parser("state", help="build (or find) the starting state of a scenario for an engine")
-    st.add_argument("--engine", required=True)
-    st.add_argument("--scenario", required=True)
-    st.add_argument("--profile")
-    st.add_argument("--scale", type=float)
-    st.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
-    sl = sub.add_parser("states", help="list the cached starting states (STATES=dir); --clean removes them")
-    sl.add_argument("--clean", action="store_true", help="remove the states named, or all of them")
-    sl.add_argument("ids", nargs="*")
-    sl.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    v.set_defaults(func=_cmd_validate)
+
+
+def _add_benches(sub) -> None:
+    data_help = "where both sides' databases go (default: /dev/shm if it has 8 GiB free, else ./data)"
+    for name, scenario, what, func in (
+            ("bench-overhead", "p99_5x", "harness rows/s vs a hand-written loop, per engine", _cmd_bench_overhead),
+            ("bench-reads", "read_mix_a", "harness read QPS vs a raw driver loop on the same queries, per engine",
+             _cmd_bench_reads)):
+        b = sub.add_parser(name, help=what)
+        b.add_argument("--engines", nargs="+", default=None)
+        b.add_argument("--scenario", default=scenario)
+        b.add_argument("--profile", default="quick")
+        b.add_argument("--duration", type=float)
+        b.add_argument("--results", default="results", type=Path)
+        b.add_argument("--repeats", type=int, default=3, help="harness/loop pairs per engine (median ratio)")
+        b.add_argument("--data", default=None, type=Path, help=data_help)
+        if name == "bench-reads":
+            b.add_argument("--threads", type=int, default=1, help="readers (the raw loop is one connection)")
+        b.set_defaults(func=func, writes=True)
     bb = sub.add_parser("bench-build", help="bulk build vs row-by-row load rows/s per engine, and the clone")
     bb.add_argument("--engines", nargs="+", default=None)
     bb.add_argument("--scenario", default="p99_5x")
     bb.add_argument("--scale", type=float, default=0.05)
     bb.add_argument("--results", default="results", type=Path)
     bb.add_argument("--data", default="data", type=Path, help="where the builds go (removed afterwards)")
-    rp = sub.add_parser("report", help="report.md and report.html for a run, sweep or verdict directory")
-    rp.add_argument("run", type=Path)
-    i = sub.add_parser("_runner", help=argparse.SUPPRESS)
-    i.add_argument("plan", type=Path)
-    return p
+    bb.set_defaults(func=_cmd_bench_build, writes=True)
 
 
 def _cell_args(p: argparse.ArgumentParser) -> None:
@@ -105,12 +87,73 @@ def _cell_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--early-abort", action="store_true", help="stop a cell once a threshold can no longer pass")
     p.add_argument("--results", default="results", type=Path)
     p.add_argument("--data", default="data", help="where the cells' database files go")
+    p.set_defaults(writes=True)
+
+
+def _add_sweep(sub) -> None:
+    s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
+    s.add_argument("--scenario", required=True)
+    s.add_argument("--engines", nargs="+", required=True)
+    s.add_argument("--mems", help='memory limits, e.g. "8g 16g 32g" (default: no limit)')
+    s.add_argument("--scales", help='scales, e.g. "0.01 0.05" (default: the profile\'s)')
+    _cell_args(s)
+    _overrides(s)
+    s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
+    s.set_defaults(func=_cmd_sweep)
+
+
+def _add_verdict(sub) -> None:
+    d = sub.add_parser("verdict", help="walk scenarios/decision.yaml to a verdict and its report; resumable")
+    d.add_argument("--mems", help="memory limits (default: decision.yaml's for the profile)")
+    d.add_argument("--scale", type=float, help="override every criterion's scale")
+    d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
+    d.add_argument("--all-cells", action="store_true",
+                   help="run the cells a failure at a larger MEM implies, and the criteria after a failed one")
+    d.add_argument("--no-early-abort", action="store_true",
+                   help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
+    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
+    _cell_args(d)
+    d.set_defaults(func=_cmd_verdict)
+
+
+def _add_ceiling(sub) -> None:
+    c = sub.add_parser("ceiling", help="the highest read rate beside the scenario's writes; resumable")
+    c.add_argument("--engine", required=True)
+    c.add_argument("--scenario", default="combined")
+    c.add_argument("--mem", help="memory limit of every step (default: none)")
+    _cell_args(c)
+    _overrides(c)
+    c.set_defaults(func=_cmd_ceiling)
+
+
+def _add_states(sub) -> None:
+    st = sub.add_parser("state", help="build (or find) the starting state of a scenario for an engine")
+    st.add_argument("--engine", required=True)
+    st.add_argument("--scenario", required=True)
+    st.add_argument("--profile")
+    st.add_argument("--scale", type=float)
+    _overrides(st)
+    st.set_defaults(func=_cmd_state)
+    sl = sub.add_parser("states", help="list the cached starting states (STATES=dir); --clean removes them")
+    sl.add_argument("--clean", action="store_true", help="remove the states named, or all of them")
+    sl.add_argument("ids", nargs="*")
+    sl.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    sl.set_defaults(func=_cmd_states)
+
+
+def _add_report(sub) -> None:
+    rp = sub.add_parser("report", help="report.md and report.html for a run, sweep or verdict directory")
+    rp.add_argument("run", type=Path)
+    rp.set_defaults(func=_cmd_report)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return _dispatch(args)
+        if getattr(args, "writes", False):
+            _writable(args.results, "--results")
+            _writable(Path(args.data) if args.data else None, "--data")
+        return args.func(args)
     except HarnessError as e:
         if args.verbose:
             traceback.print_exc()
@@ -147,69 +190,86 @@ def _writable(path: Path | None, flag: str) -> None:
                 pass
 
 
-def _dispatch(args) -> int:
-    if args.cmd in ("run", "sweep", "verdict", "ceiling", "bench-overhead", "bench-reads", "bench-build"):
-        _writable(args.results, "--results")
-        _writable(Path(args.data) if args.data else None, "--data")
-    if args.cmd == "validate":
-        from harness.scenario.load import validate_paths
-        results = validate_paths(args.paths)
-        if not results:
-            print("error: no scenario files found", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        for f, err in results:
-            print(f"ok    {f}" if err is None else f"FAIL  {err}", file=sys.stdout if err is None else sys.stderr)
-        return EXIT_BAD_INPUT if any(err for _, err in results) else 0
-    if args.cmd == "bench-overhead":
-        from harness import registry
-        from harness.overhead import bench_overhead
-        return bench_overhead(args.engines or list(registry.names()), args.scenario, args.profile,
-                              args.duration, args.results, args.repeats, data_root=args.data)
-    if args.cmd == "bench-reads":
-        from harness import registry
-        from harness.reads.bench import bench_reads
-        return bench_reads(args.engines or list(registry.names()), args.scenario, args.profile, args.duration,
-                           args.threads, args.results, args.repeats, data_root=args.data)
-    if args.cmd == "bench-build":
-        from harness import registry
-        from harness.state.bench import bench_build
-        return bench_build(args.engines or list(registry.names()), args.scenario, args.scale, args.results, args.data)
-    if args.cmd == "state":
-        return _state(args)
-    if args.cmd == "states":
-        return _states(args)
-    if args.cmd in ("sweep", "verdict", "ceiling"):
-        from harness.sweep import CellOptions, parse_list
-        opts = CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
-                           early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
-                           data_root=args.data)
-        if args.cmd == "ceiling":
-            from harness.ceiling import ceiling
-            if args.repeats != 1:
-                raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
-            return ceiling(args.scenario, args.engine, opts, args.results, mem=args.mem)
-        mems = parse_list(args.mems, "MEMS")
-        if args.cmd == "verdict":
-            from harness.scenario.decision import DECISION_FILE
-            from harness.verdict import verdict
-            from dataclasses import replace
-            return verdict(args.profile, [m for m in mems if m], replace(opts, early_abort=not args.no_early_abort),
-                           args.results, repeats=args.repeats, scale=args.scale,
-                           decision_path=args.decision or DECISION_FILE, all_cells=args.all_cells,
-                           drop_states=args.drop_states)
-        from harness.sweep import sweep
-        return sweep(args.scenario, args.engines, mems, parse_list(args.scales, "SCALES", float), args.repeats,
-                     opts, args.results, fresh=args.fresh)
-    if args.cmd == "report":
-        from harness.report import write_report
-        for path in write_report(args.run):
-            print(path)
-        return 0
-    if args.cmd == "_runner":
-        from harness.runner.run import run
-        from harness.scenario.plan import RunPlan
-        return run(RunPlan.read(args.plan))
-    from harness.runtime import execute
+def _engines(args) -> list[str]:
+    from harness import registry
+    return args.engines or list(registry.names())
+
+
+def _cmd_validate(args) -> int:
+    from harness.scenario.files import validate_paths
+    results = validate_paths(args.paths)
+    if not results:
+        print("error: no scenario files found", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for f, err in results:
+        print(f"ok    {f}" if err is None else f"FAIL  {err}", file=sys.stdout if err is None else sys.stderr)
+    return EXIT_BAD_INPUT if any(err for _, err in results) else 0
+
+
+def _cmd_bench_overhead(args) -> int:
+    from harness.bench.overhead import bench_overhead
+    return bench_overhead(_engines(args), args.scenario, args.profile, args.duration, args.results, args.repeats,
+                          data_dir=args.data)
+
+
+def _cmd_bench_reads(args) -> int:
+    from harness.bench.reads import bench_reads
+    return bench_reads(_engines(args), args.scenario, args.profile, args.duration, args.threads, args.results,
+                       args.repeats, data_dir=args.data)
+
+
+def _cmd_bench_build(args) -> int:
+    from harness.bench.build import bench_build
+    return bench_build(_engines(args), args.scenario, args.scale, args.results, args.data)
+
+
+def _cell_options(args):
+    from harness.sweep import CellOptions
+    return CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
+                       early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
+                       data_root=args.data)
+
+
+def _cmd_sweep(args) -> int:
+    from harness.sweep import parse_list, sweep
+    return sweep(args.scenario, args.engines, parse_list(args.mems, "MEMS"), parse_list(args.scales, "SCALES", float),
+                 args.repeats, _cell_options(args), args.results, fresh=args.fresh)
+
+
+def _cmd_verdict(args) -> int:
+    from dataclasses import replace
+    from harness.scenario.decision import DECISION_FILE
+    from harness.sweep import parse_list
+    from harness.verdict import verdict
+    mems = [m for m in parse_list(args.mems, "MEMS") if m]
+    return verdict(args.profile, mems, replace(_cell_options(args), early_abort=not args.no_early_abort),
+                   args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
+                   all_cells=args.all_cells, drop_states=args.drop_states)
+
+
+def _cmd_ceiling(args) -> int:
+    from harness.ceiling import ceiling
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
+    return ceiling(args.scenario, args.engine, _cell_options(args), args.results, mem=args.mem)
+
+
+def _cmd_report(args) -> int:
+    from harness.report import write_report
+    for path in write_report(args.run):
+        print(path)
+    return 0
+
+
+def _cmd_runner(args) -> int:
+    from harness.runner.run import run
+    from harness.scenario.plan import RunPlan
+    return run(RunPlan.read(args.plan))
+
+
+def _cmd_run(args) -> int:
+    from harness.cell import execute
+    from harness.report.summary import print_summary
     from harness.runtime.docker import choose_runtime
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale,
@@ -221,12 +281,12 @@ def _dispatch(args) -> int:
     rc = execute(plan)
     result = Path(plan.run_dir) / "result.json"
     if result.exists():
-        _summary(result)
+        print_summary(result)
         print(result)            # the last line: where the result is
     return rc
 
 
-def _state(args) -> int:
+def _cmd_state(args) -> int:
     from harness.scenario.plan import resolve_plan
     from harness.state.build import ensure
     plan = resolve_plan(args.scenario, args.engine, profile=args.profile, scale=args.scale, overrides=args.overrides)
@@ -239,7 +299,7 @@ def _state(args) -> int:
     return 0
 
 
-def _states(args) -> int:
+def _cmd_states(args) -> int:
     import json
     from harness.state import store
     root = store.root_dir()
@@ -261,48 +321,6 @@ def _states(args) -> int:
               f"  {e['rows'] or '-'} rows  built {e['built_utc'] or '-'}")
     print(f"{len(entries)} states, {sum(e['bytes'] for e in entries) / 2**30:.2f} GiB under {root}")
     return 0
-
-
-def _summary(path: Path) -> None:
-    from harness.results import load_result
-    r = load_result(path)
-    m, c = r.metrics, r.metrics.commit_latency_ms
-    fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
-    print(f"{r.engine} {r.scenario}/{r.profile}: status {r.status}{' (' + r.error + ')' if r.error else ''}",
-          file=sys.stderr)
-    if c.count or not m.reads_by_kind:
-        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
-              f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
-              file=sys.stderr)
-    if m.reads_by_kind:
-        rl = m.read_latency_ms
-        print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
-              f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, errors {m.read_errors}, "
-              f"integrity {r.integrity.ok}", file=sys.stderr)
-        print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}",
-              file=sys.stderr)
-        for name, k in m.reads_by_kind.items():
-            print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
-                  f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}", file=sys.stderr)
-    if r.engine_version:
-        print(f"  engine {r.engine_version}", file=sys.stderr)
-    if m.engine_counters:
-        ec = m.engine_counters
-        ratio = f" (page cache hit ratio {ec.page_cache_hit_ratio:g})" if ec.page_cache_hit_ratio is not None else ""
-        print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
-              f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
-    h = m.harness
-    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and \
-            r.memory.runner_limit_bytes_seen == r.memory.data_limit_bytes_seen:     # else a client, outside MEM
-        split = (f" (engine heap {h.engine_heap_bytes_end >> 20} MiB, harness {h.harness_bytes_end >> 20} MiB)"
-                 if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
-        print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "
-              f"the measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end{split}", file=sys.stderr)
-    for t in r.thresholds:
-        print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
-              f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
-    for w in r.warnings:
-        print(f"  warning: {w}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -164,7 +164,7 @@ def completed(cr: CellRun) -> CellRecord | None:
 
 
 def run_cell(cr: CellRun, label: str) -> CellRecord:
-    from harness.runtime import execute
+    from harness.cell import execute
     if (rec := completed(cr)) is not None:
         print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec.status}), skipped", file=sys.stderr, flush=True)
         return rec

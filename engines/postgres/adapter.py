@@ -16,7 +16,7 @@ from engines.postgres.server import ExternalServer, PostgresServer, ServerError
 from engines.postgres.settings import Settings
 from harness import registry, sql
 from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats
-from harness.runtime import server_container
+from harness.engine_api import server_contract
 from harness.workload import schema
 from harness.workload.block import Block
 
@@ -91,7 +91,7 @@ class PostgresEngine(EngineBase):
     def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
         s = Settings.model_validate(dict(settings))
         self._data_dir = Path(data_dir)
-        external = server_container.external_server()     # docker runtime: a container of its own
+        external = server_contract.external_server()     # docker runtime: a container of its own
         if external:
             self.server = ExternalServer(*external, s.os_user)
         else:

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 from harness.platform import cgroup
-from harness.runtime import server_container
+from harness.engine_api import server_contract
 
 START_TIMEOUT_S = 60
 PORT = 5432
@@ -82,7 +82,7 @@ class PostgresServer:
     def __init__(self, data_dir: Path, conf: dict[str, str], bin_dir: str | None, os_user: str,
                  listen: str = "", password: str | None = None) -> None:
         if listen and not password:
-            raise ServerError(f"a TCP listener needs a password ({server_container.PASSWORD_ENV})")
+            raise ServerError(f"a TCP listener needs a password ({server_contract.PASSWORD_ENV})")
         self.bin = find_bin_dir(bin_dir)
         self.conf, self.listen, self.password = conf, listen, password
         self._tmp: list[Path] = []
@@ -235,7 +235,7 @@ class ExternalServer:
         return f"host={self.host} port={PORT} user={self.user} password={self.password} dbname=postgres"
 
     def limit_bytes_seen(self) -> int | None:
-        return server_container.data_limit_bytes_seen()
+        return server_contract.data_limit_bytes_seen()
 
     def keeps_cluster_in_data_dir(self) -> bool:
         return True

@@ -27,7 +27,6 @@ from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
 from harness.workload.model import LiveModel
 
-READ_SAMPLE = 512           # live entities shipped as read parameters (harness/reads/params.py)
 KEY_SAMPLE_EVERY_BLOCKS = 8
 SPOOL_MAX_BYTES = 2 << 30     # beyond this the blocks are generated live (a full-profile hour is ~4 GB)
 START_TIMEOUT_S = 60.0
@@ -137,7 +136,7 @@ def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir:
 
 def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Random, with_keys: bool) -> Built:
     m = gen.model
-    sample = params.sample(m, key_rng, READ_SAMPLE) if with_keys and m.live_ids else None
+    sample = params.sample(m, key_rng, params.READ_SAMPLE) if with_keys and m.live_ids else None
     return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes,
                  len(m.live_ids), sample)
 

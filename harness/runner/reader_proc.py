@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from harness.platform import cgroup
-from harness.runner.readers import ReadSink, Report, query_loop, reader_rng, schedule
+from harness.reads.picker import reader_rng
+from harness.runner.read_loop import ReadSink, Report, query_loop, schedule
 from harness.scenario.model import Readers
 
 POLL_EVERY_S = 0.001     # a reader behind schedule looks for messages this often, not once per query

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from harness import registry
-from harness.engine_api import observed_storage
+from harness.engine_api import observed_storage, server_contract
 from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED
 from harness.feed.protocol import PREFETCH_BLOCKS
@@ -30,10 +30,10 @@ from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_s
 from harness.runner.sampler import Sampler
 from harness.runner.state import RunState
 from harness.runner.writer import hold_phases, write_blocks
-from harness.runtime import STATE_RECORD, server_container
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold
-from harness.state.preload import preload
+from harness.state.clone import CLONE_RECORD
+from harness.state.preload import PRELOAD_FILE, preload, preload_record
 from harness.workload.digest import digest_rows
 
 LOAD_PROGRESS_EVERY_S = 5.0
@@ -129,15 +129,15 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
 def preload_phase(plan: RunPlan) -> dict:
     """load.preload: the clone read once inside MEM before the engine opens it (harness/state/preload.py),
     by the process that holds the data: this runner, else a process in the server's cgroup (local runtime),
-    else the server's own container, which did it before it started (harness/runtime/server_container.py)."""
+    else the server's own container, which did it before it started (harness/engine_api/server_contract.py)."""
     log(plan, "preloading the database into the page cache, inside the limit")
     data_dir = Path(plan.data_dir)
     if not plan.memory.runner_is_client:
         record = preload(data_dir)
-    elif server_container.external_server():
-        record = server_container.preload_record(Path(plan.run_dir))
+    elif server_contract.external_server():
+        record = preload_record(Path(plan.run_dir))
     else:
-        out = Path(plan.run_dir) / server_container.PRELOAD_FILE
+        out = Path(plan.run_dir) / PRELOAD_FILE
         subprocess.run([sys.executable, "-m", "harness.state.preload", str(data_dir), str(out)], check=True,
                        preexec_fn=cgroup.join_server_cgroup)
         record = json.loads(out.read_text())
@@ -148,8 +148,8 @@ def preload_phase(plan: RunPlan) -> dict:
 
 
 def _state_record(plan: RunPlan) -> dict:
-    """What the runtime recorded of the cloned state (harness/runtime: state.json): id, clone, build."""
-    return json.loads((Path(plan.run_dir) / STATE_RECORD).read_text()) if plan.state else {}
+    """What the cell recorded of the cloned state (harness/cell.py: state.json): id, clone, build."""
+    return json.loads((Path(plan.run_dir) / CLONE_RECORD).read_text()) if plan.state else {}
 
 
 def spool_phase(feed: BlockFeed, plan: RunPlan, load_rows_per_s: float | None) -> Spool:

@@ -11,13 +11,13 @@ import os
 from harness import registry
 from harness.errors import ConfigError
 from harness.provenance import harness_version
-from harness.runtime import server_container
+from harness.engine_api import server_contract
 from harness.scenario.plan import RunPlan
 
 CONTAINER_RUN_DIR, CONTAINER_DATA_DIR = "/results/run", "/data"
 NETWORK = "private"
 # Only the secret is left to compose's interpolation from the environment: it never lands in a file.
-PASSWORD_REF = f"${{{server_container.PASSWORD_ENV}}}"
+PASSWORD_REF = f"${{{server_contract.PASSWORD_ENV}}}"
 
 
 def image_tag(engine: str, role: str = "runner") -> str:
@@ -46,16 +46,16 @@ def compose_file(plan: RunPlan, image_id: str) -> dict:
         runner["network_mode"] = "none"
         return {"services": {"runner": runner}}
     runner["environment"].update({
-        server_container.HOST_ENV: server_container.SERVER_HOST, server_container.PASSWORD_ENV: PASSWORD_REF,
-        server_container.ENVIRONMENT_FILE_ENV: f"{CONTAINER_RUN_DIR}/{server_container.ENVIRONMENT_FILE}"})
+        server_contract.HOST_ENV: server_contract.SERVER_HOST, server_contract.PASSWORD_ENV: PASSWORD_REF,
+        server_contract.ENVIRONMENT_FILE_ENV: f"{CONTAINER_RUN_DIR}/{server_contract.ENVIRONMENT_FILE}"})
     runner["networks"] = [NETWORK]
-    runner["depends_on"] = {server_container.SERVER_HOST: {"condition": "service_healthy"}}
+    runner["depends_on"] = {server_contract.SERVER_HOST: {"condition": "service_healthy"}}
     srv = _container(image_tag(plan.engine, "server"), plan.memory.data_limit_bytes, plan.run_dir, plan.data_dir)
-    srv["environment"] = {server_container.PASSWORD_ENV: PASSWORD_REF}
+    srv["environment"] = {server_contract.PASSWORD_ENV: PASSWORD_REF}
     srv["networks"] = [NETWORK]
-    srv["healthcheck"] = {"test": ["CMD", "test", "-f", str(server_container.READY_FILE)], "interval": "1s",
+    srv["healthcheck"] = {"test": ["CMD", "test", "-f", str(server_contract.READY_FILE)], "interval": "1s",
                           "timeout": "2s", "retries": 120, "start_period": "5s"}
-    return {"services": {"runner": runner, server_container.SERVER_HOST: srv},
+    return {"services": {"runner": runner, server_contract.SERVER_HOST: srv},
             "networks": {NETWORK: {"internal": True}}}       # no route out: the runner and its server only
 
 

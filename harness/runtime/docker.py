@@ -18,7 +18,7 @@ import yaml
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform import cgroup
 from harness.runner.result import mark_oom, write_failed_result
-from harness.runtime import server_container
+from harness.engine_api import server_contract
 from harness.runtime.compose import (CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed,
                                      not_startable)
 from harness.scenario.plan import RunPlan
@@ -104,7 +104,7 @@ def run_docker(plan: RunPlan) -> int:
     compose_path.write_text(yaml.safe_dump(compose_file(plan, ids[image_tag(plan.engine)]), sort_keys=False))
     project = f"arkbench-{plan.run_id}".lower()
     # per run, never in an image, a file or a result: a server engine's password on the private network
-    env = {**os.environ, server_container.PASSWORD_ENV: secrets.token_urlsafe(24)}
+    env = {**os.environ, server_contract.PASSWORD_ENV: secrets.token_urlsafe(24)}
     compose = [*compose_cmd(), "-f", str(compose_path), "-p", project]
     container = f"{project}-runner"
     try:

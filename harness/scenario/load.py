@@ -12,6 +12,7 @@ from harness.scenario.model import Body, Scenario
 from harness.validation import format_error
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+OTHER_FILES = ("decision", "mixes")      # under scenarios/ but no scenarios (harness/scenario/files.py)
 
 
 def resolve_path(name_or_path: str) -> Path:
@@ -23,7 +24,7 @@ def resolve_path(name_or_path: str) -> Path:
         return p
     candidate = SCENARIO_DIR / f"{name_or_path}.yaml"
     if not candidate.is_file():
-        known = sorted(x.stem for x in SCENARIO_DIR.glob("*.yaml") if x.stem != "decision")
+        known = sorted(x.stem for x in SCENARIO_DIR.glob("*.yaml") if x.stem not in OTHER_FILES)
         raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(known)} (or give a path to a .yaml file)")
     return candidate
 
@@ -61,26 +62,3 @@ def load_scenario(path: Path) -> tuple[Scenario, dict]:
         except ValidationError as e:
             raise ConfigError(format_error(path, e, Body, prefix=f"profiles.{pname}")) from None
     return scenario, raw
-
-
-def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:
-    """Validate every scenario file under the given files/folders: [(file, error or None)]."""
-    files: list[Path] = []
-    for p in paths:
-        files.extend(sorted(p.glob("*.yaml")) if p.is_dir() else [p])
-    out = []
-    for f in files:
-        try:
-            if f.name == "decision.yaml":
-                from harness.scenario.decision import load_decision   # lazy: it imports this module
-                load_decision(f)
-            elif f.name == "mixes.yaml":
-                from harness.reads.queries import check_entries, load_mixes
-                for name, mix in load_mixes(f).items():
-                    check_entries(mix.queries, "bitemporal", where=f"{f}: mixes.{name}")
-            else:
-                load_scenario(f)
-            out.append((f, None))
-        except ConfigError as e:
-            out.append((f, str(e)))
-    return out

@@ -14,6 +14,8 @@ from pathlib import Path
 from harness.state import preload
 from harness.state.store import require_free, tree_bytes
 
+CLONE_RECORD = "state.json"      # in the run directory: the state and its clone, as the result's load holds them
+
 
 @dataclass(frozen=True)
 class Clone:

@@ -18,6 +18,7 @@ from pathlib import Path
 READ_CHUNK_BYTES = 1 << 20          # one buffer, reused: the reader's own memory stays flat
 MINCORE_SPAN_BYTES = 1 << 30        # mapped and asked a GiB at a time
 PAGE = mmap.PAGESIZE
+PRELOAD_FILE = "preload.json"       # in the run folder: the preload of a server's data, made in its own cgroup
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -84,6 +85,20 @@ def main(argv: list[str]) -> int:
     record = preload(Path(argv[1]))
     Path(argv[2]).write_text(json.dumps(record, indent=2))
     return 0
+
+
+def preload_if_asked(plan) -> None:
+    """In the server's container, before the server starts: load.preload's read of the cloned database,
+    inside the container's limit, recorded in the run folder for the runner."""
+    if plan.state and plan.load.preload:
+        (Path(plan.run_dir) / PRELOAD_FILE).write_text(json.dumps(preload(Path(plan.data_dir)), indent=2))
+
+
+def preload_record(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / PRELOAD_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"load.preload: the server's container left no {PRELOAD_FILE} ({e})") from None
 
 
 if __name__ == "__main__":

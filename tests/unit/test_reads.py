@@ -131,7 +131,7 @@ def test_a_query_that_finds_nothing_is_counted_empty_not_timed():
 def test_a_read_counts_in_the_phase_it_was_due_in():
     """Harness logic only: a warmup query reported late, or one due after the window, is not measured."""
     from array import array
-    from harness.runner.readers import EMPTY, ReadSink
+    from harness.runner.read_loop import EMPTY, ReadSink
     state = RunState()
     sink = ReadSink(state, ["k"])
     state.start_measure(1_000_000_000)
@@ -150,7 +150,7 @@ def test_a_report_is_recorded_as_each_of_its_queries_would_be():
     same histograms, counts, rows, empties and clamps as recording each measured query on its own."""
     from array import array
     from harness.runner.metrics import HIGHEST_US, new_histogram
-    from harness.runner.readers import EMPTY, ReadSink
+    from harness.runner.read_loop import EMPTY, ReadSink
     rng = random.Random(5)
     lo, hi = 1_000_000_000, 2_000_000_000
     records, want = [], {"all": new_histogram(), **{n: new_histogram() for n in range(3)}}

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.scenario.load import load_scenario, validate_paths
+from harness.scenario.files import validate_paths
+from harness.scenario.load import load_scenario
 from harness.scenario.plan import resolve_plan
 from tests.conftest import ROOT
 

@@ -113,7 +113,7 @@ def test_an_error_cell_gives_an_inconclusive_verdict_and_exit_3(tmp_path):
 def test_a_failed_state_build_is_build_failed_not_oom(tmp_path):
     """DuckDB builds its state outside any limit: its out of memory there says nothing of the cell's MEM."""
     from harness.results import load_result
-    from harness.runtime import execute
+    from harness.cell import execute
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan("p99_5x", "duckdb", scale=0.01, mem="256m", results_root=tmp_path,
                         data_root=tmp_path / "data", overrides=["engines.duckdb.memory_limit=8MB"])

@@ -4,15 +4,14 @@ transactional path (organic, as the runs did before states), the state's cold cl
 generator alone reaches (the build must never wait on it)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from harness import environment, registry
+from harness.bench import BenchFile, log
 from harness.errors import RunFailed
 from harness.scenario.plan import resolve_plan
 from harness.state import store
@@ -23,11 +22,7 @@ from harness.state.rows import generator_rate
 from harness.workload.generator import BlockGenerator
 
 BENCH_BUILD_VERSION = 1
-TARGET_RATIO = 10.0
-
-
-def _log(msg: str) -> None:
-    print(f"[bench-build] {msg}", file=sys.stderr, flush=True)
+TARGET_RATIO = 10.0           # bulk ÷ organic rows/s
 
 
 def organic(plan, data_dir: Path) -> dict:
@@ -51,51 +46,55 @@ def organic(plan, data_dir: Path) -> dict:
     return {"rows": rows, "seconds": round(secs, 3), "rows_per_s": round(rows / secs, 1)}
 
 
+def bulk(plan, work: Path) -> tuple[dict, str]:
+    """The state built on the bulk path, then cloned cold: its record and its printed line's middle."""
+    d, man = build(plan, store.inputs_for(plan), work / "states")
+    target = work / f"clone-{plan.engine}"
+    c = clone(d / store.DATA, target)
+    resident = resident_bytes(target)
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.rmtree(d, ignore_errors=True)
+    record = {"rows": man.rows, "seconds": man.build_s, "rows_per_s": man.rows_per_s, "phases_s": man.phases_s,
+              "data_bytes": man.data_bytes, "build_only_settings": man.build_only_settings,
+              "clone": c.as_dict(), "resident_after_evict_bytes": resident, "engine_version": man.engine_version}
+    said = (f"(bulk {man.build_s:.1f} s: model {man.phases_s['model']:.1f}, rows {man.phases_s['insert']:.1f},"
+            f" indexes+settle {man.phases_s['finish']:.1f}); clone {c.bytes / 2**20:.0f} MiB {c.method}"
+            f" in {c.clone_s:.2f} s + evict {c.evict_s:.2f} s, {resident if resident is not None else '?'}"
+            f" bytes resident after")
+    return record, said
+
+
 def bench_build(engines: list[str], scenario: str, scale: float, results_root: Path, data_root: Path) -> int:
     data_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-build-", dir=data_root)).resolve()
     work.chmod(0o755)        # a server engine's own user builds its cluster in here
-    out = {"version": BENCH_BUILD_VERSION, "scenario": scenario, "scale": scale, "target_ratio": TARGET_RATIO,
-           "environment": {**environment.bench_environment(), "filesystem": environment.filesystem(work)},
-           "engines": {}}
-    results_root.mkdir(parents=True, exist_ok=True)
-    path = results_root / f"bench-build-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    lines = []
+    out = BenchFile("bench-build", BENCH_BUILD_VERSION, results_root, scenario=scenario, scale=scale,
+                    target_ratio=TARGET_RATIO)
+    out.out["environment"]["filesystem"] = environment.filesystem(work)
     try:
         for engine in engines:
             plan = resolve_plan(scenario, engine, scale=scale, results_root=results_root, data_root=work)
             if engine == engines[0]:
                 rows, secs = generator_rate(_model(plan), plan.workload.shape)
-                out["generator_rows_per_s"] = round(rows / secs, 1)
-                _log(f"the row generator alone: {rows} rows in {secs:.1f} s, {rows / secs:.0f} rows/s")
-            _log(f"{engine}: bulk build of {plan.load_entities} entities")
-            d, man = build(plan, store.inputs_for(plan), work / "states")
-            c = clone(d / store.DATA, work / f"clone-{engine}")
-            resident = resident_bytes(work / f"clone-{engine}")
-            shutil.rmtree(work / f"clone-{engine}", ignore_errors=True)
-            _log(f"{engine}: organic load of the same {plan.load_entities} entities")
+                out.out["generator_rows_per_s"] = round(rows / secs, 1)
+                log("bench-build", f"the row generator alone: {rows} rows in {secs:.1f} s, {rows / secs:.0f} rows/s")
+            log("bench-build", f"{engine}: bulk build of {plan.load_entities} entities")
+            b, said = bulk(plan, work)
+            log("bench-build", f"{engine}: organic load of the same {plan.load_entities} entities")
             org = organic(plan, work / f"organic-{engine}")
             shutil.rmtree(work / f"organic-{engine}", ignore_errors=True)
-            shutil.rmtree(d, ignore_errors=True)
-            ratio = man.rows_per_s / org["rows_per_s"]
-            out["engines"][engine] = {"bulk": {"rows": man.rows, "seconds": man.build_s, "rows_per_s": man.rows_per_s,
-                                               "phases_s": man.phases_s, "data_bytes": man.data_bytes,
-                                               "build_only_settings": man.build_only_settings},
-                                      "organic": org, "ratio": round(ratio, 2), "clone": c.as_dict(),
-                                      "resident_after_evict_bytes": resident, "engine_version": man.engine_version}
-            lines.append(f"{engine} bulk {man.rows_per_s:.0f} organic {org['rows_per_s']:.0f} ratio {ratio:.1f}x"
-                         f" (bulk {man.build_s:.1f} s: model {man.phases_s['model']:.1f}, rows {man.phases_s['insert']:.1f},"
-                         f" indexes+settle {man.phases_s['finish']:.1f}); clone {c.bytes / 2**20:.0f} MiB {c.method}"
-                         f" in {c.clone_s:.2f} s + evict {c.evict_s:.2f} s, {resident if resident is not None else '?'}"
-                         f" bytes resident after")
-            path.write_text(json.dumps(out, indent=2))     # after each engine: a later failure loses nothing
+            ratio = b["rows_per_s"] / org["rows_per_s"]
+            record = {"bulk": {k: b[k] for k in ("rows", "seconds", "rows_per_s", "phases_s", "data_bytes",
+                                                 "build_only_settings")},
+                      "organic": org, "ratio": round(ratio, 2),
+                      **{k: b[k] for k in ("clone", "resident_after_evict_bytes", "engine_version")}}
+            out.add(engine, record, f"{engine} bulk {b['rows_per_s']:.0f} organic {org['rows_per_s']:.0f} "
+                                    f"ratio {ratio:.1f}x {said}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"generator alone {out.get('generator_rows_per_s', 0):.0f} rows/s ({len(os.sched_getaffinity(0))} processes)")
-    for line in lines:
-        print(line)
-    print(path)
-    return 0 if all(e["ratio"] >= TARGET_RATIO for e in out["engines"].values()) else 1
+    print(f"generator alone {out.out.get('generator_rows_per_s', 0):.0f} rows/s "
+          f"({len(os.sched_getaffinity(0))} processes)")
+    return out.finish(lambda e: e["ratio"] >= TARGET_RATIO)
 
 
 def _model(plan):

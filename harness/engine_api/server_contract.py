@@ -14,7 +14,6 @@ PASSWORD_ENV = "ARKBENCH_SERVER_PASSWORD"              # set in both containers
 ENVIRONMENT_FILE = "server-environment.json"           # in the run folder
 ENVIRONMENT_FILE_ENV = "ARKBENCH_SERVER_ENV"           # the runner's path to it
 READY_FILE = Path("/tmp/arkbench-server-ready")        # inside the server's container
-PRELOAD_FILE = "preload.json"                          # in the run folder: load.preload, done inside the limit
 
 
 def external_server() -> tuple[str, str] | None:
@@ -32,21 +31,6 @@ def announce_ready(run_dir: Path, data_limit_bytes_seen: int | None) -> None:
         "data_limit_bytes_seen": data_limit_bytes_seen, "memory_enforcement": "docker",
         "hostname": os.uname().nodename}, indent=2))
     READY_FILE.touch()
-
-
-def preload_if_asked(plan) -> None:
-    """In the server's container, before the server starts: load.preload's read of the cloned database,
-    inside the container's limit, recorded in the run folder for the runner (harness/state/preload.py)."""
-    if plan.state and plan.load.preload:
-        from harness.state.preload import preload
-        (Path(plan.run_dir) / PRELOAD_FILE).write_text(json.dumps(preload(Path(plan.data_dir)), indent=2))
-
-
-def preload_record(run_dir: Path) -> dict:
-    try:
-        return json.loads((run_dir / PRELOAD_FILE).read_text())
-    except (OSError, ValueError) as e:
-        raise RuntimeError(f"load.preload: the server's container left no {PRELOAD_FILE} ({e})") from None
 
 
 def data_limit_bytes_seen() -> int | None:

@@ -1,0 +1,55 @@
+"""One cell, as `make run` and every sweep, verdict, ceiling and bench run it: its starting state built if
+missing and cloned cold into the data directory, the block feed started here (outside any limit), and the
+runner run where the plan says (harness/runtime: a local cgroup or the engine's containers). A state that
+cannot be built is a result of its own (build_failed), never a run of the cell."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness.errors import EXIT_RUN_FAILED
+from harness.feed.server import FeedServer
+from harness.runner.result import write_failed_result
+from harness.runtime.docker import CONTAINER_UID, run_docker
+from harness.runtime.local import run_local
+from harness.scenario.plan import StateRef
+from harness.state import store
+from harness.state.build import StateBuildFailed, ensure
+from harness.state.clone import CLONE_RECORD, clone
+
+
+def start_state(plan):
+    """The plan with its cloned state (unchanged for an organic load). Raises StateBuildFailed."""
+    if plan.load.method != "state" or plan.load_entities == 0:
+        return plan
+    d, man, built_now = ensure(plan)
+    owner = None
+    if plan.runtime == "docker" and os.geteuid() == 0:
+        owner = CONTAINER_UID
+    c = clone(d / store.DATA, Path(plan.data_dir), owner)
+    print(f"[state] cloned {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) in {c.clone_s:.1f} s, "
+          f"page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
+    run_dir = Path(plan.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CLONE_RECORD).write_text(json.dumps(
+        {"state": man.id, "state_built_now": built_now, "clone_s": c.clone_s, "clone_method": c.method,
+         "clone_bytes": c.bytes, "evict_s": c.evict_s, "build_method": man.method, "build_s": man.build_s,
+         "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings}, indent=2))
+    return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL))})
+
+
+def execute(plan) -> int:
+    """The cell's exit code (docs/design.md); its result.json is in plan.run_dir."""
+    try:
+        plan = start_state(plan)
+    except StateBuildFailed as e:
+        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+        # the build ran outside the limit: its out-of-memory is no measurement of the cell's MEM
+        write_failed_result(plan, "build_failed", f"{str(e)}{' (out of memory)' if e.oom and 'memory' not in str(e).lower() else ''}")
+        return EXIT_RUN_FAILED
+    with FeedServer.for_plan(plan):
+        if plan.runtime == "docker":
+            return run_docker(plan)
+        return run_local(plan)

@@ -1,0 +1,49 @@
+"""The lines `harness run` prints about a finished run, read from its result.json (to stderr: stdout's last
+line is the result's path)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def print_summary(path: Path) -> None:
+    """A run's result as `make run` prints it: latency, reads by kind, counters, memory, thresholds."""
+    from harness.results import load_result
+    r = load_result(path)
+    m, c = r.metrics, r.metrics.commit_latency_ms
+    fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
+    print(f"{r.engine} {r.scenario}/{r.profile}: status {r.status}{' (' + r.error + ')' if r.error else ''}",
+          file=sys.stderr)
+    if c.count or not m.reads_by_kind:
+        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
+              f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
+              file=sys.stderr)
+    if m.reads_by_kind:
+        rl = m.read_latency_ms
+        print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
+              f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, errors {m.read_errors}, "
+              f"integrity {r.integrity.ok}", file=sys.stderr)
+        print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}",
+              file=sys.stderr)
+        for name, k in m.reads_by_kind.items():
+            print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
+                  f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}", file=sys.stderr)
+    if r.engine_version:
+        print(f"  engine {r.engine_version}", file=sys.stderr)
+    if m.engine_counters:
+        ec = m.engine_counters
+        ratio = f" (page cache hit ratio {ec.page_cache_hit_ratio:g})" if ec.page_cache_hit_ratio is not None else ""
+        print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
+              f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
+    h = m.harness
+    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and \
+            r.memory.runner_limit_bytes_seen == r.memory.data_limit_bytes_seen:     # else a client, outside MEM
+        split = (f" (engine heap {h.engine_heap_bytes_end >> 20} MiB, harness {h.harness_bytes_end >> 20} MiB)"
+                 if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
+        print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "
+              f"the measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end{split}", file=sys.stderr)
+    for t in r.thresholds:
+        print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
+              f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
+    for w in r.warnings:
+        print(f"  warning: {w}", file=sys.stderr)

@@ -1,0 +1,126 @@
+"""One reader's loop and what it reports: query k is due at t0 + k * period, so a stalled query delays the
+ones queued behind it and that delay is measured; a Report carries what was asked, a few times a second, to
+the runner's ReadSink, which records it. A reader thread (readers.py) and a reader process (reader_proc.py)
+run the same loop."""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from array import array
+from typing import Callable
+
+from harness.reads.picker import Picker
+from harness.reads.queries import resolve
+from harness.runner.metrics import KindStats
+from harness.runner.state import RunState
+from harness.scenario.model import Readers
+
+EMPTY = -1     # rows of a query that found nothing where the data says it must (counted, never timed)
+FLUSH_EVERY_S = 0.1      # a reader hands what it asked to the run's recorders this often
+FLUSH_RECORDS = 2048     # or once it holds this many queries
+
+
+def schedule(cfg: Readers, i: int) -> tuple[int, int]:
+    """Reader i's period and offset (ns): the readers' schedules interleave instead of firing together.
+    Unthrottled readers (rate 0) have period 0: each query is due as the previous one ends."""
+    if not cfg.rate_per_s:
+        return 0, 0
+    period_ns = int(1e9 * cfg.threads / cfg.rate_per_s)
+    return period_ns, period_ns * i // cfg.threads
+
+
+def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, period_ns: int, due_ns: int,
+               wait: Callable[[float], bool], sample: Callable[[], list | None],
+               sink: Callable[[int, int, int, int], None], error: Callable[[Exception], None]) -> None:
+    """Query k at due_ns + k * period_ns (period 0: as the previous one ends, so the loop's own time between
+    queries counts in the next one's latency) until wait(timeout_s) says stop. sink(kind index, due ns, end ns,
+    rows or EMPTY) is called for every query asked. Its per-query cost is the harness's read overhead
+    (make bench-reads): one clock read a query when unthrottled, nothing built that a query does not need."""
+    pick = Picker(resolve(mix, engine_name, variant, reader.placeholder))
+    queries, run, now = pick.queries, reader.run, time.monotonic_ns
+    due = due_ns
+    while not wait(max(0.0, (due - now()) / 1e9) if period_ns else 0.0):
+        pick.draw.refresh(sample())
+        i, params = pick.next(rng)
+        q = queries[i]
+        try:
+            if params is None:           # no sampled entity offers what it needs: nothing to ask
+                rows = EMPTY
+            else:
+                rows = 0
+                for s, p in zip(q.statements, params):
+                    rows += run(s.sql, p)
+                if not rows and q.expect_rows:
+                    rows = EMPTY
+            end = now()
+            sink(i, due, end, rows)
+        except Exception as e:
+            end = now()
+            error(e)
+        due = due + period_ns if period_ns else end
+
+
+class Report:
+    """What a reader asked since it last flushed, as ReadSink.batch's flat (kind, due ns, end ns, rows)
+    int64 quadruples: the run's recorders take them a few times a second, never once a query."""
+
+    def __init__(self, flush: Callable[[array], None]) -> None:
+        self.out, self._flush, self._last = array("q"), flush, time.monotonic()
+
+    def add(self, i: int, due_ns: int, end_ns: int, rows: int) -> None:
+        self.out.extend((i, due_ns, end_ns, rows))
+
+    def flush_if_due(self, now: float) -> None:
+        if now - self._last >= FLUSH_EVERY_S or len(self.out) >= 4 * FLUSH_RECORDS:
+            self.flush(now)
+
+    def flush(self, now: float) -> None:
+        out, self.out, self._last = self.out, array("q"), now
+        self._flush(out)
+
+
+class ReadSink:
+    """Records what the readers report into the run's recorders. A query belongs to the phase it was due in,
+    however late it ends (or its report arrives): one due before the measured window is the warmup's, one
+    due after it is not counted."""
+
+    def __init__(self, state: RunState, names: list[str]) -> None:
+        self.state, self.names = state, names
+        self._lock = threading.Lock()
+        for n in names:
+            state.read_kinds.setdefault(n, KindStats())
+
+    def batch(self, records: array) -> None:
+        """A reader's Report: each query in the phase it was due in, its latency from that due time (or, if
+        it found nothing, counted empty), with one histogram update per distinct latency."""
+        if not records:
+            return
+        st = self.state
+        lo, hi = st.measure_start_ns, st.window_end_ns
+        by_kind: dict[int, tuple[list[int], list[int]]] = {}     # kind -> (latencies us, [rows, empties])
+        for k in range(0, len(records), 4):
+            due = records[k + 1]
+            if lo is not None and (due < lo or (hi is not None and due >= hi)):
+                continue
+            us, acc = by_kind.setdefault(records[k], ([], [0, 0]))
+            rows = records[k + 3]
+            if rows == EMPTY:
+                acc[1] += 1
+            else:
+                us.append((records[k + 2] - due) // 1000)
+                acc[0] += rows
+        every: list[int] = []
+        empties = 0
+        for i, (us, (rows, empty)) in by_kind.items():
+            st.read_kinds[self.names[i]].record_many(us, rows, empty)
+            every += us
+            empties += empty
+        with self._lock:           # reader threads report concurrently; += is no atomic update
+            st.reads_empty += empties
+            st.reads += len(every)
+        st.read.record_many_us(every)
+
+    def error(self, message: str, count: int = 1) -> None:
+        self.state.read_errors += count
+        self.state.read_error = self.state.read_error or message

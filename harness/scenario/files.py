@@ -1,0 +1,34 @@
+"""`make validate`: every file under scenarios/ checked by the loader of its kind, a scenario unless its name
+says otherwise (load.OTHER_FILES): the decision tree (decision.py) and the read mixes (reads/queries.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from harness.errors import ConfigError
+from harness.reads.queries import check_entries, load_mixes
+from harness.scenario.decision import load_decision
+from harness.scenario.load import load_scenario
+
+
+def _check_mixes(path: Path) -> None:
+    for name, mix in load_mixes(path).items():
+        check_entries(mix.queries, "bitemporal", where=f"{path}: mixes.{name}")
+
+
+LOADERS: dict[str, Callable[[Path], object]] = {"decision": load_decision, "mixes": _check_mixes}
+
+
+def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:
+    """Validate every file under the given files/folders: [(file, error or None)]."""
+    files: list[Path] = []
+    for p in paths:
+        files.extend(sorted(p.glob("*.yaml")) if p.is_dir() else [p])
+    out = []
+    for f in files:
+        try:
+            LOADERS.get(f.stem, load_scenario)(f)
+            out.append((f, None))
+        except ConfigError as e:
+            out.append((f, str(e)))
+    return out

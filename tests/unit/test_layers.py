@@ -1,0 +1,84 @@
+"""The house's floors (docs/design.md, "Layers"): every import between harness's folders and top-level modules
+points down a floor, and no module imports itself back through others. Lazy imports inside functions count:
+a layer that only reaches up at run time still reaches up. The registry's discovery of engines/ is the one
+import that leaves harness/, by design."""
+import ast
+import collections
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+FLOORS = [
+    {"errors", "units", "validation", "stats", "provenance", "platform"},
+    {"workload"},
+    {"reads", "engine_api", "sql", "environment", "results"},
+    {"registry"},
+    {"scenario", "state", "feed", "versions"},
+    {"runner", "report"},
+    {"runtime"},
+    {"cell"},
+    {"sweep", "bench"},
+    {"verdict", "ceiling"},
+    {"cli"},
+]
+FLOOR = {unit: i for i, units in enumerate(FLOORS) for unit in units}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for f in (ROOT / "harness").rglob("*.py"):
+        name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = f
+    return out
+
+
+def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    edges = collections.defaultdict(set)
+    for name, f in mods.items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("harness"):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    edges[name].add(full if full in mods else node.module)
+            elif isinstance(node, ast.Import):
+                edges[name] |= {a.name for a in node.names if a.name.startswith("harness.")}
+        edges[name].discard(name)
+    return edges
+
+
+def _unit(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_every_folder_and_top_level_module_has_a_floor():
+    units = {_unit(m) for m in _modules()} - {"harness", "__main__"}
+    assert units <= set(FLOOR), f"no floor for {sorted(units - set(FLOOR))}: add them to FLOORS and docs/design.md"
+    assert set(FLOOR) <= units, f"floors name what is gone: {sorted(set(FLOOR) - units)}"
+
+
+def test_imports_only_point_down_a_floor():
+    up = [f"{a} -> {b} (floor {FLOOR[_unit(a)]} -> {FLOOR[_unit(b)]})"
+          for a, bs in _imports(_modules()).items() for b in bs
+          if _unit(b) != "harness" and _unit(a) != _unit(b) and FLOOR[_unit(b)] >= FLOOR[_unit(a)]]
+    assert not up, "imports that do not point down:\n" + "\n".join(sorted(up))
+
+
+def test_no_module_reaches_itself_through_others():
+    edges = _imports(_modules())
+    seen, stack, cycles = set(), [], []
+
+    def visit(m: str) -> None:
+        if m in stack:
+            cycles.append(stack[stack.index(m):] + [m])
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for n in sorted(edges.get(m, ())):
+            visit(n)
+        stack.pop()
+
+    for m in sorted(edges):
+        visit(m)
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
