@@ -21,6 +21,7 @@ VERDICT_VERSION = 3
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
+SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
 
 
 class Model(BaseModel):
@@ -93,7 +94,7 @@ class HarnessShare(Model):
 
 
 class EngineCounterFigures(Model):
-    """The engine's own counters (harness/engine_api.py EngineCounters) over the measured phase."""
+    """The engine's own counters (harness/engine_api EngineCounters) over the measured phase."""
     measured: dict[str, int] = {}      # each counter's increase over the measured phase
     at_end: dict[str, int] = {}        # gauges as the measured phase ended
     page_cache_hit_ratio: Optional[float] = None   # hits / (hits + misses) over the measured phase
@@ -385,8 +386,19 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 
 
 def load_result(path: Path) -> RunResult | None:
-    """result.json, or None when there is none (yet); a file of another version is refused."""
-    return _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4))
+    """result.json, or None when there is none (yet); a file of another version is refused. Where the runtime
+    left its word beside it (SERVER_OOM_FILE), the result is read as that says: each file has one writer."""
+    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4))
+    oom = read_json(path.parent / SERVER_OOM_FILE) if r is not None else None
+    if oom:
+        r = r.model_copy(update={"status": "oom", "error": f"{oom['error']} (the runner saw: {r.error})"})
+    return r
+
+
+def record_server_oom(run_dir: Path, why: str) -> None:
+    """By the runtime, when a server engine's server was OOM-killed under a runner that wrote its result: MEM
+    is the server's, so the run is an oom whatever its client saw."""
+    write_json(run_dir / SERVER_OOM_FILE, {"error": why})
 
 
 def load_sweep(path: Path) -> SweepFile | None:

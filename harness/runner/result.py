@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.engine_api import EngineInfo
 from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, MemoryFigures, Metrics, RunResult,
-                             Spool, ThresholdResult, load_result, read_json, write_json)
+                             Spool, ThresholdResult, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.state import RunState
 from harness.scenario.thresholds import NotEvaluable
@@ -247,10 +247,3 @@ def write_failed_result(plan, status: str, error: str) -> Path:
     path = run_dir / "result.json"
     write_json(path, result)
     return path
-
-
-def mark_oom(run_dir: Path, why: str) -> None:
-    """A server engine's server was OOM-killed and its runner wrote a result: that result, as an oom."""
-    path = run_dir / "result.json"
-    r = load_result(path)
-    write_json(path, r.model_copy(update={"status": "oom", "error": f"{why} (the runner saw: {r.error})"}))

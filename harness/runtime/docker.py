@@ -17,7 +17,8 @@ import yaml
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform import cgroup
-from harness.runner.result import mark_oom, write_failed_result
+from harness.results import record_server_oom
+from harness.runner.result import write_failed_result
 from harness.engine_api import server_contract
 from harness.runtime.compose import (CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed,
                                      not_startable)
@@ -119,7 +120,7 @@ def run_docker(plan: RunPlan) -> int:
         if server_oom:         # MEM is the server's: its OOM kill is the run's, whatever the runner saw
             why = f"{server_oom[0]} was OOM-killed at the {plan.memory.data_limit_bytes}-byte container memory limit"
             if (run_dir / "result.json").exists():
-                mark_oom(run_dir, why)
+                record_server_oom(run_dir, why)
             else:
                 write_failed_result(plan, "oom", why)
             return EXIT_RUN_FAILED

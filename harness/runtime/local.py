@@ -13,7 +13,8 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform.cgroup import SERVER_CGROUP_ENV, MemoryCgroup
-from harness.runner.result import mark_oom, write_failed_result
+from harness.results import record_server_oom
+from harness.runner.result import write_failed_result
 from harness.scenario.plan import RunPlan
 
 
@@ -53,7 +54,7 @@ def run_local(plan: RunPlan) -> int:
         if db_cg and db_cg.oom_killed():
             why = f"OOM-killed at the {limits.data_limit_bytes}-byte memory limit"
             if limits.runner_is_client and (run_dir / "result.json").exists():
-                mark_oom(run_dir, why)      # the runner outlived its server and wrote what it saw
+                record_server_oom(run_dir, why)      # the runner outlived its server and wrote what it saw
             else:
                 write_failed_result(plan, "oom", why)
             return EXIT_RUN_FAILED

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.bench import default_data_root
+from harness.bench.overhead import (OVERHEAD_VERSION, PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS,
+                                    prebuilt_count)
 from harness.environment import filesystem
-from harness.overhead import (OVERHEAD_VERSION, PREBUILT_DEFAULT_BLOCKS, PREBUILT_MAX_BLOCKS, PREBUILT_MIN_BLOCKS,
-                               default_data_root, prebuilt_count)
 from tests.conftest import ROOT, harness_cmd
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import RESULT_VERSION
+from harness.results import RESULT_VERSION, load_result
 from tests.conftest import ROOT, can_use_cgroups, harness_cmd
 
 
@@ -20,7 +20,7 @@ def run_scenario(tmp_path, *extra, timeout=120) -> tuple[int, dict, Path, str]:
                             "--data", str(tmp_path / "data"), *extra], tmp_path, timeout=timeout)
     last = out.strip().splitlines()[-1] if out.strip() else ""
     assert last.endswith("result.json"), f"last line is the result path; got {out!r} / {err[-2000:]}"
-    return rc, json.loads(Path(last).read_text()), Path(last).parent, err
+    return rc, load_result(Path(last)).model_dump(mode="json"), Path(last).parent, err     # as every reader reads it
 
 
 @pytest.mark.slow

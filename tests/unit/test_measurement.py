@@ -368,3 +368,23 @@ def test_the_spool_holds_the_schedule_or_the_load_rate_with_a_margin():
     # 20,000 rows/s for 55 s in 3,000-row blocks: 366.7, times the margin
     assert spool_blocks(fast, 20_000) == math.ceil(UNTHROTTLED_SPOOL_MARGIN * 20_000 * 55 / 3000) + PREFETCH_BLOCKS
     assert spool_blocks(fast, None) == PREFETCH_BLOCKS
+
+
+
+def test_a_server_oom_is_the_runtimes_word_beside_the_runners_result(tmp_path):
+    """The runner writes result.json and the runtime only a file of its own; the loader reads the run as the
+    runtime says, and the runner's file is left as the runner wrote it."""
+    from harness.results import SERVER_OOM_FILE, load_result, record_server_oom
+    from harness.runner.result import write_failed_result
+    from pathlib import Path
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("reorg", "postgres", profile="smoke", results_root=tmp_path)
+    Path(plan.run_dir).mkdir(parents=True)
+    path = write_failed_result(plan, "error", "server closed the connection")
+    written = path.read_bytes()
+    assert load_result(path).status == "error"
+    record_server_oom(path.parent, "postgres-server-1 was OOM-killed at the 167772160-byte limit")
+    r = load_result(path)
+    assert r.status == "oom" and r.error.startswith("postgres-server-1 was OOM-killed")
+    assert r.error.endswith("(the runner saw: server closed the connection)")
+    assert path.read_bytes() == written and (path.parent / SERVER_OOM_FILE).exists()
