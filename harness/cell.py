@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED
 from harness.feed.server import FeedServer
-from harness.runner.result import write_failed_result
+from harness.runner.outcome import write_failed_result
 from harness.runtime.docker import CONTAINER_UID, run_docker
 from harness.runtime.local import run_local
 from harness.scenario.plan import StateRef

@@ -10,7 +10,7 @@ import pytest
 from harness import registry
 from harness.feed.server import FeedServer
 from harness.platform import cgroup
-from harness.runner.feed import BlockFeed
+from harness.runner.feed_client import BlockFeed
 from harness.workload.generator import WorkloadSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from harness.reads.queries import resolve
 from harness.scenario.plan import RunPlan, resolve_plan
 from harness.state import build, store
 from harness.state.clone import clone
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 from harness.workload.shapes import SHAPES
 
 READS_BENCH_VERSION = 1

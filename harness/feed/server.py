@@ -25,7 +25,7 @@ from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, Lo
 from harness.reads import params
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 
 KEY_SAMPLE_EVERY_BLOCKS = 8
 SPOOL_MAX_BYTES = 2 << 30     # beyond this the blocks are generated live (a full-profile hour is ~4 GB)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from harness.workload.entity import owner_address, version_rows
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 
 READ_SAMPLE = 512             # live entities the feed ships as read parameters
 TIME_RANGE_BLOCKS = 1000      # block_end = block + this: a window that holds the entity's own version

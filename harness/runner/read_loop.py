@@ -13,8 +13,8 @@ from typing import Callable
 from harness.reads.picker import Picker
 from harness.reads.queries import resolve
 from harness.runner.metrics import KindStats
-from harness.runner.state import RunState
-from harness.scenario.model import Readers
+from harness.runner.counters import RunState
+from harness.scenario.spec import Readers
 
 EMPTY = -1     # rows of a query that found nothing where the data says it must (counted, never timed)
 FLUSH_EVERY_S = 0.1      # a reader hands what it asked to the run's recorders this often

@@ -22,7 +22,7 @@ from typing import Callable
 from harness.platform import cgroup
 from harness.reads.picker import reader_rng
 from harness.runner.read_loop import ReadSink, Report, query_loop, schedule
-from harness.scenario.model import Readers
+from harness.scenario.spec import Readers
 
 POLL_EVERY_S = 0.001     # a reader behind schedule looks for messages this often, not once per query
 READY_TIMEOUT_S = 60.0

@@ -15,8 +15,8 @@ from typing import Callable
 from harness.reads.picker import reader_rng
 from harness.reads.queries import resolve
 from harness.runner.read_loop import ReadSink, Report, query_loop, schedule
-from harness.runner.state import RunState
-from harness.scenario.model import Readers
+from harness.runner.counters import RunState
+from harness.scenario.spec import Readers
 
 
 def kind_names(cfg: Readers, engine_name: str, variant: str) -> list[str]:

@@ -23,12 +23,12 @@ from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
 from harness.results import Integrity, Metrics, Spool, ThresholdResult
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
-from harness.runner.feed import BlockFeed
+from harness.runner.feed_client import BlockFeed
 from harness.runner.metrics import percentile_rank
 from harness.runner.readers import ReaderPool
-from harness.runner.result import FinalStorage, Outcome, build_metrics, metric_source, write_result
+from harness.runner.outcome import FinalStorage, Outcome, build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
-from harness.runner.state import RunState
+from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate, parse_threshold

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.engine_api import Capabilities, observed_storage
 from harness.runner.metrics import IntervalLog, quick_summary_ms
 from harness.results import write_json
-from harness.runner.state import RunState
+from harness.runner.counters import RunState
 from harness.platform import cgroup
 from harness.units import format_bytes
 

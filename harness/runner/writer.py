@@ -8,8 +8,8 @@ import time
 from harness.runner.abort import EarlyAbort
 from harness.feed.protocol import Built
 from harness.platform import cgroup
-from harness.runner.feed import BlockFeed
-from harness.runner.state import RunState
+from harness.runner.feed_client import BlockFeed
+from harness.runner.counters import RunState
 
 
 def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float, warmup_s: float,

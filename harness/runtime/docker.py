@@ -18,7 +18,7 @@ import yaml
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform import cgroup
 from harness.results import record_server_oom
-from harness.runner.result import write_failed_result
+from harness.runner.outcome import write_failed_result
 from harness.engine_api import server_contract
 from harness.runtime.compose import (CONTAINER_DATA_DIR, CONTAINER_RUN_DIR, compose_file, image_tag, images_needed,
                                      not_startable)

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform.cgroup import SERVER_CGROUP_ENV, MemoryCgroup
 from harness.results import record_server_oom
-from harness.runner.result import write_failed_result
+from harness.runner.outcome import write_failed_result
 from harness.scenario.plan import RunPlan
 
 

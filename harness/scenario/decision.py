@@ -13,7 +13,7 @@ from harness import registry
 from harness.errors import ConfigError
 from harness.scenario.load import resolve_path
 from harness.validation import format_error
-from harness.scenario.model import Strict, ThresholdExprs
+from harness.scenario.spec import Strict, ThresholdExprs
 
 DECISION_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "decision.yaml"
 

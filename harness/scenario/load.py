@@ -8,7 +8,7 @@ import yaml
 from pydantic import ValidationError
 
 from harness.errors import ConfigError
-from harness.scenario.model import Body, Scenario
+from harness.scenario.spec import Body, Scenario
 from harness.validation import format_error
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"

@@ -17,7 +17,7 @@ from harness.errors import ConfigError
 from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
 from harness.validation import format_error
-from harness.scenario.model import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
+from harness.scenario.spec import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
 from harness.workload.generator import WorkloadSpec

@@ -17,7 +17,7 @@ from typing import Iterator
 from harness import registry
 from harness.workload.digest import table_hasher
 from harness.workload.entity import EntityState, entity_key, version_rows
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 from harness.workload.shapes import SHAPES
 
 CHUNK_ENTITIES = 2000        # ~50K mendoza rows per chunk between processes

@@ -1,7 +1,7 @@
 """The cache of starting states: one directory per build inputs under STATES (default states/):
 
     states/<id>/data/          the engine's files after the load (what a cell clones)
-    states/<id>/model.bin      the compact expected-state model after the load (harness/workload/model.py)
+    states/<id>/model.bin      the compact expected-state model after the load (harness/workload/expected.py)
     states/<id>/manifest.json  the build inputs, row counts and digest, bytes, build time and rate, method
 
 The id hashes every input that changes the files or the rows: the engine and its build (pinned Python

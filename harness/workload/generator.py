@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from harness.workload.block import Block
-from harness.workload.model import LONG_LIVED_BTL, LiveModel
+from harness.workload.expected import LONG_LIVED_BTL, LiveModel
 from harness.workload.shapes import SHAPES
 
 OPS = ("create", "update", "delete", "extend", "change_owner")

@@ -7,7 +7,7 @@ from harness.engine_api import TABLES
 from harness.state.rows import sorted_chunks
 from harness.workload.digest import digest_rows
 from harness.workload.generator import BlockGenerator
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 from tests.conftest import engine_setting_cases, mixed_spec
 
 ENTITIES, BATCH_ROWS, SPREAD = 300, 2000, 15

@@ -11,7 +11,7 @@ import pytest
 from harness import registry
 from harness.runner.metrics import BlockLog, Recorder, quick_summary_ms
 from harness.runner.sampler import Sampler
-from harness.runner.state import RunState
+from harness.runner.counters import RunState
 from harness.feed.protocol import LoadArgs
 from harness.runner.writer import write_blocks
 from harness.engine_api import EngineBase, StorageStats
@@ -61,7 +61,7 @@ def test_a_stall_counts_against_the_blocks_queued_behind_it():
     dues = [log.due_s[i] for i in range(len(log))]
     assert all(abs((b - a) * 1000 - INTERVAL_MS) < 1e-6 for a, b in zip(dues, dues[1:]))
     # and result.json's histograms say the same: the stall is in commit latency, not in service time
-    from harness.runner.result import build_metrics
+    from harness.runner.outcome import build_metrics
     from harness.scenario.plan import resolve_plan
     m = build_metrics(state, resolve_plan("p99_5x", "sqlite", profile="quick"))    # 3,000 rows every 500 ms
     queued = len(behind)
@@ -120,7 +120,7 @@ def test_worst_window_percentile():
 
 def _threshold_after(latencies_s: list[float], interval_s: float, expr: str) -> dict:
     """Evaluate `expr` over a measured phase whose blocks had these commit latencies (due every interval)."""
-    from harness.runner.result import metric_source
+    from harness.runner.outcome import metric_source
     from harness.scenario.thresholds import evaluate, parse_threshold
     state = RunState()
     state.start_measure(state.t0_ns)
@@ -150,7 +150,7 @@ def test_a_phase_shorter_than_the_window_is_not_evaluable():
 def test_rate_is_rows_committed_inside_the_window():
     """An engine sustaining 92% of the offered rows: its blocks are all applied, late; the rate counts
     those that committed inside the measured window, over the window, and fails a 95% criterion."""
-    from harness.runner.result import build_metrics, metric_source
+    from harness.runner.outcome import build_metrics, metric_source
     from harness.scenario.thresholds import evaluate, parse_threshold
     from harness.scenario.plan import resolve_plan
     interval_s, rows, n = 0.5, 3000, 240                # 6,000 rows/s offered for 120 s
@@ -178,7 +178,7 @@ def test_rate_is_rows_committed_inside_the_window():
 def test_an_early_aborted_cells_offered_rate_is_the_schedules():
     """Stopped after 10 s while 2 s blocks took 4 s: 3 blocks applied of the 5 due. Offered is every block due
     in the window (the schedule's 6,000 rows/s), not the 3 applied (which read as 100% carried)."""
-    from harness.runner.result import build_metrics
+    from harness.runner.outcome import build_metrics
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan("p99_5x", "sqlite", profile="ratio")
     interval_s, rows = plan.workload.block_interval_ms / 1000, plan.workload.rows_per_block
@@ -375,7 +375,7 @@ def test_a_server_oom_is_the_runtimes_word_beside_the_runners_result(tmp_path):
     """The runner writes result.json and the runtime only a file of its own; the loader reads the run as the
     runtime says, and the runner's file is left as the runner wrote it."""
     from harness.results import SERVER_OOM_FILE, load_result, record_server_oom
-    from harness.runner.result import write_failed_result
+    from harness.runner.outcome import write_failed_result
     from pathlib import Path
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan("reorg", "postgres", profile="smoke", results_root=tmp_path)

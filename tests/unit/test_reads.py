@@ -9,8 +9,8 @@ from harness.errors import ConfigError
 from harness.reads.params import Draw, entity_params
 from harness.reads.queries import check_mix, mix_entries, mixes, resolve
 from harness.runner.readers import ReaderPool
-from harness.runner.state import RunState
-from harness.scenario.model import Readers
+from harness.runner.counters import RunState
+from harness.scenario.spec import Readers
 from harness.scenario.plan import resolve_plan
 from harness.workload import vocabulary
 from harness.workload.entity import EntityState, entity_key, version_rows

@@ -11,7 +11,7 @@ from harness.state import store
 from harness.state.clone import clone
 from harness.state.preload import resident_bytes
 from harness.workload.generator import BlockGenerator
-from harness.workload.model import LiveModel
+from harness.workload.expected import LiveModel
 
 MODEL_BYTES_PER_ENTITY_MAX = 64
 

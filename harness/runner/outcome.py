@@ -9,7 +9,7 @@ from harness.engine_api import EngineInfo
 from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, MemoryFigures, Metrics, RunResult,
                              Spool, ThresholdResult, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
-from harness.runner.state import RunState
+from harness.runner.counters import RunState
 from harness.scenario.thresholds import NotEvaluable
 
 MIN_BLOCKS_FOR_TAIL = 100        # below this a p99 is barely more than the max
