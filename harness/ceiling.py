@@ -93,13 +93,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
          f"then doubled and bisected to {cfg.resolution:.0%}")
     search = Search(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
-    out = {"version": CEILING_VERSION, "kind": "ceiling", "scenario": probe.scenario, "profile": probe.profile,
-           "engine": engine, "mem": mem, "data_limit_bytes": probe.memory.data_limit_bytes, "scale": probe.scale,
-           "readers": probe.readers.threads, "mix": probe.readers.mix,
-           "writes": {"block_interval_ms": probe.workload.block_interval_ms,
-                      "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,
-           "criteria": probe.thresholds, "search": cfg.model_dump(), "started_utc": utc_now(), "steps": steps,
-           "knee": None, "complete": False}
+    out = _head(probe, engine, mem, steps)
 
     def run_step(qps: float, repeat: int) -> dict:
         cell = Cell(scenario, engine, mem, None, repeat, (f"readers.rate_per_s={qps:g}",), tag=f"q{qps:g}")
@@ -114,26 +108,44 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         return s
 
     try:
-        knee, out["converged"] = None, False
-        while len(steps) < MAX_STEPS:
-            qps = search.next_qps()
-            if qps is None:
-                lo, _ = search.bounds()
-                if lo is None:                 # not even the lowest step passed
-                    out["converged"] = True
-                    break
-                confirm = run_step(lo, 2)          # the knee stands only if its repeat passes too
-                if confirm["passed"]:
-                    knee, out["converged"] = lo, True
-                    break
-                search.passed.discard(lo)      # refuted: the search goes on below it
-                search.record(lo, False)
-                continue
-            search.record(qps, run_step(qps, 1)["passed"])
+        knee, out["converged"] = _search(search, run_step, steps)
         out["complete"] = True
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
+    return _finish(root, out, steps, knee, knee_thresholds)
+
+
+def _head(probe, engine: str, mem: str | None, steps: list[dict]) -> dict:
+    """ceiling.json before its first step: what is asked, and the steps list each step appends to."""
+    return {"version": CEILING_VERSION, "kind": "ceiling", "scenario": probe.scenario, "profile": probe.profile,
+            "engine": engine, "mem": mem, "data_limit_bytes": probe.memory.data_limit_bytes, "scale": probe.scale,
+            "readers": probe.readers.threads, "mix": probe.readers.mix,
+            "writes": {"block_interval_ms": probe.workload.block_interval_ms,
+                       "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,
+            "criteria": probe.thresholds, "search": probe.ceiling.model_dump(), "started_utc": utc_now(),
+            "steps": steps, "knee": None, "complete": False}
+
+
+def _search(search: Search, run_step, steps: list[dict]) -> tuple[float | None, bool]:
+    """(the knee, converged): steps until the search has no next rate; a knee stands only if its repeat passes
+    too, and a refuted one moves the search below it, within MAX_STEPS."""
+    while len(steps) < MAX_STEPS:
+        qps = search.next_qps()
+        if qps is None:
+            lo, _ = search.bounds()
+            if lo is None:                 # not even the lowest step passed
+                return None, True
+            if run_step(lo, 2)["passed"]:
+                return lo, True
+            search.passed.discard(lo)      # refuted: the search goes on below it
+            search.record(lo, False)
+            continue
+        search.record(qps, run_step(qps, 1)["passed"])
+    return None, False
+
+
+def _finish(root: Path, out: dict, steps: list[dict], knee: float | None, knee_thresholds) -> int:
     out["knee"] = knee_figures(steps, knee)
     out["sentence"] = sentence(out)
     out["threshold_results"] = judge_knee(knee_thresholds, out["knee"])

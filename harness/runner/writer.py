@@ -57,31 +57,45 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         last = built
         if built.read_sample:      # drawn after this block: the readers' parameters once it is committed
             pre.read_sample = built.read_sample
-        state.commit.record_us((end_ns - due) // 1000)
-        state.service.record_us((end_ns - start) // 1000)
-        state.lag.record_us(max(0, start - due) // 1000)
+        _record(state, built, due, start, end_ns, run0)
         if state.phase == "measure":
-            state.blocks += 1
-            state.rows += built.block.rows_written
-            if end_ns <= state.window_end_ns:
-                state.rows_in_window += built.block.rows_written
-            state.block_log.add((due - run0) / 1e9, (start - run0) / 1e9, (end_ns - run0) / 1e9,
-                                built.block.rows_written, built.block.kind)
             if abort and abort.check((end_ns - run0) / 1e9, (end_ns - due) / 1e6, (end_ns - start) / 1e6,
                                      (end_ns - state.measure_start_ns) / 1e9, state.blocks):
                 state.window_end_ns = min(end, end_ns)
                 break
         i += 1
         if checkpoint_every and i % checkpoint_every == 0:
-            c0 = time.monotonic_ns()
-            engine.checkpoint(checkpoint_mode)
-            state.checkpoint_ms.append((time.monotonic_ns() - c0) / 1e6)
-            state.manual_checkpoints += 1
+            _checkpoint(engine, state, checkpoint_mode)
+    _end_measure(engine, state)
+    state.next_due_ns = 0
+    return last
+
+
+def _record(state: RunState, built: Built, due: int, start: int, end_ns: int, run0: int) -> None:
+    """A block's latencies (ns clocks), and in the measured phase its rows and its line in blocks.csv."""
+    state.commit.record_us((end_ns - due) // 1000)
+    state.service.record_us((end_ns - start) // 1000)
+    state.lag.record_us(max(0, start - due) // 1000)
+    if state.phase == "measure":
+        rows = built.block.rows_written
+        state.blocks += 1
+        state.rows += rows
+        if end_ns <= state.window_end_ns:
+            state.rows_in_window += rows
+        state.block_log.add((due - run0) / 1e9, (start - run0) / 1e9, (end_ns - run0) / 1e9, rows, built.block.kind)
+
+
+def _checkpoint(engine, state: RunState, mode: str) -> None:
+    c0 = time.monotonic_ns()
+    engine.checkpoint(mode)
+    state.checkpoint_ms.append((time.monotonic_ns() - c0) / 1e6)
+    state.manual_checkpoints += 1
+
+
+def _end_measure(engine, state: RunState) -> None:
     state.measure_end_ns = time.monotonic_ns()
     state.rss_at_measure_end = cgroup.process_rss_bytes()
     state.counters_at_measure_end = engine.counters()
-    state.next_due_ns = 0
-    return last
 
 
 def hold_phases(engine, state: RunState, *, warmup_s: float, measure_s: float) -> None:
@@ -93,6 +107,4 @@ def hold_phases(engine, state: RunState, *, warmup_s: float, measure_s: float) -
     state.start_measure(time.monotonic_ns())
     state.counters_at_measure_start = engine.counters()
     time.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
-    state.measure_end_ns = time.monotonic_ns()
-    state.rss_at_measure_end = cgroup.process_rss_bytes()
-    state.counters_at_measure_end = engine.counters()
+    _end_measure(engine, state)

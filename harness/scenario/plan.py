@@ -121,57 +121,12 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     """thresholds, when given, replace the scenario's (a decision tree's criteria)."""
     registry.manifest(engine)      # an unknown engine: one line naming the ones there are
     path = resolve_path(scenario)
-    sc, raw = load_scenario(path)
-    profile = sc.pick_profile(profile)
-    if profile and profile not in sc.profiles:
-        raise ConfigError(f"{path}: profile {profile!r} not defined; allowed: {', '.join(sc.profiles) or '(none)'}")
-    base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
-    merged = deep_merge(base, sc.profiles[profile]) if profile else base
-    if overrides:
-        merged = deep_merge(merged, parse_overrides(overrides))
-    if thresholds is not None:
-        merged = {**merged, "thresholds": list(thresholds)}
-    try:
-        body = Body.model_validate(merged)
-    except ValidationError as e:
-        raise ConfigError(format_error(path, e, Body, prefix="(with --set)" if overrides else "")) from None
-
+    sc, body, profile = _body(path, profile, overrides, thresholds)
     if scale is not None and scale < 0:
         raise ConfigError(f"SCALE: must be >= 0, got {scale}")
     if duration_s is not None and duration_s <= 0:
         raise ConfigError(f"DURATION: must be > 0 seconds, got {duration_s}")
-    data_limit_bytes = None
-    if mem:
-        try:
-            data_limit_bytes = parse_size_bytes(mem)
-        except ValueError as e:
-            raise ConfigError(f"MEM: {e}") from None
-        if data_limit_bytes < 16 << 20:
-            raise ConfigError(f"MEM: {mem} is below 16 MiB; a Python runner cannot even start in that")
-        host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        if data_limit_bytes > host_bytes:
-            raise ConfigError(f"MEM: {mem} is more than this machine's RAM ({host_bytes >> 20} MiB); "
-                              "such a limit would never bind and would measure nothing")
-
-    settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
-    caps = registry.capabilities(engine, settings_obj.model_dump(mode="json"))
-    man = registry.manifest(engine)
-    try:
-        settings_obj = with_durability(man.durability, settings_obj, body.durability)
-        settings_obj, memory = memory_policy.resolve(man.memory, settings_obj, data_limit_bytes, caps.server,
-                                                     body.memory.policy)
-    except ValidationError as e:
-        raise ConfigError(f"engines/{engine}/engine.toml: [memory] or [durability] names a value {engine}'s "
-                          f"settings refuse: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
-    settings = settings_obj.model_dump(mode="json")
-    if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
-        raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
-                          f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
-    if not caps.wal:
-        for expr in body.thresholds:
-            if parse_threshold(expr).metric in WAL_METRICS:
-                raise ConfigError(f"{path}: thresholds: {expr!r}: {engine} does not report its WAL with these "
-                                  "settings (capabilities.wal is false): the threshold could never be judged")
+    settings, caps, memory, man = _engine_settings(path, engine, body, _mem_bytes(mem))
     phases = body.phases.at_rate(body.readers.rate_per_s) if body.readers.threads else body.phases
     if duration_s is not None:    # DURATION is seconds, whatever the scenario counts
         phases = phases.model_copy(update={"measure_s": duration_s, "measure_queries": None})
@@ -189,3 +144,62 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling,
         thresholds=body.thresholds,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)
+
+
+def _body(path: Path, profile: str | None, overrides, thresholds) -> tuple:
+    """(the scenario, its body with the profile, the overrides and the given thresholds merged on, the profile)."""
+    sc, raw = load_scenario(path)
+    profile = sc.pick_profile(profile)
+    if profile and profile not in sc.profiles:
+        raise ConfigError(f"{path}: profile {profile!r} not defined; allowed: {', '.join(sc.profiles) or '(none)'}")
+    base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
+    merged = deep_merge(base, sc.profiles[profile]) if profile else base
+    if overrides:
+        merged = deep_merge(merged, parse_overrides(overrides))
+    if thresholds is not None:
+        merged = {**merged, "thresholds": list(thresholds)}
+    try:
+        return sc, Body.model_validate(merged), profile
+    except ValidationError as e:
+        raise ConfigError(format_error(path, e, Body, prefix="(with --set)" if overrides else "")) from None
+
+
+def _mem_bytes(mem: str | None) -> int | None:
+    """MEM in bytes: enforceable (a runner starts in it) and binding (no more than this machine's RAM)."""
+    if not mem:
+        return None
+    try:
+        data_limit_bytes = parse_size_bytes(mem)
+    except ValueError as e:
+        raise ConfigError(f"MEM: {e}") from None
+    if data_limit_bytes < 16 << 20:
+        raise ConfigError(f"MEM: {mem} is below 16 MiB; a Python runner cannot even start in that")
+    host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if data_limit_bytes > host_bytes:
+        raise ConfigError(f"MEM: {mem} is more than this machine's RAM ({host_bytes >> 20} MiB); "
+                          "such a limit would never bind and would measure nothing")
+    return data_limit_bytes
+
+
+def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None) -> tuple:
+    """(settings with durability and the memory policy applied, capabilities, the memory plan, the manifest),
+    and the scenario's checkpoint mode and thresholds checked against what the engine can do."""
+    settings_obj = getattr(body.engines, engine) or registry.settings_model(engine)()
+    caps = registry.capabilities(engine, settings_obj.model_dump(mode="json"))
+    man = registry.manifest(engine)
+    try:
+        settings_obj = with_durability(man.durability, settings_obj, body.durability)
+        settings_obj, memory = memory_policy.resolve(man.memory, settings_obj, data_limit_bytes, caps.server,
+                                                     body.memory.policy)
+    except ValidationError as e:
+        raise ConfigError(f"engines/{engine}/engine.toml: [memory] or [durability] names a value {engine}'s "
+                          f"settings refuse: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+    if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
+        raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
+                          f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
+    if not caps.wal:
+        for expr in body.thresholds:
+            if parse_threshold(expr).metric in WAL_METRICS:
+                raise ConfigError(f"{path}: thresholds: {expr!r}: {engine} does not report its WAL with these "
+                                  "settings (capabilities.wal is false): the threshold could never be judged")
+    return settings_obj.model_dump(mode="json"), caps, memory, man

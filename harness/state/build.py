@@ -56,6 +56,27 @@ def _is_oom(e: BaseException) -> bool:
     return "out of memory" in text or "outofmemory" in text or isinstance(e, MemoryError)
 
 
+def _insert_rows(engine, model, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
+    """Every row of the model, in the engine's sorted bulk chunks, with progress and an ETA; the rows written."""
+    rows = done = 0
+    last = t_start
+    for chunk in sorted_chunks(model, inputs.shape, engine_name):
+        engine.bulk_insert(chunk.prepared)
+        rows, done = rows + chunk.row_count, done + chunk.entities
+        now = time.perf_counter()
+        if now - last >= PROGRESS_EVERY_S:
+            last = now
+            rate = done / (now - t_start)
+            _log(f"rows: {done}/{inputs.entities} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
+                 f"ETA {(inputs.entities - done) / rate:.0f} s (then the indexes)")
+    return rows
+
+
+def _phases_s(t0: float, t_model: float, t_insert: float, t_finish: float) -> dict[str, float]:
+    return {"model": round(t_model - t0, 3), "insert": round(t_insert - t_model, 3),
+            "finish": round(t_finish - t_insert, 3)}
+
+
 def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
     root.mkdir(parents=True, exist_ok=True)
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
@@ -78,17 +99,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         t_model = time.perf_counter()
         engine.open(build_settings, data)
         engine.bulk_begin(inputs.variant)
-        rows = done = 0
-        last = t_model
-        for chunk in sorted_chunks(gen.model, inputs.shape, plan.engine):
-            engine.bulk_insert(chunk.prepared)
-            rows, done = rows + chunk.row_count, done + chunk.entities
-            now = time.perf_counter()
-            if now - last >= PROGRESS_EVERY_S:
-                last = now
-                rate = done / (now - t_model)
-                _log(f"rows: {done}/{inputs.entities} entities, {rows} rows, {rows / (now - t_model):.0f} rows/s, "
-                     f"ETA {(inputs.entities - done) / rate:.0f} s (then the indexes)")
+        rows = _insert_rows(engine, gen.model, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
         _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
         engine.bulk_finish(settings)
@@ -117,9 +128,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
         row_counts=counts, rows=rows, data_bytes=store.tree_bytes(data), db_bytes=db_bytes,
         model_bytes=model_bytes, model_bytes_per_entity=round(model_bytes / max(1, inputs.entities), 1),
-        build_s=round(build_s, 3),
-        phases_s={"model": round(t_model - t0, 3), "insert": round(t_insert - t_model, 3),
-                  "finish": round(t_finish - t_insert, 3)},
+        build_s=round(build_s, 3), phases_s=_phases_s(t0, t_model, t_insert, t_finish),
         rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
