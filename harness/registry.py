@@ -15,7 +15,7 @@ from typing import Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.engine_api import Capabilities
+from harness.engine_api import REQUIRED_METHODS, Capabilities
 from harness.errors import ConfigError
 from harness.validation import format_error
 from harness.workload.schema import LOGICAL_TYPES, VARIANTS, generic_ddl
@@ -198,6 +198,10 @@ def engine_class(name: str):
     m = manifest(name)
     cls = _object(name, m.adapter)
     check_reader_factory(m, cls)
+    missing = [n for n in REQUIRED_METHODS if not callable(getattr(cls, n, None))]
+    if missing:
+        raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: adapter: {m.adapter} lacks {', '.join(missing)}; "
+                          f"an adapter defines {', '.join(REQUIRED_METHODS)} (harness/engine_api)")
     return cls
 
 

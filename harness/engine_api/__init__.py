@@ -1,10 +1,10 @@
-"""The engine contract (docs/design.md): a small Protocol, capability flags instead of engine-name branches.
+"""The engine contract (docs/design.md): the methods every adapter defines (REQUIRED_METHODS, checked when its
+class is loaded), EngineBase's defaults, and capability flags instead of engine-name branches.
 An engine declares its capabilities in its engine.toml (harness/registry.py); the plan resolves them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, ClassVar, Iterator, Mapping, Protocol
+from typing import Mapping, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,8 +82,20 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+# What every adapter defines beyond EngineBase's defaults (registry.engine_class checks it when loading one):
+#   open(settings, data_dir)   create_schema(variant)   use_schema(variant): a cloned state's schema instead
+#   apply_block(prepared): ONE transaction, timed by the runner   reader() -> Reader   checkpoint(mode)
+#   settle(): after the load, before the clock, finish what a load leaves pending (statistics, a checkpoint)
+#   storage() -> StorageStats: cheap, called by the 1 s sampler   row_counts()   iter_rows(table): DDL order
+#   info() -> EngineInfo   close()
+# and reader_factory() -> a picklable callable opening a Reader in another process, unless its manifest says
+# readers_in_process_only.
+REQUIRED_METHODS = ("open", "create_schema", "use_schema", "apply_block", "reader", "checkpoint", "settle",
+                    "storage", "row_counts", "iter_rows", "info", "close")
+
+
 class EngineBase:
-    """Defaults shared by the adapters."""
+    """Defaults shared by the adapters (REQUIRED_METHODS above are each adapter's own)."""
 
     def prepare_block(self, block: Block) -> object:
         """Convert a block to the engine's native input (Arrow tables, column arrays). Called in the
@@ -120,27 +132,3 @@ class EngineBase:
         """Indexes, the scenario's `settings` back where they live in the files, statistics, a checkpoint:
         the state as a run finds it."""
         self.settle()
-
-
-class Engine(Protocol):
-    name: ClassVar[str]
-
-    def open(self, settings: Mapping[str, object], data_dir: Path) -> None: ...
-    def create_schema(self, variant: str) -> None: ...          # "bitemporal" | "simple"
-    def use_schema(self, variant: str) -> None: ...             # work on a cloned state's schema instead
-    def prepare_block(self, block: Block) -> object: ...         # off the timed path (see EngineBase)
-    def apply_block(self, prepared: object) -> None: ...         # ONE transaction; the runner times it
-    def reader(self) -> Reader: ...
-    # A picklable callable that opens a Reader in another process (harness/runner/reader_proc.py): every
-    # adapter whose manifest leaves readers_in_process_only false has one (registry.engine_class checks).
-    def reader_factory(self) -> Callable[[], Reader]: ...
-    def checkpoint(self, mode: str) -> None: ...
-    # After the load, before the clock: finish the work a bulk load leaves pending (statistics, a
-    # checkpoint), so the measured phase starts from the same state however long the pause before it.
-    def settle(self) -> None: ...
-    def storage(self) -> StorageStats: ...                       # cheap; called by the 1 s sampler thread
-    def row_counts(self) -> dict[str, int]: ...
-    def iter_rows(self, table: str) -> Iterator[tuple]: ...      # every stored row, DDL column order
-    def info(self) -> EngineInfo: ...
-    def counters(self) -> EngineCounters | None: ...             # see EngineBase
-    def close(self) -> None: ...

@@ -38,11 +38,11 @@ from harness.workload.digest import digest_rows
 
 LOAD_PROGRESS_EVERY_S = 5.0
 # An unthrottled run spools for this multiple of the load's rate: the measured mix can run faster than
-# the insert-only load (docs/overhead.md).
+# the insert-only load.
 UNTHROTTLED_SPOOL_MARGIN = 1.5
 # The writer gives up the GIL inside every driver call; when another runner thread holds it then (the
 # feed's receiver, the sampler, readers), CPython hands it back only after the switch interval (5 ms by
-# default), which held sqlite to 0.6 of a raw loop (docs/overhead.md).
+# default): a short one keeps the writer from waiting on the harness (docs/overhead.md).
 TIMED_SWITCH_INTERVAL_S = 0.0001
 
 

@@ -40,7 +40,7 @@ def compose_file(plan: RunPlan, image_id: str) -> dict:
     runner["environment"] = {
         "ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": image_id,
         # Engines' temporary files (SQLite's statement journals and sorters) beside the database, on the
-        # data mount, as on a host: the container's own /tmp is its storage driver's (fuse-overlayfs here).
+        # data mount, as on a host: the container's own /tmp is on its storage driver, which is no database's disk.
         "TMPDIR": f"{CONTAINER_DATA_DIR}/.tmp"}
     if not server:
         runner["network_mode"] = "none"

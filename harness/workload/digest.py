@@ -75,10 +75,6 @@ def row_hasher(types: tuple[str, ...]):
     return scope["h"]
 
 
-def row_hash(row: tuple) -> int:
-    return row_hash_nbytes(row)[0]
-
-
 @dataclass
 class TableDigest:
     total: int = 0
