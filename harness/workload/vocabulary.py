@@ -1,4 +1,4 @@
-"""The application attributes the reference's read mixes ask about (000_*.txt, "Realistic Read Mix
+"""The application attributes the reference's read mixes ask about (docs/reference.md; its "Realistic Read Mix
 Proposals"): what an entity is (`type`, fixed for its life), its `status`, a vote's `proposalKey`, a
 chunk's `nextBlockId` and a node's numeric `allocatable_gpu`. They take the first of a shape's user
 attribute slots (its counts do not change) beside the 500 generic names; values are skewed, a few hot
