@@ -94,12 +94,19 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         "updated_utc": utc_now()})
     write_json(root / "verdict.json", out)
     from harness.report import write_report
-    md, html = write_report(root)
+    _, html = write_report(root)
+    return _summary(out, walk.cells_run, root, html)
+
+
+def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
+    """The answers and the walk on stderr, the files on stdout; the exit code (0 every level answered, 1 one
+    has no engine, 3 one is inconclusive)."""
+    answers = out.answers
     print(("CAVEAT: " + "; ".join(out.caveats) + "\n") if out.caveats else "", end="", file=sys.stderr)
     for a in answers:
         print(f"verdict at {a.mem}: {a.decision if a.status != 'inconclusive' else 'inconclusive: ' + a.why}",
               file=sys.stderr)
-    print(f"walk: {out.walk_s / 60:.1f} min, {walk.cells_run} cells run, {out.cells_implied} implied "
+    print(f"walk: {out.walk_s / 60:.1f} min, {cells_run} cells run, {out.cells_implied} implied "
           f"(path: {', '.join(out.verdict.path)})", file=sys.stderr)
     print(root / "verdict.json")
     print(html)
