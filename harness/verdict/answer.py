@@ -33,8 +33,15 @@ def _saturated(r: RunResult) -> str | None:
     p50 = m.service_time_ms.p50
     if not interval_ms or p50 is None or p50 <= interval_ms:
         return None
+    stopped = _stopped(r)
     return (f"saturated: service p50 {p50 / 1000:.2f} s > {interval_ms / 1000:g} s cadence; committed "
-            f"{m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s; the queue grew without bound")
+            f"{m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s; the queue grew without bound"
+            f"{stopped}")
+
+
+def _stopped(r: RunResult) -> str:
+    n = (r.early_abort or {}).get("block")
+    return f"; stopped early after {n} measured block{'s' if n != 1 else ''}" if n else ""
 
 
 def _stalls(r: RunResult, run_dir: Path) -> str | None:
@@ -47,11 +54,15 @@ def _stalls(r: RunResult, run_dir: Path) -> str | None:
             commit_ms = [float(row["commit_ms"]) for row in csv.DictReader(f)]
     except (OSError, KeyError, ValueError):
         return None
-    over = sum(v > min(limits) for v in commit_ms)
-    m = r.metrics
-    return (f"stalls: {over} of {len(commit_ms)} blocks over {min(limits):g} ms (service p50 "
+    limit, m = min(limits), r.metrics
+    over = sum(v > limit for v in commit_ms)
+    stopped = _stopped(r)
+    if (m.service_time_ms.p50 or 0) > limit:      # no stall: the typical block alone takes longer than allowed
+        return (f"slow: service p50 {m.service_time_ms.p50:.0f} ms > {limit:g} ms, within the cadence (no queue); "
+                f"{over} of {len(commit_ms)} blocks over {limit:g} ms{stopped}")
+    return (f"stalls: {over} of {len(commit_ms)} blocks over {limit:g} ms (service p50 "
             f"{m.service_time_ms.p50 or 0:.0f} ms, max {m.service_time_ms.max or 0:.0f} ms); {m.checkpoints} "
-            f"checkpoints, WAL peak {format_bytes(m.wal_bytes_max)}")
+            f"checkpoints, WAL peak {format_bytes(m.wal_bytes_max)}{stopped}")
 
 
 def at_mem(records: list[CellRecord]) -> str:
