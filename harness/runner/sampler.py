@@ -114,6 +114,6 @@ class Sampler(threading.Thread):
         if self.state.phase == "load":
             return            # the load phase prints its own progress
         # seconds into warmup + measure, against their planned length (the load before them is not counted)
-        print(f"[{self.label}] {self.state.phase:7s} {self.state.timed_s():6.1f}s/{self.duration_s:.0f}s"
-              f"  blocks {self.state.blocks}"
+        blocks = f"  blocks {self.state.blocks}" if self.state.phase == "measure" else ""    # the measured ones
+        print(f"[{self.label}] {self.state.phase:7s} {self.state.timed_s():6.1f}s/{self.duration_s:.0f}s{blocks}"
               f"  p99 {p99s}  wal {format_bytes(wal)}  lag {lag_ms:.0f}ms", file=sys.stderr, flush=True)
