@@ -9,7 +9,7 @@ from typing import Mapping, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.workload.block import Block
-from harness.workload.schema import TABLES
+from harness.workload.schema import TABLES  # noqa: F401  (the adapters take the table names from the contract)
 
 # json_schema_extra of a settings field the engine itself never sees (a server URL, the OS user a
 # server runs as): not read back from the engine.

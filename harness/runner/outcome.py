@@ -204,7 +204,6 @@ def memory_figures(plan, env: dict, info: EngineInfo | None) -> MemoryFigures:
 
 def make_result(plan, out: Outcome, metrics: Metrics, warnings: list[str]) -> RunResult:
     env, run_dir, info = out.environment, Path(plan.run_dir), out.engine
-    server = plan.capabilities.server
     return RunResult(
         run_id=plan.run_id, engine=plan.engine, scenario=plan.scenario, profile=plan.profile, runtime=plan.runtime,
         status=out.status, error=out.error,

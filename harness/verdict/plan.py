@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from harness.errors import ConfigError
 from harness.results import CellRecord
-from harness.scenario.decision import Criterion, DecisionTree, RatioMems
+from harness.scenario.decision import Criterion, DecisionTree
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes, parse_size_bytes
 
