@@ -4,8 +4,10 @@ through the engine's bulk path (engine_api: bulk_begin / bulk_insert / bulk_fini
 engine's row counts must be the model's."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,6 +74,23 @@ def _insert_rows(engine, model, inputs: store.StateInputs, engine_name: str, t_s
     return rows
 
 
+@contextlib.contextmanager
+def _ticking(what: str):
+    """A line every PROGRESS_EVERY_S while a step that reports nothing itself runs (an engine's index builds)."""
+    done, t0 = threading.Event(), time.perf_counter()
+
+    def tick() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            _log(f"{what}: {time.perf_counter() - t0:.0f} s so far")
+    t = threading.Thread(target=tick, daemon=True, name="build-progress")
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()
+
+
 def _phases_s(t0: float, t_model: float, t_insert: float, t_finish: float) -> dict[str, float]:
     return {"model": round(t_model - t0, 3), "insert": round(t_insert - t_model, 3),
             "finish": round(t_finish - t_insert, 3)}
@@ -102,7 +121,8 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         rows = _insert_rows(engine, gen.model, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
         _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
-        engine.bulk_finish(settings)
+        with _ticking("indexes and settle"):
+            engine.bulk_finish(settings)
         t_finish = time.perf_counter()
         counts = engine.row_counts()
         expected = {t: d.count for t, d in gen.model.digest.tables.items()}
