@@ -197,12 +197,17 @@ def settings_model(name: str) -> type[BaseModel]:
 def engine_class(name: str):
     m = manifest(name)
     cls = _object(name, m.adapter)
+    check_required_methods(m, cls)
     check_reader_factory(m, cls)
+    return cls
+
+
+def check_required_methods(m: Manifest, cls: type) -> None:
+    """The contract's methods (engine_api.REQUIRED_METHODS), all defined, before any run relies on one."""
     missing = [n for n in REQUIRED_METHODS if not callable(getattr(cls, n, None))]
     if missing:
         raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: adapter: {m.adapter} lacks {', '.join(missing)}; "
                           f"an adapter defines {', '.join(REQUIRED_METHODS)} (harness/engine_api)")
-    return cls
 
 
 def check_reader_factory(m: Manifest, cls: type) -> None:

@@ -90,6 +90,19 @@ def test_readers_as_processes_need_the_adapters_reader_factory(tmp_path):
         registry.engine_class(name)
 
 
+def test_an_adapter_without_a_contract_method_is_refused_naming_what_it_lacks(tmp_path):
+    from harness.engine_api import REQUIRED_METHODS, EngineBase
+    d = tmp_path / "toy"
+    d.mkdir()
+    (d / "engine.toml").write_text(MINIMAL)
+    m = registry.load_manifest(d)
+    whole = type("Whole", (EngineBase,), {n: (lambda self, *a: None) for n in REQUIRED_METHODS})
+    registry.check_required_methods(m, whole)
+    no_settle = type("NoSettle", (EngineBase,), {n: (lambda self, *a: None) for n in REQUIRED_METHODS if n != "settle"})
+    with pytest.raises(ConfigError, match=r"toy/engine.toml: adapter: adapter:E lacks settle; an adapter defines open, "):
+        registry.check_required_methods(m, no_settle)
+
+
 def test_a_missing_dockerfile_is_named_when_images_are_built(tmp_path):
     d = tmp_path / "toy"
     d.mkdir()
