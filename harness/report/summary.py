@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness import registry
+
 
 def print_summary(path: Path) -> None:
     """A run's result as `make run` prints it: latency, reads by kind, counters, memory, thresholds."""
@@ -30,6 +32,15 @@ def print_summary(path: Path) -> None:
                   f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}", file=sys.stderr)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)
+    mem = r.memory
+    if mem.data_limit_bytes:
+        # the sized settings as the engine reports them, beside the limit they were taken from
+        keys = list(mem.sized_settings) or list(registry.manifest(r.engine).memory.sized)     # stock: the same ones
+        read_back = ", ".join(f"{k} {r.engine_settings[k]}" for k in keys if k in r.engine_settings)
+        print(f"  memory {mem.data_limit_bytes >> 20} MiB ({mem.enforcement}), policy {mem.policy}"
+              f"{': ' + read_back if read_back else ''}", file=sys.stderr)
+    if r.plan.get("durability"):
+        print(f"  durability {r.plan['durability']}", file=sys.stderr)
     if m.engine_counters:
         ec = m.engine_counters
         ratio = f" (page cache hit ratio {ec.page_cache_hit_ratio:g})" if ec.page_cache_hit_ratio is not None else ""
