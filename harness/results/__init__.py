@@ -1,0 +1,86 @@
+"""The files every reader goes through: result.json (RunResult), sweep.json (SweepFile) and verdict.json
+(VerdictFile), typed (models.py, walks.py), each written atomically and read by one loader that refuses a
+version it does not know (pyperf's rule). The sweep, the verdict, the report, the CLI and the benches read
+nothing else. What each version added: docs/design.md, "Results"."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import ConfigError
+from harness.results.models import (DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, LatencySummary,
+                                    MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind, ReaderShare, RunResult,
+                                    Spool, Status, ThresholdResult)
+from harness.results.walks import (CellRecord, ControlRun, LibraryVersion, MatrixCell, MemAnswer, SWEEP_VERSION,
+                                   SweepFile, VERDICT_VERSION, Verdict, VerdictFile, VerdictStep)
+
+__all__ = [  # the package's API: the typed files, their loaders and writers
+    "CellRecord", "ControlRun", "DONE_STATUSES", "EngineCounterFigures", "HarnessShare", "Integrity",
+    "LatencySummary", "LibraryVersion", "MatrixCell", "MemAnswer", "MemoryFigures", "Metrics", "Model",
+    "RESULT_VERSION", "ReadKind", "ReaderShare", "RunResult", "SWEEP_VERSION", "Spool", "Status", "SweepFile",
+    "ThresholdResult", "VERDICT_VERSION", "Verdict", "VerdictFile", "VerdictStep", "SERVER_OOM_FILE",
+    "load_result", "load_sweep", "load_verdict", "read_json", "record_server_oom", "write_json"]
+SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
+
+
+M = TypeVar("M", bound=Model)
+
+
+def write_json(path: Path, obj: dict | BaseModel, indent: int | None = 2) -> None:
+    """Atomically: a reader (a resumed sweep, a report, the parent of a killed runner) sees the old file
+    or the new one, never half of one."""
+    text = obj.model_dump_json(indent=indent) if isinstance(obj, BaseModel) else json.dumps(obj, indent=indent)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    """Untyped: for the runner's own side files (progress.json, environment.json), never a result."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ()) -> M | None:
+    """older: earlier versions the model still reads exactly (fields added since have defaults)."""
+    raw = read_json(path)
+    if raw is None:
+        return None
+    if raw.get("version") not in (version, *older):
+        known = ", ".join(map(str, (*older, version)))
+        raise ConfigError(f"{path}: version {raw.get('version')!r}; this harness reads version {known} only")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise ConfigError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def load_result(path: Path) -> RunResult | None:
+    """result.json, or None when there is none (yet); a file of another version is refused. Where the runtime
+    left its word beside it (SERVER_OOM_FILE), the result is read as that says: each file has one writer."""
+    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4))
+    oom = read_json(path.parent / SERVER_OOM_FILE) if r is not None else None
+    if oom:
+        r = r.model_copy(update={"status": "oom", "error": f"{oom['error']} (the runner saw: {r.error})"})
+    return r
+
+
+def record_server_oom(run_dir: Path, why: str) -> None:
+    """By the runtime, when a server engine's server was OOM-killed under a runner that wrote its result: MEM
+    is the server's, so the run is an oom whatever its client saw."""
+    write_json(run_dir / SERVER_OOM_FILE, {"error": why})
+
+
+def load_sweep(path: Path) -> SweepFile | None:
+    return _load(path, SweepFile, SWEEP_VERSION)
+
+
+def load_verdict(path: Path) -> VerdictFile | None:
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2))

@@ -1,0 +1,193 @@
+"""result.json's typed model (RunResult and its parts): what one run measured, as the runner writes it."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+# build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
+Status = Literal["passed", "failed", "error", "oom", "build_failed"]
+DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
+RESULT_VERSION = 5
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LatencySummary(Model):
+    count: int = 0
+    p50: Optional[float] = None
+    p95: Optional[float] = None
+    p99: Optional[float] = None
+    p999: Optional[float] = None
+    max: Optional[float] = None
+    mean: Optional[float] = None
+    stdev: Optional[float] = None
+
+
+class ThresholdResult(Model):
+    expr: str
+    value: Optional[float]
+    passed: bool
+    error: Optional[str] = None          # why it has no value ("not evaluable: ...")
+    early_abort: bool = False            # the cell stopped early on this threshold
+    note: Optional[str] = None           # how it was judged, where that is not what its words say
+
+
+class Integrity(Model):
+    ok: Optional[bool] = None            # None: the run never got to verify
+    method: Optional[str] = None
+    expected: Optional[dict[str, str]] = None
+    actual: Optional[dict[str, str]] = None
+    mismatched_tables: Optional[list[str]] = None
+
+
+class Spool(Model):
+    planned_blocks: int
+    blocks: int
+    bytes: int
+    seconds: float
+    live_blocks: Optional[int] = None    # blocks of warmup + measure generated while the engine worked
+
+
+class ReaderShare(Model):
+    """How the readers ran: processes of their own (inside MEM for an embedded engine, the application's
+    readers) or threads of the runner (readers_in_process_only), and each reader process's RSS."""
+    mode: Literal["processes", "threads"]
+    count: int
+    rss_bytes_start_max: Optional[int] = None     # the largest reader process, connection open
+    rss_bytes_end_max: Optional[int] = None       # the largest reader process, at its end
+
+
+class HarnessShare(Model):
+    """What the harness cost: its memory inside the limit and any wait for blocks."""
+    # the runner's RSS (0: outside MEM): an embedded engine's heap and the harness's own together
+    inside_limit_bytes: Optional[int] = None       # as the measured phase starts
+    inside_limit_bytes_end: Optional[int] = None
+    inside_limit_bytes_max: Optional[int] = None
+    # told apart where the engine accounts for its heap (counter engine_heap_bytes: SQLite's status, DuckDB's
+    # duckdb_memory()): the engine's share, and the rest of the RSS, the harness's (interpreter, driver, buffers,
+    # and the allocator's overhead on the engine's own allocations, which the engine does not count)
+    engine_heap_bytes: Optional[int] = None
+    engine_heap_bytes_end: Optional[int] = None
+    harness_bytes: Optional[int] = None
+    harness_bytes_end: Optional[int] = None
+    generator_wait_s: Optional[float] = None
+    generator_wait_share: Optional[float] = None
+    latency_values_clamped: int = 0
+    spool: Optional[Spool] = None
+    readers: Optional[ReaderShare] = None
+
+
+class EngineCounterFigures(Model):
+    """The engine's own counters (harness/engine_api EngineCounters) over the measured phase."""
+    measured: dict[str, int] = {}      # each counter's increase over the measured phase
+    at_end: dict[str, int] = {}        # gauges as the measured phase ended
+    page_cache_hit_ratio: Optional[float] = None   # hits / (hits + misses) over the measured phase
+
+
+class ReadKind(Model):
+    """One entry of the readers' mix in the measured phase (latency from the intended start)."""
+    count: int
+    qps: Optional[float]
+    p50: Optional[float]
+    p95: Optional[float]
+    p99: Optional[float]
+    max: Optional[float]
+    mean_rows: Optional[float]
+    empty: int
+
+
+class MemoryFigures(Model):
+    """The run's limits, as planned (harness/scenario/memory.py) and as the processes saw them."""
+    policy: str = "stock"                        # sized | stock
+    enforcement: str = "none"                    # cgroup-v1 | cgroup-v2 | docker | none
+    data_limit_bytes: Optional[int] = None       # MEM: what the database gets
+    data_limit_bytes_seen: Optional[int] = None  # as the process holding the data sees it
+    runner_limit_bytes: Optional[int] = None     # the runner's own (MEM itself when it hosts the engine)
+    runner_limit_bytes_seen: Optional[int] = None
+    engine_cache_bytes: Optional[int] = None     # the engine's own cache under the policy
+    sized_settings: dict[str, str] = {}          # what the policy set (the engine's read-back is engine_settings)
+
+
+class Metrics(Model):
+    partial: bool = False                # rebuilt from what a killed runner left behind
+    phase_reached: Optional[str] = None  # partial results: where the runner died
+    measured_s: Optional[float] = None
+    window_s: Optional[float] = None
+    commit_latency_ms: LatencySummary = LatencySummary()
+    service_time_ms: LatencySummary = LatencySummary()
+    head_lag_ms: LatencySummary = LatencySummary()
+    blocks: Optional[int] = None
+    rows: Optional[int] = None
+    rows_committed_in_window: Optional[int] = None
+    rows_per_s: Optional[float] = None   # sustained: committed inside the window, over the window
+    offered_rows_per_s: Optional[float] = None
+    blocks_per_s: Optional[float] = None
+    db_bytes_max: Optional[float] = None
+    wal_bytes_max: Optional[float] = None
+    db_bytes_after_load: Optional[int] = None
+    db_bytes_final: Optional[int] = None
+    logical_bytes_final: Optional[int] = None
+    bloat_ratio: Optional[float] = None
+    bloat_ratio_after_load: Optional[float] = None
+    checkpoints: Optional[int] = None
+    manual_checkpoint_ms: Optional[dict] = None
+    mem_bytes_max: Optional[float] = None
+    rss_bytes_max: Optional[float] = None
+    harness: HarnessShare = HarnessShare()
+    read_latency_ms: Optional[LatencySummary] = None
+    reads: Optional[int] = None
+    read_errors: Optional[int] = None
+    reads_per_s: Optional[float] = None
+    reads_empty: Optional[int] = None        # found nothing where the data says they must: not in the latencies
+    reads_by_kind: Optional[dict[str, ReadKind]] = None    # per entry of the readers' mix
+    engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
+
+
+class RunResult(Model):
+    version: Literal[1, 2, 3, 4, 5] = RESULT_VERSION
+    run_id: str
+    engine: str
+    scenario: str
+    profile: str
+    runtime: str
+    status: Status
+    error: Optional[str] = None
+    memory: MemoryFigures = MemoryFigures()
+    image_id: Optional[str] = None
+    server_environment: Optional[dict] = None
+    scale: float
+    engine_version: Optional[str] = None                  # library (driver), for people
+    engine_library: Optional[str] = None                  # the engine as it ran: "SQLite 3.45.1"
+    engine_driver: Optional[str] = None                   # the Python package that drove it
+    engine_related_versions: dict[str, str] = {}          # e.g. the stdlib's SQLite beside libsql's own
+    engine_settings: dict = {}                            # effective: read back from the engine
+    plan: dict
+    environment: dict
+    load: Optional[dict] = None
+    metrics: Metrics
+    thresholds: list[ThresholdResult] = []
+    early_abort: Optional[dict] = None
+    integrity: Integrity = Integrity()
+    final_storage: Optional[dict] = None
+    warnings: list[str] = []
+    files: dict[str, str] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _memory_before_v5(cls, data):
+        """A v1-v4 file spelled the limits four ways at the top level: read them into `memory`."""
+        if isinstance(data, dict) and "memory" not in data:
+            data = dict(data)
+            seen, asked = data.pop("memory_limit_bytes", None), data.pop("memory_limit_requested_bytes", None)
+            client = data.pop("client_memory_limit_bytes", None)
+            data["memory"] = {"enforcement": data.pop("memory_enforcement", "none"), "data_limit_bytes": asked,
+                              "data_limit_bytes_seen": seen, "runner_limit_bytes": client if client else asked,
+                              "runner_limit_bytes_seen": client if client else seen}
+        return data
+
+    @property
+    def measure_s(self) -> float:
+        return float(self.plan.get("phases", {}).get("measure_s") or 0.0)

@@ -1,0 +1,156 @@
+"""sweep.json's and verdict.json's typed models: the cells of a sweep or a verdict walk, and the verdict's
+steps, matrix and answers per memory level."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import model_validator
+
+from harness.results.models import Model, Status, ThresholdResult
+
+SWEEP_VERSION = 1
+VERDICT_VERSION = 3
+
+
+class CellRecord(Model):
+    """One cell of a sweep or a verdict: what was asked, its state, and (once complete) its figures."""
+    cell_id: str
+    scenario: str
+    engine: str
+    mem: Optional[str]
+    data_limit_bytes: Optional[int]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data):
+        """sweep.json before result v5 named MEM mem_limit_bytes."""
+        if isinstance(data, dict) and "mem_limit_bytes" in data:
+            data = {**data, "data_limit_bytes": data["mem_limit_bytes"]}
+            del data["mem_limit_bytes"]
+        return data
+    scale: float
+    repeat: int = 1
+    runtime: str
+    dir: str
+    state: Literal["running", "complete", "partial"]
+    started_utc: Optional[str] = None
+    finished_utc: Optional[str] = None
+    exit_code: Optional[int] = None
+    status: Optional[Status] = None
+    error: Optional[str] = None
+    p50_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    max_ms: Optional[float] = None
+    blocks: Optional[int] = None
+    rows_per_s: Optional[float] = None
+    bloat_ratio: Optional[float] = None
+    wal_bytes_max: Optional[float] = None
+    checkpoints: Optional[int] = None
+    integrity_ok: Optional[bool] = None
+    thresholds: list[ThresholdResult] = []
+    early_abort: Optional[dict] = None
+    load_digest: Optional[dict[str, str]] = None
+    load_row_counts: Optional[dict[str, int]] = None
+    # set by the verdict
+    criterion: Optional[str] = None
+    measure_s: Optional[float] = None
+    diagnosis: Optional[str] = None           # one line on why it did not pass (harness/verdict/answer.py)
+
+
+class SweepFile(Model):
+    version: Literal[1] = SWEEP_VERSION
+    kind: Literal["sweep", "verdict-cells"]
+    dir: str
+    spec: Optional[dict] = None
+    updated_utc: str
+    cells_total: int
+    cells_complete: int
+    status_counts: dict[str, int]
+    starting_state: dict[str, dict]
+    cells: list[CellRecord]
+
+
+class ControlRun(Model):
+    """The step before, again on the same cells, changed only by `set` (decision.yaml's control)."""
+    engine: str
+    set: dict
+    why: str
+    passed: bool
+    outcome: Literal["passed", "failed", "error"]
+    errors: list[str]
+    cells: list[CellRecord]
+    cells_unrun: int = 0
+
+
+class VerdictStep(Model):
+    engine: str
+    decision: str
+    passed: bool                                # at one MEM at least
+    outcome: Literal["passed", "failed", "error", "mixed"]   # mixed: passed at some MEMs, not at others
+    errors: list[str]
+    cells: list[CellRecord]
+    set: dict = {}                              # the step's own engine settings
+    cells_unrun: int = 0                        # left unrun once a cell had failed the step (ALL_CELLS=1 runs them)
+    control: Optional[ControlRun] = None
+    version_note: Optional[str] = None          # whether it ran the same library as the step before
+
+
+class LibraryVersion(Model):
+    """One engine's library of the kind decision.yaml's compare_versions names, as it ran or is installed."""
+    engine: str
+    set: dict = {}
+    library: str                                # engine_library
+    driver: str
+    version: Optional[str]                      # engine_related_versions[of]
+    source: Literal["measured", "installed"]    # a cell's result.json, or harness.versions' probe
+
+
+class Verdict(Model):
+    engine: Optional[str]
+    decision: str
+    path: list[str]
+    note: Optional[str] = None                  # what a control found, e.g. an upgrade alone also passes
+
+
+class MatrixCell(Model):
+    """One engine at one MEM in the walk: pass, fail, implied (a failure at a larger MEM implies it; not
+    run), error (no measurement: the answer there is inconclusive), or not run (the MEM had its answer)."""
+    engine: str
+    mem: str
+    outcome: Literal["pass", "fail", "implied", "error", "not run"]
+    cells: list[str] = []                       # <scenario>/<dir> of the cells behind it
+    diagnosis: Optional[str] = None
+
+
+class MemAnswer(Model):
+    """The tree's answer at one memory level: the first engine that met every criterion there."""
+    mem: str
+    at_reference: Optional[str] = None          # the same ratio at the criterion's scale: "≈ 8.0 GB at 5x"
+    status: Literal["answered", "none", "inconclusive"]
+    engine: Optional[str] = None
+    decision: str
+    why: Optional[str] = None                   # inconclusive: the cell that errored
+
+
+class VerdictFile(Model):
+    version: Literal[1, 2, 3] = VERDICT_VERSION
+    kind: Literal["verdict"] = "verdict"
+    decision_file: str
+    profile: str
+    mems: list[str]
+    repeats: int
+    dir: str
+    criteria: list[dict]
+    steps: list[VerdictStep]
+    verdict: Optional[Verdict] = None
+    caveats: list[str] = []
+    updated_utc: Optional[str] = None
+    versions_of: Optional[str] = None           # compare_versions.of: "sqlite"
+    library_versions: list[LibraryVersion] = []
+    version_notes: list[str] = []               # each pair of consecutive steps among them, run or not
+    memory_basis: Optional[str] = None          # how MEMS was derived (a ratio profile), else none
+    answers: list[MemAnswer] = []
+    matrix: list[MatrixCell] = []
+    walk_s: Optional[float] = None
+    cells_implied: int = 0
+    monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
