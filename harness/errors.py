@@ -18,3 +18,10 @@ class ConfigError(HarnessError):
 
 class RunFailed(HarnessError):
     exit_code = EXIT_RUN_FAILED
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    """An engine that refused an allocation at its own limit (DuckDB's memory_limit, a server's 'out of memory'),
+    or Python's MemoryError: the workload did not fit the memory, as an OOM kill says, not a harness fault."""
+    text = f"{type(e).__name__}: {e}".lower()
+    return "out of memory" in text or "outofmemory" in text or isinstance(e, MemoryError)

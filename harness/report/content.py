@@ -48,22 +48,22 @@ def verdict_blocks(meta) -> list[Block]:
            Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)} (walked largest first), "
                       f"{meta.repeats} run(s) per cell. At each limit, the answer is the first engine of the tree "
                       "whose every threshold of every criterion held there, with integrity intact."
-                      + (f" The walk took {meta.walk_s / 60:.0f} min; {meta.cells_implied} cell(s) were implied, "
-                         "not run." if meta.walk_s is not None else "")),
+                      + (f" The walk took {meta.walk_s / 60:.0f} min; {meta.cells_implied} engine × limit cell(s) of the "
+                         "matrix were implied, not run." if meta.walk_s is not None else "")),
            Block("h2", "Path through the decision tree")]
     for step in meta.steps:
         failing = [f"{c.scenario} @ {c.mem}: {t.expr} measured {_f(t.value, 3)}"
                    + (f" ({t.error})" if t.error else "") + (" (early abort)" if t.early_abort else "")
                    for c in step.cells for t in c.thresholds if not t.passed]
-        dead = [f"{c.scenario} @ {c.mem}: {c.status}" + (f" ({c.error})" if c.error else "")
+        dead = [f"{c.scenario} @ {c.mem}: {c.status}" + (f" ({c.error.strip().splitlines()[0]})" if c.error else "")
                 for c in step.cells if c.status not in ("passed", "failed")]
         out.append(Block("p", f"{step.engine}{_with(step.set)}: {step.outcome.upper()}"
                               + (f" → {step.decision}" if step.passed else "")))
         if failing or dead:
             out.append(Block("list", items=dead + failing))
         if step.cells_unrun:
-            out.append(Block("p", f"{step.cells_unrun} cell(s) of {step.engine} implied by a failure at a larger "
-                                  "limit, not run (ALL_CELLS=1 runs them)."))
+            out.append(Block("p", f"{step.cells_unrun} run(s) of {step.engine} (criterion × limit × repeat) implied by "
+                                  "a failure at a larger limit, not made (ALL_CELLS=1 makes them)."))
         if step.version_note:
             out.append(Block("p", step.version_note + "."))
         if step.control:

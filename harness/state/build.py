@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from harness import environment, registry
-from harness.errors import RunFailed
+from harness.errors import RunFailed, is_out_of_memory
 from harness.state import store
 from harness.state.rows import sorted_chunks
 from harness.workload.generator import BlockGenerator
@@ -51,11 +51,6 @@ def _close(engine) -> None:
         engine.close()
     except Exception:
         pass
-
-
-def _is_oom(e: BaseException) -> bool:
-    text = f"{type(e).__name__}: {e}".lower()
-    return "out of memory" in text or "outofmemory" in text or isinstance(e, MemoryError)
 
 
 def _insert_rows(engine, model, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
@@ -137,8 +132,8 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
             raise
         first = (str(e).strip().splitlines() or [""])[0]     # DuckDB appends paragraphs of advice
         why = f"building {inputs.id} failed: {type(e).__name__}: {first}"
-        store.write_failure(root, inputs, why, oom=_is_oom(e))
-        raise StateBuildFailed(why, oom=_is_oom(e)) from e
+        store.write_failure(root, inputs, why, oom=is_out_of_memory(e))
+        raise StateBuildFailed(why, oom=is_out_of_memory(e)) from e
     _close(engine)
     gen.model.save(partial / store.MODEL, gen.block_number)
     build_s = time.perf_counter() - t0

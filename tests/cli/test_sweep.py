@@ -167,7 +167,7 @@ def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
         assert cell["diagnosis"].startswith("slow: service p50 "), cell["diagnosis"]
         assert cell["diagnosis"].endswith("; stopped early after 1 measured block"), cell["diagnosis"]
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
-    assert "1 cell(s) of sqlite implied by a failure at a larger limit" in report
+    assert "1 run(s) of sqlite (criterion × limit × repeat) implied by a failure at a larger limit" in report
     assert "Implied cells rest on one assumption" in report and "| sqlite | ✘ fail | ✘ implied |" in report
 
     p, v = run_verdict(tmp_path, decision, "--all-cells")

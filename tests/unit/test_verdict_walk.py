@@ -122,6 +122,25 @@ def test_a_failed_state_build_is_build_failed_not_oom(tmp_path):
     assert r.status == "build_failed" and "Out of Memory" in r.error
 
 
+def test_an_engine_out_of_memory_inside_the_cell_is_its_oom_with_the_engines_reason(tmp_path):
+    """DuckDB refusing an allocation at its own memory_limit while the runner loads is the cell's oom (a fail of
+    the engine at that memory, as an OOM kill is), not an error, and the diagnosis names the engine's limit."""
+    from harness.results import load_result
+    from harness.cell import execute
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "duckdb", scale=0.01, mem="256m", results_root=tmp_path, data_root=tmp_path / "data",
+                        overrides=["engines.duckdb.memory_limit=8MB", "load.method=organic"])
+    assert execute(plan) == 3
+    run_dir = tmp_path / plan.run_id
+    r = load_result(run_dir / "result.json")
+    assert r.status == "oom" and r.error.startswith("the engine ran out of memory: OutOfMemoryException"), r.error
+    rec = CellRecord(cell_id="x", scenario="p99_5x", engine="duckdb", mem="256m", data_limit_bytes=256 << 20, scale=0.01,
+                     runtime="local", dir=plan.run_id, state="complete", status="oom")
+    said = answer.diagnose(rec, run_dir)
+    assert said.startswith("memory: the engine ran out of memory within its own limit 8") and "of MEM 256" in said, said
+    assert answer.at_mem([rec]) == "fail"
+
+
 def test_a_windowed_percentile_over_too_few_blocks_says_it_is_the_max():
     from harness.runner.run import window_note
     from harness.scenario.plan import resolve_plan
