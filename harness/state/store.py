@@ -257,10 +257,10 @@ def require_free(path: Path, needed: int, what: str) -> None:
                           f"{free / 2**30:.1f} GiB are free; `make states-clean` lists and removes cached states")
 
 
-# Before any state of the engine and variant was built: a guess that errs high (3 bytes on disk per
-# logical byte, for the indexes and page slack); after, the bytes per entity of the largest one built (a
-# tiny state's fixed cost, a PostgreSQL cluster's 40 MB, would make 1x look five times its size).
+# Before a state of the engine and variant was built near the size asked: a guess that errs high (3 bytes
+# on disk per logical byte, for the indexes and page slack); after, the bytes per entity of the largest one.
 GUESS_BYTES_PER_LOGICAL = 3.0
+NEAR_SHARE = 10          # a built state estimates another of at most this many times its entities
 
 
 def estimate_bytes(root: Path, inputs: StateInputs) -> int:
@@ -274,5 +274,8 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
             built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
-    per_entity = max(built)[1] if built else GUESS_BYTES_PER_LOGICAL * logical
+    # a state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed ~40 MB over a
+    # few hundred entities would make 1x look three times its size
+    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
+    per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
     return int(per_entity * inputs.entities)

@@ -148,3 +148,22 @@ def test_an_added_index_another_shape_or_changed_row_code_names_another_state(tm
     from engines.sqlite import adapter
     monkeypatch.setitem(adapter.BUILD_PRAGMAS, "synchronous", "NORMAL")
     assert store.inputs_for(plan).id != base.id, "a build-only setting changes the files' history"
+
+
+def test_a_much_smaller_state_does_not_estimate_a_build(tmp_path, monkeypatch):
+    """A smoke cluster's fixed cost over 800 entities must not make 1x look 65 GiB: only a state of at least a
+    tenth of the entities asked speaks for its size; else the shape's guess."""
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv(store.STATES_ENV, str(tmp_path))
+    small = store.inputs_for(resolve_plan("p99_5x", "sqlite", profile="smoke", results_root=tmp_path))
+    big = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=1.0, results_root=tmp_path))
+    guess = store.estimate_bytes(tmp_path, big)
+    d = tmp_path / small.id
+    d.mkdir()
+    man = store.StateManifest(id=small.id, inputs=small, method="bulk", engine_version="x", model_digest={},
+                              logical_bytes=0, row_counts={}, rows=0, data_bytes=small.entities * 80_000, db_bytes=0,
+                              model_bytes=0, model_bytes_per_entity=0, build_s=1, phases_s={}, rows_per_s=1,
+                              build_only_settings={}, built_utc="")
+    (d / store.MANIFEST).write_text(man.model_dump_json())
+    assert store.estimate_bytes(tmp_path, big) == guess                    # 800 entities do not speak for 800,000
+    assert store.estimate_bytes(tmp_path, small) == small.entities * 80_000  # but do for themselves
