@@ -1,6 +1,6 @@
 """The benches that check the harness against the engine alone: each pairs a harness side (the harness as a
-run uses it) with a loop side (the engine's raw driver in a hand-written loop), per engine, and prints one line per engine,
-then its file. overhead.py (writes: `make bench-overhead`), reads.py (reads: `make bench-reads`) and
+run uses it) with a loop side (the engine's raw driver in a hand-written loop), per engine, and prints one
+line per engine, then its file. overhead.py (writes: `make bench-overhead`), reads.py (reads: `make bench-reads`) and
 build.py (a bulk-built state against the same rows loaded row by row: `make bench-build`) share this shape:
 
     BenchFile   the JSON file, written after each engine, so a failure later loses nothing

@@ -47,15 +47,17 @@ def organic(plan, data_dir: Path) -> dict:
 
 
 def bulk(plan, work: Path) -> tuple[dict, str]:
-    """The state built on the bulk path, then cloned cold: its record and its printed line's middle."""
+    """The state built on the bulk path, then cloned cold: its part of the engine's record, and its printed line's
+    middle."""
     d, man = build(plan, store.inputs_for(plan), work / "states")
     target = work / f"clone-{plan.engine}"
     c = clone(d / store.DATA, target)
     resident = resident_bytes(target)
     shutil.rmtree(target, ignore_errors=True)
     shutil.rmtree(d, ignore_errors=True)
-    record = {"rows": man.rows, "seconds": man.build_s, "rows_per_s": man.rows_per_s, "phases_s": man.phases_s,
-              "data_bytes": man.data_bytes, "build_only_settings": man.build_only_settings,
+    record = {"bulk": {"rows": man.rows, "seconds": man.build_s, "rows_per_s": man.rows_per_s,
+                       "phases_s": man.phases_s, "data_bytes": man.data_bytes,
+                       "build_only_settings": man.build_only_settings},
               "clone": c.as_dict(), "resident_after_evict_bytes": resident, "engine_version": man.engine_version}
     said = (f"(bulk {man.build_s:.1f} s: model {man.phases_s['model']:.1f}, rows {man.phases_s['insert']:.1f},"
             f" indexes+settle {man.phases_s['finish']:.1f}); clone {c.bytes / 2**20:.0f} MiB {c.method}"
@@ -83,13 +85,9 @@ def bench_build(engines: list[str], scenario: str, scale: float, results_root: P
             log("bench-build", f"{engine}: organic load of the same {plan.load_entities} entities")
             org = organic(plan, work / f"organic-{engine}")
             shutil.rmtree(work / f"organic-{engine}", ignore_errors=True)
-            ratio = b["rows_per_s"] / org["rows_per_s"]
-            record = {"bulk": {k: b[k] for k in ("rows", "seconds", "rows_per_s", "phases_s", "data_bytes",
-                                                 "build_only_settings")},
-                      "organic": org, "ratio": round(ratio, 2),
-                      **{k: b[k] for k in ("clone", "resident_after_evict_bytes", "engine_version")}}
-            out.add(engine, record, f"{engine} bulk {b['rows_per_s']:.0f} organic {org['rows_per_s']:.0f} "
-                                    f"ratio {ratio:.1f}x {said}")
+            ratio = b["bulk"]["rows_per_s"] / org["rows_per_s"]
+            out.add(engine, {**b, "organic": org, "ratio": round(ratio, 2)},
+                    f"{engine} bulk {b['bulk']['rows_per_s']:.0f} organic {org['rows_per_s']:.0f} ratio {ratio:.1f}x {said}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"generator alone {out.out.get('generator_rows_per_s', 0):.0f} rows/s "

@@ -12,18 +12,14 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError
-from harness.results.models import (DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, LatencySummary,
+from harness.results.models import (  # noqa: F401  (the package re-exports its models)
+                                    DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, LatencySummary,
                                     MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind, ReaderShare, RunResult,
                                     Spool, Status, ThresholdResult)
-from harness.results.walks import (CellRecord, ControlRun, LibraryVersion, MatrixCell, MemAnswer, SWEEP_VERSION,
+from harness.results.walks import (  # noqa: F401
+                                   CellRecord, ControlRun, LibraryVersion, MatrixCell, MemAnswer, SWEEP_VERSION,
                                    SweepFile, VERDICT_VERSION, Verdict, VerdictFile, VerdictStep)
 
-__all__ = [  # the package's API: the typed files, their loaders and writers
-    "CellRecord", "ControlRun", "DONE_STATUSES", "EngineCounterFigures", "HarnessShare", "Integrity",
-    "LatencySummary", "LibraryVersion", "MatrixCell", "MemAnswer", "MemoryFigures", "Metrics", "Model",
-    "RESULT_VERSION", "ReadKind", "ReaderShare", "RunResult", "SWEEP_VERSION", "Spool", "Status", "SweepFile",
-    "ThresholdResult", "VERDICT_VERSION", "Verdict", "VerdictFile", "VerdictStep", "SERVER_OOM_FILE",
-    "load_result", "load_sweep", "load_verdict", "read_json", "record_server_oom", "write_json"]
 SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
 
 
