@@ -20,6 +20,9 @@ class RunFailed(HarnessError):
     exit_code = EXIT_RUN_FAILED
 
 
+ENGINE_OOM = "the engine ran out of memory"     # how a result's error starts when is_out_of_memory
+
+
 def is_out_of_memory(e: BaseException) -> bool:
     """An engine that refused an allocation at its own limit (DuckDB's memory_limit, a server's 'out of memory'),
     or Python's MemoryError: the workload did not fit the memory, as an OOM kill says, not a harness fault."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from harness.errors import ENGINE_OOM
 from harness.results import CellRecord, MatrixCell, MemAnswer, RunResult, VerdictStep, load_result
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
@@ -20,11 +21,11 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
         first = ((r.error if r else None) or rec.error or "no result").strip().splitlines()[0]
         return f"error: {first}"
     if rec.status == "oom":
-        if r.error and r.error.startswith("the engine ran out of memory"):
+        if r.error and r.error.startswith(ENGINE_OOM):
             cache = r.memory.engine_cache_bytes
             within = (f"its own limit {format_bytes(cache)} of MEM {format_bytes(r.memory.data_limit_bytes)}" if cache
                       else f"MEM {format_bytes(r.memory.data_limit_bytes)}")
-            return f"memory: the engine ran out of memory within {within}: {r.error.split(': ', 2)[-1]}"
+            return f"memory: {ENGINE_OOM} within {within}: {r.error.split(': ', 2)[-1]}"
         return f"memory: OOM-killed at {format_bytes(r.memory.data_limit_bytes)}"
     blind = [t for t in r.thresholds if t.error]
     if blind:
