@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -73,6 +74,35 @@ def fsync_floor(data_dir: Path, samples: int = 200, budget_s: float = 2.0) -> di
             "max_us": round(lat_us[-1], 1)}
 
 
+DISK_PROBE_BYTES = 32 << 20       # per pattern: long enough to pass the device's cache, short enough for every run
+
+
+def disk_write_bandwidth(data_dir: Path, probe_bytes: int = DISK_PROBE_BYTES) -> dict:
+    """fio-style, in the data directory: MiB/s of 1 MiB sequential writes and of 4 KiB writes at random
+    offsets, each synced once at its end, so the figure is the device's (and the file system's), not the
+    page cache's. With the fsync floor it explains an I/O-bound ratio that differs from another machine's."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    probe = data_dir / ".disk-probe"
+    rng = random.Random(0)
+    out = {"probe_bytes": probe_bytes}
+    fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for name, size in (("sequential", 1 << 20), ("random", 4096)):
+            block = os.urandom(size)
+            offsets = [i * size for i in range(probe_bytes // size)]
+            if name == "random":
+                rng.shuffle(offsets)
+            t = time.perf_counter()
+            for off in offsets:
+                os.pwrite(fd, block, off)
+            os.fsync(fd)
+            out[f"{name}_write_mib_per_s"] = round(probe_bytes / 2**20 / (time.perf_counter() - t), 1)
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+    return out
+
+
 def capture(data_dir: Path, runtime: str) -> dict:
     mem_dir = cgroup.own_memory_dir()
     return {
@@ -95,5 +125,6 @@ def capture(data_dir: Path, runtime: str) -> dict:
         "data_dir": str(data_dir),
         "filesystem": filesystem(data_dir),
         "fsync_floor": fsync_floor(data_dir),
+        "disk_write": disk_write_bandwidth(data_dir),
         "started_utc": utc_now(),
     }

@@ -17,7 +17,7 @@ from harness.scenario.plan import resolve_plan
 from harness.state import store
 from harness.state.build import build
 from harness.state.clone import clone
-from harness.state.preload import resident_bytes
+from harness.platform.pagecache import resident_bytes
 from harness.state.rows import generator_rate
 from harness.workload.generator import BlockGenerator
 
@@ -32,7 +32,7 @@ def organic(plan, data_dir: Path) -> dict:
     rows, t0 = 0, time.perf_counter()
     try:
         engine.open(plan.engine_settings, data_dir)
-        engine.create_schema(plan.workload.variant)
+        engine.create_schema(plan.workload.variant, plan.workload.indexes)
         for b in gen.load_blocks(plan.load_entities, plan.load.batch_rows, plan.load.expiry_spread_blocks):
             engine.apply_block(engine.prepare_block(b))
             rows += b.rows_written

@@ -4,6 +4,7 @@ An engine declares its capabilities in its engine.toml (harness/registry.py); th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +61,14 @@ class EngineCounters:
     gauges: dict[str, int]      # as they stand now: a result keeps them at the measured phase's end
 
 
+@dataclass(frozen=True)
+class PageMap:
+    """Which table or index owns each page of the engine's main file (EngineBase.page_map)."""
+    path: Path
+    page_bytes: int
+    pages: dict[str, object]      # name -> its page numbers, 1-based (an array of ints)
+
+
 @dataclass
 class EngineInfo:
     library: str                      # the engine as it runs: "SQLite 3.45.1", "PostgreSQL 15.8"
@@ -83,7 +92,8 @@ class Reader(Protocol):
 
 
 # What every adapter defines beyond EngineBase's defaults (registry.engine_class checks it when loading one):
-#   open(settings, data_dir)   create_schema(variant)   use_schema(variant): a cloned state's schema instead
+#   open(settings, data_dir)   create_schema(variant, indexes=None): the secondary indexes to create, by
+#   name (None: all; registry.ddl)   use_schema(variant): a cloned state's schema instead
 #   apply_block(prepared): ONE transaction, timed by the runner   reader() -> Reader   checkpoint(mode)
 #   settle(): after the load, before the clock, finish what a load leaves pending (statistics, a checkpoint)
 #   storage() -> StorageStats: cheap, called by the 1 s sampler   row_counts()   iter_rows(table): DDL order
@@ -107,6 +117,11 @@ class EngineBase:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None
 
+    def page_map(self) -> PageMap | None:
+        """The owner of each page of the main file, for residency per table and index; None: the engine
+        cannot say. It may read the whole file: the runner calls it only after the clock."""
+        return None
+
     # --- a starting state's build (harness/state/build.py): open(build_settings(s)), bulk_begin,
     # bulk_insert per chunk, bulk_finish, close. These defaults take the transactional path; each engine
     # overrides them with its bulk path (no secondary index until the rows are in).
@@ -121,8 +136,8 @@ class EngineBase:
         Called in the build's worker processes on an instance that is never opened, like prepare_block."""
         return self.prepare_block(Block(number=0, kind="load", variant=variant, inserts=rows))
 
-    def bulk_begin(self, variant: str) -> None:
-        self.create_schema(variant)
+    def bulk_begin(self, variant: str, indexes=None) -> None:
+        self.create_schema(variant, indexes)
 
     def bulk_insert(self, prepared: object) -> None:
         """One prepare_bulk chunk, continuing the previous one's primary-key order."""

@@ -27,6 +27,7 @@ class Built:
     logical_bytes_after: int
     live_entities: int
     read_sample: list[dict] | None = None  # every few blocks, live entities as read parameters (reads/params.py)
+    logical_bytes_added: int = 0   # values' bytes of every row written so far, a terminated version's rewrite too
 
 
 @dataclass(frozen=True)

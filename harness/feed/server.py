@@ -138,7 +138,7 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
     m = gen.model
     sample = params.sample(m, key_rng, params.READ_SAMPLE) if with_keys and m.live_ids else None
     return Built(block, prepare(block) if block else None, m.digest.as_dict(), m.digest.logical_bytes,
-                 len(m.live_ids), sample)
+                 len(m.live_ids), sample, m.digest.logical_bytes_added)
 
 
 def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None,

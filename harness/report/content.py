@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from harness.report import plots
 from harness.report.collect import CellData, ReportData, group_stats
+from harness.report.io_tables import index_residency_table, io_table
 from harness.scenario.thresholds import parse_threshold
 from harness.stats import NOISY_SPREAD
 from harness.units import format_bytes
@@ -83,10 +84,13 @@ def answer_blocks(meta) -> list[Block]:
     if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
         return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
     items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-             + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}") for a in meta.answers]
+             + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}")
+             + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "") for a in meta.answers]
     engines = list(dict.fromkeys(c.engine for c in meta.matrix))
     cell = {(c.engine, c.mem): c for c in meta.matrix}
-    rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] if (e, m) in cell else "–" for m in meta.mems)] for e in engines]
+    rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with
+                                                        else "") if (e, m) in cell else "–" for m in meta.mems)]
+            for e in engines]
     diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis}" for e in engines for m in meta.mems
             if (e, m) in cell and cell[(e, m)].diagnosis]
     return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
@@ -211,11 +215,12 @@ def memory_text(m) -> str:
 
 def environment_table(cells: list[CellData]) -> Block:
     headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
-               "RAM", "fsync p50/p99 µs", "scale / entities", "starting database", "harness"]
+               "RAM", "fsync p50/p99 µs", "disk write MiB/s seq/random", "scale / entities", "starting database",
+               "harness"]
     rows = []
     for c in cells:
         r, env = c.result, c.result.environment
-        fs = env.get("fsync_floor") or {}
+        fs, disk = env.get("fsync_floor") or {}, env.get("disk_write") or {}
         limit = memory_text(r.memory)
         settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
         version = "; ".join([r.engine_version or "-", *(f"{k} {v}" for k, v in r.engine_related_versions.items())])
@@ -223,6 +228,7 @@ def environment_table(cells: list[CellData]) -> Block:
                      f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
+                     f"{_f(disk.get('sequential_write_mib_per_s'), 0)} / {_f(disk.get('random_write_mib_per_s'), 0)}",
                      f"{r.scale:g} / {r.plan.get('load_entities', '-')}", starting_database(r.load or {}),
                      f"{env.get('harness_version')} {(env.get('git_commit') or '')[:12]}"])
     return Block("table", headers=headers, rows=rows)
@@ -305,6 +311,10 @@ def build(data: ReportData) -> list[Block]:
                                 f"{scenario}-sizes", "Database (solid) and WAL (dashed) size over the whole run."))
         if (t := reads_by_kind_table(cells)) is not None:
             body += [Block("h3", "Reads by query kind"), t]
+        for title, table_of in (("I/O over the measured phase (device: the data's whole disk)", io_table),
+                                ("Page-cache residency per table and index", index_residency_table)):
+            if (t := table_of(cells)) is not None:
+                body += [Block("h3", title), Block("table", headers=t[0], rows=t[1])]
         if len({c.result.scale for c in cells if c.result.metrics.read_latency_ms}) > 1:
             body.append(plots_block(plots.reads_vs_size(cells, f"{scenario}: reads against database size"),
                                     f"{scenario}-reads-vs-size", "Read p99 and reads per second per engine "

@@ -13,12 +13,13 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError
 from harness.results.models import (  # noqa: F401  (the package re-exports its models)
-                                    DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, LatencySummary,
-                                    MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind, ReaderShare, RunResult,
-                                    Spool, Status, ThresholdResult)
+                                    DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, IoCounts, IoFigures,
+                                    LatencySummary, MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind,
+                                    ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401
-                                   CellRecord, ControlRun, LibraryVersion, MatrixCell, MemAnswer, SWEEP_VERSION,
-                                   SweepFile, VERDICT_VERSION, Verdict, VerdictFile, VerdictStep)
+                                   CellRecord, ControlRun, LibraryVersion, MATRIX_VERSION, MatrixCell, MatrixFile,
+                                   MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
+                                   VerdictFile, VerdictStep)
 
 SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
 
@@ -61,7 +62,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused. Where the runtime
     left its word beside it (SERVER_OOM_FILE), the result is read as that says: each file has one writer."""
-    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4))
+    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4, 5))
     oom = read_json(path.parent / SERVER_OOM_FILE) if r is not None else None
     if oom:
         r = r.model_copy(update={"status": "oom", "error": f"{oom['error']} (the runner saw: {r.error})"})
@@ -80,3 +81,7 @@ def load_sweep(path: Path) -> SweepFile | None:
 
 def load_verdict(path: Path) -> VerdictFile | None:
     return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2))
+
+
+def load_matrix_run(path: Path) -> MatrixFile | None:
+    return _load(path, MatrixFile, MATRIX_VERSION)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 5
+RESULT_VERSION = 6
 
 
 class Model(BaseModel):
@@ -111,6 +111,42 @@ class MemoryFigures(Model):
     sized_settings: dict[str, str] = {}          # what the policy set (the engine's read-back is engine_settings)
 
 
+class IoCounts(Model):
+    """Block-device I/O over the measured phase (harness/platform/blockio.py); None: not counted there."""
+    source: str                          # "device vda" | "cgroup-v1 blkio" | "cgroup io.stat" | "/proc/<pid>/io"
+    read_bytes: Optional[int] = None
+    write_bytes: Optional[int] = None
+    read_ops: Optional[int] = None
+    write_ops: Optional[int] = None
+
+
+class Residency(Model):
+    """Bytes of the engine's files in the page cache (mincore) as the measured phase starts (the sampler's
+    first tick in it) and as it ends (after its last block)."""
+    file_bytes_start: int
+    resident_bytes_start: int
+    file_bytes_end: Optional[int] = None
+    resident_bytes_end: Optional[int] = None
+    share_start: Optional[float] = None
+    share_end: Optional[float] = None
+
+
+class IoFigures(Model):
+    """The verification checklist's I/O: what reached the disk, per logical byte committed, and what of the
+    engine's files the page cache held."""
+    device: Optional[IoCounts] = None         # the data's whole device: writeback and journal included, and
+                                              # whatever else the machine wrote meanwhile
+    attributed: Optional[IoCounts] = None     # issued by the cell's own processes (v1 blkio misses the
+                                              # kernel's background writeback)
+    logical_bytes_written: Optional[int] = None   # values' bytes of the rows the measured blocks wrote
+                                                  # (inserted, and versions rewritten as terminated)
+    write_amplification: Optional[float] = None   # device bytes written / logical bytes written
+    read_iops: Optional[float] = None             # device reads per second: cache misses reaching the disk
+    read_bytes_per_s: Optional[float] = None
+    residency: Optional[Residency] = None
+    index_residency: Optional[dict[str, Residency]] = None   # per table and index (engine page_map)
+
+
 class Metrics(Model):
     partial: bool = False                # rebuilt from what a killed runner left behind
     phase_reached: Optional[str] = None  # partial results: where the runner died
@@ -144,10 +180,11 @@ class Metrics(Model):
     reads_empty: Optional[int] = None        # found nothing where the data says they must: not in the latencies
     reads_by_kind: Optional[dict[str, ReadKind]] = None    # per entry of the readers' mix
     engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
+    io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

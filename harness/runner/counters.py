@@ -38,6 +38,9 @@ class RunState:
     rss_at_measure_end: int | None = None
     counters_at_measure_start: EngineCounters | None = None   # engine.counters(), see EngineBase
     counters_at_measure_end: EngineCounters | None = None
+    io_watch: object | None = None    # runner/io_watch.IoWatch: device and cell I/O counters at both ends
+    logical_bytes_written: int = 0    # values' bytes of the rows the measured blocks wrote (inserts, rewrites)
+    logical_bytes_seen: int = 0       # the feed's running total as of the last block applied
     block_log: BlockLog = field(default_factory=BlockLog)
     readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
@@ -56,12 +59,21 @@ class RunState:
         self.phase = "measure"
         self.measure_start_ns = now_ns
         self.rss_at_measure_start = cgroup.process_rss_bytes()
+        if self.io_watch is not None:
+            self.io_watch.counters_start = self.io_watch.counters()
+        self.logical_bytes_written = 0
         for r in (self.commit, self.service, self.lag, self.read):
             r.reset()
         self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = self.reads_empty = 0
         for name in self.read_kinds:
             self.read_kinds[name] = KindStats()
         self.gauges.clear()
+
+    def end_measure(self) -> None:
+        self.measure_end_ns = time.monotonic_ns()
+        self.rss_at_measure_end = cgroup.process_rss_bytes()
+        if self.io_watch is not None:
+            self.io_watch.counters_end = self.io_watch.counters()
 
     def window_s(self) -> float:
         """The measured window: from the first measured block's due time to the planned end (or the early

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine_api import EngineInfo
-from harness.results import (EngineCounterFigures, HarnessShare, Integrity, LatencySummary, MemoryFigures, Metrics, RunResult,
-                             Spool, ThresholdResult, read_json, write_json)
+from harness.results import (EngineCounterFigures, HarnessShare, Integrity, IoFigures, LatencySummary, MemoryFigures,
+                             Metrics, RunResult, Spool, ThresholdResult, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.counters import RunState
 from harness.scenario.thresholds import NotEvaluable
@@ -42,6 +42,7 @@ class Outcome:
     thresholds: list[ThresholdResult] = field(default_factory=list)
     early_abort: dict | None = None
     sampler_error: str | None = None
+    io: IoFigures | None = None
 
 
 def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
@@ -66,7 +67,7 @@ def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
 
 
 def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalStorage | None = None,
-                  spool: Spool | None = None) -> Metrics:
+                  spool: Spool | None = None, io: IoFigures | None = None) -> Metrics:
     secs, window_s = state.measured_s(), state.window_s()
     load = load or {}
     ck = state.gauges.get("checkpoints")
@@ -93,7 +94,7 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
         manual_checkpoint_ms={"count": len(state.checkpoint_ms),
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
-        harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state))
+        harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state), io=io)
     if state.reads or state.read_errors or state.reads_empty:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
                  # over the window: the reads counted are those due in it (readers.ReadSink)
@@ -153,6 +154,15 @@ def offered_rows(state: RunState, plan) -> float:
     return due_blocks * state.rows / state.blocks
 
 
+# the thresholds' I/O figures (scenario/thresholds.py METRICS), each as the values its aggregates run over
+IO_FIGURES = {
+    "resident_share": lambda io: [io.residency.share_start, io.residency.share_end] if io.residency else [],
+    "index_resident_share": lambda io: [r.share_end for r in (io.index_residency or {}).values()],
+    "read_iops": lambda io: [io.read_iops],
+    "write_amplification": lambda io: [io.write_amplification],
+}
+
+
 def metric_source(state: RunState, metrics: Metrics | None = None):
     hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
             "read_ms": state.read.total}
@@ -184,6 +194,10 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
             return counters[metric] / state.window_s() if agg == "rate" else counters[metric]
         if metric == "bloat_ratio":
             return metrics.bloat_ratio if metrics else None
+        if metric in IO_FIGURES:
+            values = [v for v in IO_FIGURES[metric](metrics.io) if v is not None] if metrics and metrics.io else []
+            return {"max": max, "min": min, "mean": lambda v: sum(v) / len(v), "last": lambda v: v[-1]}[agg](values) \
+                if values else None
         g = state.gauges.get(metric)
         if not g:
             return None

@@ -23,6 +23,7 @@ from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
 from harness.results import Integrity, Metrics, Spool, ThresholdResult
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
+from harness.runner.io_watch import IoWatch, io_figures
 from harness.runner.feed_client import BlockFeed
 from harness.runner.metrics import percentile_rank
 from harness.runner.readers import ReaderPool
@@ -220,7 +221,7 @@ def window_note(t, plan: RunPlan) -> str | None:
 
 def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None) -> Metrics:
     """Thresholds with their measured values, the early abort, and the run's status; the metrics they read."""
-    metrics = build_metrics(state, plan, out.load, out.final, out.spool)
+    metrics = build_metrics(state, plan, out.load, out.final, out.spool, out.io)
     results = [ThresholdResult(**t, note=window_note(th, plan)) for t, th in
                zip(evaluate(thresholds, metric_source(state, metrics)), thresholds)]
     if abort and abort.reason:
@@ -282,7 +283,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     if plan.state:
         engine.use_schema(plan.workload.variant)
     else:
-        engine.create_schema(plan.workload.variant)
+        engine.create_schema(plan.workload.variant, plan.workload.indexes)
     out.engine = info = engine.info()
     limit = plan.memory.data_limit_bytes
     if plan.memory.runner_is_client and (
@@ -290,6 +291,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         raise LimitNotEnforced(f"a {limit}-byte limit was asked for the {plan.engine} server, "
                                f"which sees {info.data_limit_bytes_seen}")
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
+    state.io_watch = watch = IoWatch.for_plan(plan)
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
@@ -303,6 +305,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         out.load = {**load_phase(engine, feed, plan, state), **preloaded}
         out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)
+        watch.take_end_residency()
     finally:
         feed.stop()
         if out.spool:     # blocks of warmup + measure generated while the engine worked
@@ -313,6 +316,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         out.sampler_error = sampler.storage_error
 
     last = last or feed.after_load
+    out.io = io_figures(engine, plan, state, watch, lambda msg: log(plan, msg))
     final = observed_storage(engine, plan.capabilities)
     out.final = FinalStorage(final.db_bytes, final.wal_bytes,
                              None if final.checkpoints is None else final.checkpoints + state.manual_checkpoints,

@@ -13,11 +13,12 @@ from harness.runner.metrics import IntervalLog, quick_summary_ms
 from harness.results import write_json
 from harness.runner.counters import RunState
 from harness.platform import cgroup
+from harness.platform.blockio import device_snapshot
 from harness.units import format_bytes
 
 COLUMNS = ("t_s", "phase", "blocks", "rows", "rows_per_s", "commit_p50_ms", "commit_p99_ms", "commit_max_ms",
            "service_p99_ms", "head_lag_ms", "reads_per_s", "read_p99_ms", "db_bytes", "wal_bytes",
-           "checkpoints", "mem_bytes", "rss_bytes")
+           "checkpoints", "mem_bytes", "rss_bytes", "read_iops", "write_bytes_per_s")
 
 
 class Sampler(threading.Thread):
@@ -36,6 +37,7 @@ class Sampler(threading.Thread):
         self.read_log: IntervalLog | None = None
         self._last_t = state.elapsed_s()
         self._last_blocks = self._last_rows = self._last_reads = 0
+        self._last_device = None     # the data device's counters at the previous tick
         self._tty = sys.stderr.isatty()
         self._last_print = 0.0
         self.storage_error: str | None = None
@@ -76,6 +78,7 @@ class Sampler(threading.Thread):
             self.storage_error = f"{type(e).__name__}: {e}"
             db = wal = ckpt = None
         mem, rss = cgroup.usage_bytes(self.mem_dir), cgroup.process_rss_bytes()
+        read_iops, write_bps = self._device_rates(dt)
         blocks, rows, reads = st.blocks, st.rows, st.reads
         if blocks < self._last_blocks:      # the phase changed and counters restarted
             self._last_blocks = self._last_rows = self._last_reads = 0
@@ -86,9 +89,12 @@ class Sampler(threading.Thread):
                "commit_p50_ms": c["p50"], "commit_p99_ms": c["p99"], "commit_max_ms": c["max"],
                "service_p99_ms": sv["p99"], "head_lag_ms": round(lag_ms, 3),
                "reads_per_s": round((reads - self._last_reads) / dt, 1), "read_p99_ms": rd["p99"],
-               "db_bytes": db, "wal_bytes": wal, "checkpoints": ckpt, "mem_bytes": mem, "rss_bytes": rss}
+               "db_bytes": db, "wal_bytes": wal, "checkpoints": ckpt, "mem_bytes": mem, "rss_bytes": rss,
+               "read_iops": read_iops, "write_bytes_per_s": write_bps}
         self.ts.write(",".join("" if row[k] is None else str(row[k]) for k in COLUMNS) + "\n")
         if st.phase == "measure":
+            if st.io_watch is not None and st.io_watch.maps_start is None:
+                st.io_watch.take_start_residency()     # on this thread: mincore is off the writer's path
             for k in ("db_bytes", "wal_bytes", "checkpoints", "mem_bytes", "rss_bytes"):
                 st.observe_gauge(k, row[k])
         self._last_t, self._last_blocks, self._last_rows, self._last_reads = now, blocks, rows, reads
@@ -97,6 +103,15 @@ class Sampler(threading.Thread):
         gc.collect(0)
         self._write_progress(now, db, wal, ckpt)
         self._print(now, c["p99"], wal, lag_ms)
+
+    def _device_rates(self, dt: float) -> tuple[float | None, float | None]:
+        """The data device's reads per second and bytes written per second since the last tick."""
+        probe = self.state.io_watch.probe if self.state.io_watch is not None else None
+        now = device_snapshot(probe.device) if probe and probe.device else None
+        last, self._last_device = self._last_device, now
+        if now is None or last is None:
+            return None, None
+        return round((now.read_ops - last.read_ops) / dt, 1), round((now.write_bytes - last.write_bytes) / dt)
 
     def _write_progress(self, now: float, db, wal, ckpt) -> None:
         st = self.state

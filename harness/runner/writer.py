@@ -7,7 +7,6 @@ import time
 
 from harness.runner.abort import EarlyAbort
 from harness.feed.protocol import Built
-from harness.platform import cgroup
 from harness.runner.feed_client import BlockFeed
 from harness.runner.counters import RunState
 
@@ -76,7 +75,10 @@ def _record(state: RunState, built: Built, due: int, start: int, end_ns: int, ru
     state.commit.record_us((end_ns - due) // 1000)
     state.service.record_us((end_ns - start) // 1000)
     state.lag.record_us(max(0, start - due) // 1000)
+    added = built.logical_bytes_added - state.logical_bytes_seen
+    state.logical_bytes_seen = built.logical_bytes_added
     if state.phase == "measure":
+        state.logical_bytes_written += added
         rows = built.block.rows_written
         state.blocks += 1
         state.rows += rows
@@ -93,8 +95,7 @@ def _checkpoint(engine, state: RunState, mode: str) -> None:
 
 
 def _end_measure(engine, state: RunState) -> None:
-    state.measure_end_ns = time.monotonic_ns()
-    state.rss_at_measure_end = cgroup.process_rss_bytes()
+    state.end_measure()
     state.counters_at_measure_end = engine.counters()
 
 

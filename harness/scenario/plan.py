@@ -17,7 +17,7 @@ from harness.errors import ConfigError
 from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
 from harness.validation import format_error
-from harness.scenario.spec import Body, Ceiling, Checkpoint, Load, Phases, Readers, Strict, Workload
+from harness.scenario.spec import Body, Ceiling, Checkpoint, Io, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
 from harness.workload.generator import WorkloadSpec
@@ -52,6 +52,7 @@ class RunPlan(Strict):
     readers: Readers
     checkpoint: Checkpoint
     ceiling: Ceiling = Ceiling()
+    io: Io = Io()
     thresholds: list[str] = Field(default_factory=list)
     integrity: Literal["model", "counts"]
     early_abort: bool = False        # stop the measured phase once a threshold can no longer pass
@@ -141,7 +142,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         memory=memory, durability=man.durability.guarantee(settings),
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
-        phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling,
+        phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling, io=body.io,
         thresholds=body.thresholds,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)
 

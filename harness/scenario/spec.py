@@ -50,6 +50,8 @@ class Workload(Strict):
     extend_blocks: tuple[int, int] = (10, 1000)
     long_lived_fraction: Optional[float] = Field(None, ge=0, le=1)
     writes: bool = Field(True, description="false: a read-only run, the readers alone after the load")
+    indexes: Optional[list[str]] = Field(None, description="the secondary indexes to create, by name (the "
+                                                           "primary keys stay); unset: all of the schema's")
 
     @field_validator("ephemeral_btl_blocks", "extend_blocks")
     @classmethod
@@ -136,6 +138,13 @@ class Checkpoint(Strict):
     mode: Literal["PASSIVE", "FULL", "RESTART", "TRUNCATE"] = "PASSIVE"
 
 
+class Io(Strict):
+    """What a run measures of its I/O beyond the device and residency figures it always records."""
+    index_residency: bool = Field(False, description="residency per table and index at both ends of the measured "
+                                                     "phase, where the engine maps its pages (SQLite's dbstat): "
+                                                     "reads the whole file once, after the clock")
+
+
 # One optional field per registered engine, typed by that engine's own Settings model.
 EngineSettings = create_model(
     "EngineSettings", __config__=ConfigDict(extra="forbid", frozen=True),
@@ -152,6 +161,7 @@ class Body(Strict):
     readers: Readers = Readers()
     checkpoint: Checkpoint = Checkpoint()
     ceiling: Ceiling = Ceiling()
+    io: Io = Io()
     engines: EngineSettings = EngineSettings()  # type: ignore[valid-type]
     memory: Memory = Memory()
     durability: Optional[Literal["commit", "checkpoint"]] = Field(

@@ -24,12 +24,18 @@ METRICS: dict[str, str] = {
     "mem_bytes": "gauge",
     "rss_bytes": "gauge",
     "bloat_ratio": "gauge",
+    # the measured phase's I/O (result metrics.io): plain numbers
+    "resident_share": "figure",          # the engine's files in the page cache, at the phase's start and end
+    "index_resident_share": "figure",    # per table and index (io.index_residency), at the end: min is the worst
+    "read_iops": "figure",               # device reads per second
+    "write_amplification": "figure",     # device bytes written per logical byte written
 }
 WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false
 _AGGS_BY_KIND = {
     "latency": "pNN (p50, p99, p99.9), max, min, mean, count",
     "counter": "rate (per second of the measured phase, or with % as a percentage of the offered rate), count",
     "gauge": "max, min, mean, last",
+    "figure": "max, min, mean, last",
 }
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -76,7 +82,8 @@ def parse_threshold(expr: str) -> Threshold:
     kind = METRICS[metric]
     allowed = {"latency": agg.startswith("p") or agg in ("max", "min", "mean", "count"),
                "counter": agg in ("rate", "count"),
-               "gauge": agg in ("max", "min", "mean", "last")}[kind]
+               "gauge": agg in ("max", "min", "mean", "last"),
+               "figure": agg in ("max", "min", "mean", "last")}[kind]
     if not allowed:
         raise ValueError(f"{agg}() does not apply to {metric} in {expr!r}; allowed: {_AGGS_BY_KIND[kind]}")
     if agg.startswith("p") and not 0 < float(agg[1:]) < 100:

@@ -6,57 +6,16 @@ Run it in the process that holds the data (an embedded engine's runner), or as
 `python -m harness.state.preload DIR OUT.json` started inside the data's cgroup or container."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
-import mmap
 import os
 import sys
 import time
 from pathlib import Path
 
+from harness.platform.pagecache import files, resident_bytes
+
 READ_CHUNK_BYTES = 1 << 20          # one buffer, reused: the reader's own memory stays flat
-MINCORE_SPAN_BYTES = 1 << 30        # mapped and asked a GiB at a time
-PAGE = mmap.PAGESIZE
 PRELOAD_FILE = "preload.json"       # in the run folder: the preload of a server's data, made in its own cgroup
-
-_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-_MAP_FAILED = ctypes.c_void_p(-1).value
-
-
-def files(root: Path) -> list[Path]:
-    return sorted(p for p in Path(root).rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def resident_file_bytes(path: Path) -> int:
-    """Bytes of one file in the page cache: mincore over a read-only shared mapping, which faults nothing in."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        pages = 0
-        for off in range(0, size, MINCORE_SPAN_BYTES):
-            length = min(MINCORE_SPAN_BYTES, size - off)
-            addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, off)
-            if addr == _MAP_FAILED:
-                raise OSError(ctypes.get_errno(), f"mmap {path}")
-            try:
-                vec = (ctypes.c_ubyte * ((length + PAGE - 1) // PAGE))()
-                if _libc.mincore(addr, length, vec):
-                    raise OSError(ctypes.get_errno(), f"mincore {path}")
-                pages += sum(b & 1 for b in bytes(vec))
-            finally:
-                _libc.munmap(addr, length)
-        return min(size, pages * PAGE)
-    finally:
-        os.close(fd)
-
-
-def resident_bytes(root: Path) -> int:
-    return sum(resident_file_bytes(p) for p in files(root))
 
 
 def read_all(root: Path) -> int:

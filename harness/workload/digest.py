@@ -80,6 +80,7 @@ class TableDigest:
     total: int = 0
     count: int = 0
     nbytes: int = 0
+    nbytes_added: int = 0      # never decreases: the bytes of every row written so far (a rewrite too)
     hasher: object = field(default=row_hash_nbytes, repr=False, compare=False)
 
     def add(self, row: tuple) -> None:
@@ -87,6 +88,7 @@ class TableDigest:
         self.total = (self.total + h) % _MOD
         self.count += 1
         self.nbytes += n
+        self.nbytes_added += n
 
     def remove(self, row: tuple) -> None:
         h, n = self.hasher(row)
@@ -118,6 +120,10 @@ class StateDigest:
     @property
     def logical_bytes(self) -> int:
         return sum(d.nbytes for d in self.tables.values())
+
+    @property
+    def logical_bytes_added(self) -> int:
+        return sum(d.nbytes_added for d in self.tables.values())
 
     def as_dict(self) -> dict[str, str]:
         return {name: d.hexdigest() for name, d in sorted(self.tables.items())}

@@ -9,7 +9,8 @@ import pytest
 
 from harness.environment import filesystem
 from harness.state.clone import evict
-from harness.state.preload import preload, resident_bytes, resident_file_bytes
+from harness.platform.pagecache import resident_bytes, resident_file_bytes
+from harness.state.preload import preload
 from tests.conftest import can_use_cgroups
 
 

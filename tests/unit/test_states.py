@@ -9,7 +9,7 @@ from harness.errors import ConfigError
 from harness.scenario.plan import resolve_plan
 from harness.state import store
 from harness.state.clone import clone
-from harness.state.preload import resident_bytes
+from harness.platform.pagecache import resident_bytes
 from harness.workload.generator import BlockGenerator
 from harness.workload.expected import LiveModel
 

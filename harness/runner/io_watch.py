@@ -1,0 +1,143 @@
+"""The measured phase's I/O, for the verification checklist: device and cell counters at both of its ends
+(taken beside the engine's counters, a few file reads), and the page-cache residency of the engine's files
+at both ends (mincore: the sampler's first tick in the phase, and after its last block), per table and
+index where the engine can map its pages (after the clock: the map reads the whole file)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.engine_api import PageMap
+from harness.platform import cgroup, pagecache
+from harness.platform.blockio import IoProbe, blkio_dir_of, counts_io
+from harness.results import IoCounts, IoFigures, Residency
+
+# harness files that share the data directory (the feed's block spool, a page map being written)
+NOT_ENGINE_FILES = ("block-spool.bin", ".pagemap")
+
+
+@dataclass
+class IoWatch:
+    probe: IoProbe
+    data_dir: Path
+    counters_start: dict | None = None
+    counters_end: dict | None = None
+    maps_start: dict[Path, bytes] | None = None
+    maps_end: dict[Path, bytes] | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_plan(cls, plan) -> "IoWatch":
+        data_dir = Path(plan.data_dir)
+        return cls(IoProbe.for_data(data_dir, data_io_dir(plan), embedded=not plan.capabilities.server), data_dir)
+
+    def counters(self) -> dict:
+        return self.probe.snapshot()
+
+    def _maps(self) -> dict[Path, bytes] | None:
+        try:
+            return {p: m for p, m in pagecache.snapshot(self.data_dir).items()
+                    if not p.name.endswith(NOT_ENGINE_FILES)}
+        except OSError as e:      # the data is not visible here (a server's own container)
+            self.errors.append(f"residency: {e}")
+            return None
+
+    def take_start_residency(self) -> None:
+        if self.maps_start is None:
+            self.maps_start = self._maps() or {}
+
+    def take_end_residency(self) -> None:
+        self.maps_end = self._maps() or {}
+
+    def figures(self, measured_s: float, logical_bytes_written: int | None,
+                page_map: PageMap | None = None) -> IoFigures:
+        device = attributed = None
+        if self.counters_start and self.counters_end:
+            device = _counts(f"device {self.probe.device}", self.counters_start["device"], self.counters_end["device"])
+            attributed = _counts(self.probe.attributed_source, self.counters_start["attributed"],
+                                 self.counters_end["attributed"])
+        wa = read_iops = read_bps = None
+        if device:
+            if logical_bytes_written and device.write_bytes is not None:
+                wa = round(device.write_bytes / logical_bytes_written, 3)
+            if measured_s:
+                read_iops = round(device.read_ops / measured_s, 2) if device.read_ops is not None else None
+                read_bps = round(device.read_bytes / measured_s, 1)
+        return IoFigures(device=device, attributed=attributed, logical_bytes_written=logical_bytes_written,
+                         write_amplification=wa, read_iops=read_iops, read_bytes_per_s=read_bps,
+                         residency=_residency(self.maps_start, self.maps_end),
+                         index_residency=self._per_object(page_map) if page_map else None)
+
+    def _per_object(self, pm: PageMap) -> dict[str, Residency]:
+        """Each table's and index's pages of the main file, looked up in both residency maps. The owners
+        are those at the phase's end: the pages a block allocated meanwhile count as not resident at its start."""
+        start, end = (m.get(pm.path, b"") if m else b"" for m in (self.maps_start, self.maps_end))
+        os_pages = max(1, pm.page_bytes // pagecache.PAGE)
+        out = {}
+        for name, pagenos in sorted(pm.pages.items()):
+            counts = [0, 0]
+            for pageno in pagenos:
+                first = (pageno - 1) * os_pages
+                for i, m in enumerate((start, end)):
+                    if m[first:first + os_pages].count(1) == os_pages:
+                        counts[i] += 1
+            total = len(pagenos) * pm.page_bytes
+            out[name] = Residency(file_bytes_start=total, resident_bytes_start=counts[0] * pm.page_bytes,
+                                  file_bytes_end=total, resident_bytes_end=counts[1] * pm.page_bytes,
+                                  share_start=round(counts[0] / len(pagenos), 4) if pagenos else None,
+                                  share_end=round(counts[1] / len(pagenos), 4) if pagenos else None)
+        return out
+
+
+def data_io_dir(plan) -> Path | None:
+    """The block-I/O cgroup of the processes that hold the data, where this runner can read it (as
+    run.data_memory_dir); None: only the device's counters."""
+    if not plan.capabilities.server:
+        return blkio_dir_of("self") if cgroup.run_memory_dir() else None
+    path = os.environ.get(cgroup.SERVER_BLKIO_ENV) or os.environ.get(cgroup.SERVER_CGROUP_ENV)
+    return Path(path) if path and counts_io(Path(path)) else None
+
+
+def io_figures(engine, plan, state, watch: IoWatch, log) -> IoFigures:
+    """The measured phase's I/O; residency per table and index where the scenario asks (io.index_residency)
+    and the engine can map its pages: that map reads the whole file, so it comes after the clock."""
+    page_map = None
+    if plan.io.index_residency and state.measure_start_ns is not None:
+        log("mapping the database's pages to its tables and indexes (residency per index)")
+        page_map = engine.page_map()
+    io = watch.figures(state.measured_s() if state.measure_start_ns else 0.0, state.logical_bytes_written, page_map)
+    log(f"I/O over the measured phase: {log_line(io)}")
+    return io
+
+
+def _counts(source: str | None, before, after) -> IoCounts | None:
+    if before is None or after is None or source is None:
+        return None
+    return IoCounts(source=source, **after.since(before))
+
+
+def _residency(start: dict | None, end: dict | None) -> Residency | None:
+    if not start:
+        return None
+    s = pagecache.snapshot_figures(start)
+    e = pagecache.snapshot_figures(end) if end else {}
+    return Residency(file_bytes_start=s["file_bytes"], resident_bytes_start=s["resident_bytes"],
+                     share_start=s["resident_share"], file_bytes_end=e.get("file_bytes"),
+                     resident_bytes_end=e.get("resident_bytes"), share_end=e.get("resident_share"))
+
+
+def log_line(io: IoFigures) -> str:
+    """One line for the runner's log."""
+    parts = []
+    if io.write_amplification is not None:
+        parts.append(f"write amplification {io.write_amplification:.1f}x")
+    if io.read_iops is not None:
+        parts.append(f"{io.read_iops:.0f} device reads/s")
+    if io.residency and io.residency.share_start is not None:
+        end = f" → {io.residency.share_end:.0%}" if io.residency.share_end is not None else ""
+        parts.append(f"resident {io.residency.share_start:.0%}{end}")
+    if io.index_residency:
+        worst = min(io.index_residency.items(), key=lambda kv: kv[1].share_end or 0)
+        parts.append(f"least resident: {worst[0]} {worst[1].share_end:.0%}")
+    return ", ".join(parts) or "no I/O figures here"

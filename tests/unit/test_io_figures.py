@@ -1,0 +1,47 @@
+"""The measured phase's I/O figures (harness/runner/io_watch.py, harness/platform/blockio.py): residency read
+at the phase's ends follows the page cache, device counters move with real writes."""
+import os
+
+import pytest
+
+from harness.environment import filesystem
+from harness.platform.blockio import IoProbe, device_of, device_snapshot
+from harness.runner.io_watch import IoWatch
+from harness.state.clone import evict
+from harness.state.preload import preload
+
+
+@pytest.fixture
+def data(tmp_path):
+    if filesystem(tmp_path)["fstype"] == "tmpfs" or device_of(tmp_path) is None:
+        pytest.skip("no block device under the test's folder: its pages are always resident")
+    d = tmp_path / "db"
+    d.mkdir()
+    (d / "arkiv.db").write_bytes(os.urandom(16 << 20))
+    (d / "block-spool.bin").write_bytes(os.urandom(1 << 20))     # the feed's, not the engine's
+    evict(d, write_back=True)
+    return d
+
+
+def test_residency_is_zero_after_eviction_and_whole_after_a_preload(data):
+    watch = IoWatch(IoProbe.for_data(data, None, embedded=True), data)
+    watch.take_start_residency()
+    preload(data)
+    watch.take_end_residency()
+    r = watch.figures(1.0, None).residency
+    assert r.file_bytes_start == 16 << 20, "the feed's spool is not the engine's file"
+    assert r.resident_bytes_start == 0 and r.share_start == 0
+    assert r.resident_bytes_end == 16 << 20 and r.share_end == 1
+
+
+def test_device_counters_see_a_synced_write(data):
+    probe = IoProbe.for_data(data, None, embedded=True)
+    before = device_snapshot(probe.device)
+    with open(data / "more", "wb") as f:
+        f.write(os.urandom(4 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+    grew = device_snapshot(probe.device).since(before)
+    assert grew["write_bytes"] >= 4 << 20 and grew["write_ops"] > 0
+    own = probe.snapshot()["attributed"]      # no cgroup of its own: this process's /proc/self/io
+    assert own is not None and own.write_bytes >= 4 << 20
