@@ -11,7 +11,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -233,25 +233,48 @@ def capabilities(name: str, settings: Mapping[str, object] | None = None) -> Cap
     return caps
 
 
-def ddl(name: str, variant: str) -> str:
-    """The engine's own ddl-<variant>.sql when it has one, else the workload's schema in its types."""
+def ddl(name: str, variant: str, indexes: Sequence[str] | None = None) -> str:
+    """The engine's own ddl-<variant>.sql when it has one, else the workload's schema in its types; with
+    `indexes`, only those secondary indexes (by name; the primary keys stay)."""
     if variant not in VARIANTS:
         raise ValueError(f"schema variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     own = ENGINES_DIR / name / f"ddl-{variant}.sql"
-    if own.is_file():
-        return own.read_text()
-    return generic_ddl(variant, manifest(name).types)
+    text = own.read_text() if own.is_file() else generic_ddl(variant, manifest(name).types)
+    if indexes is None:
+        return text
+    tables, index_stmts = _split(text)
+    names = {index_name(s): s for s in index_stmts}
+    unknown = [i for i in indexes if i not in names]
+    if unknown:
+        raise ConfigError(f"workload.indexes: {', '.join(unknown)} is not an index of {name}'s {variant} schema; "
+                          f"its indexes: {', '.join(names)}")
+    return "\n".join(tables + [s for n, s in names.items() if n in indexes])
 
 
-def ddl_split(name: str, variant: str) -> tuple[str, str]:
-    """(CREATE TABLE statements, CREATE INDEX statements) of ddl(): a bulk build creates the indexes
-    after the rows are in."""
+def index_name(stmt: str) -> str:
+    m = re.match(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", stmt, re.I)
+    return m.group(1) if m else ""
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
     tables, indexes = [], []
-    text = "\n".join(line for line in ddl(name, variant).splitlines() if not line.lstrip().startswith("--"))
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
     for stmt in (s.strip() for s in text.split(";")):
         if stmt:
             (indexes if re.match(r"CREATE\s+(UNIQUE\s+)?INDEX\b", stmt, re.I) else tables).append(stmt + ";")
-    return "\n".join(tables), "\n".join(indexes)
+    return tables, indexes
+
+
+def index_names(name: str, variant: str) -> list[str]:
+    """The secondary indexes of the engine's schema, in DDL order."""
+    return [index_name(s) for s in _split(ddl(name, variant))[1]]
+
+
+def ddl_split(name: str, variant: str, indexes: Sequence[str] | None = None) -> tuple[str, str]:
+    """(CREATE TABLE statements, CREATE INDEX statements) of ddl(): a bulk build creates the indexes
+    after the rows are in."""
+    tables, index_stmts = _split(ddl(name, variant, indexes))
+    return "\n".join(tables), "\n".join(index_stmts)
 
 
 def side_path(engine: str, name: str) -> Path:

@@ -114,8 +114,8 @@ class DuckDBEngine(EngineBase):
         self._checkpoints = 0
         self._wal_seen = self._wal_size()
 
-    def create_schema(self, variant: str) -> None:
-        self.con.execute(registry.ddl(self.name, variant))
+    def create_schema(self, variant: str, indexes=None) -> None:
+        self.con.execute(registry.ddl(self.name, variant, indexes))
         self.use_schema(variant)
 
     def use_schema(self, variant: str) -> None:
@@ -131,8 +131,8 @@ class DuckDBEngine(EngineBase):
         avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         return {**settings, "memory_limit": f"{int(avail * BUILD_MEMORY_SHARE) >> 20}MB"}
 
-    def bulk_begin(self, variant: str) -> None:
-        tables, self._index_sql = registry.ddl_split(self.name, variant)
+    def bulk_begin(self, variant: str, indexes=None) -> None:
+        tables, self._index_sql = registry.ddl_split(self.name, variant, indexes)
         self.con.execute(tables)
         self.use_schema(variant)
 

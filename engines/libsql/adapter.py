@@ -58,10 +58,10 @@ class LibSQLEngine(SQLiteEngine):
         self.settings, self.variant = dict(settings), None
         self.remote = RemoteLibSQL(str(settings["url"]), os.environ.get("LIBSQL_AUTH_TOKEN"))
 
-    def create_schema(self, variant: str) -> None:
+    def create_schema(self, variant: str, indexes=None) -> None:
         if not self.remote:
-            return super().create_schema(variant)
-        self.remote.create_schema(registry.ddl(self.name, variant))
+            return super().create_schema(variant, indexes)
+        self.remote.create_schema(registry.ddl(self.name, variant, indexes))
         self._prepare(variant)
 
     def apply_block(self, block: Block) -> None:

@@ -108,8 +108,8 @@ class PostgresEngine(EngineBase):
         self.variant: str | None = None
         self._ckpt_at_open = self._checkpoint_counter()
 
-    def create_schema(self, variant: str) -> None:
-        self.conn.execute(registry.ddl(self.name, variant))
+    def create_schema(self, variant: str, indexes=None) -> None:
+        self.conn.execute(registry.ddl(self.name, variant, indexes))
         self.use_schema(variant)
 
     def use_schema(self, variant: str) -> None:
@@ -120,11 +120,11 @@ class PostgresEngine(EngineBase):
     def build_settings(cls, settings: Mapping[str, object]) -> dict:
         return {**settings, **BUILD_CONF}
 
-    def bulk_begin(self, variant: str) -> None:
+    def bulk_begin(self, variant: str, indexes=None) -> None:
         if not self.server.keeps_cluster_in_data_dir():
             raise ServerError(f"{self._data_dir}: user {self.server.user} cannot enter every folder down to it, so "
                               "the cluster would be built elsewhere and lost; use a STATES folder every user may enter")
-        tables, self._index_sql = registry.ddl_split(self.name, variant)
+        tables, self._index_sql = registry.ddl_split(self.name, variant, indexes)
         self.conn.execute(tables)
         self.use_schema(variant)
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import struct
+import subprocess
+import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
 from harness import registry, sql
 from engines.sqlite import bindings
-from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats, engine_setting_names
+from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, PageMap, StorageStats, engine_setting_names
 from harness.workload.block import Block
 
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
@@ -88,8 +92,8 @@ class SQLiteEngine(EngineBase):
         # what the manual checkpoints answered: (busy, WAL frames, frames checkpointed), summed
         self._manual = {"checkpoints_busy": 0, "checkpoint_wal_frames": 0, "checkpoint_frames_done": 0}
 
-    def create_schema(self, variant: str) -> None:
-        self.conn.executescript(registry.ddl(self.name, variant))
+    def create_schema(self, variant: str, indexes=None) -> None:
+        self.conn.executescript(registry.ddl(self.name, variant, indexes))
         self._prepare(variant)
 
     def use_schema(self, variant: str) -> None:
@@ -100,8 +104,8 @@ class SQLiteEngine(EngineBase):
     def build_settings(cls, settings: Mapping[str, object]) -> dict:
         return {**settings, **BUILD_PRAGMAS}
 
-    def bulk_begin(self, variant: str) -> None:
-        tables, self._index_sql = registry.ddl_split(self.name, variant)
+    def bulk_begin(self, variant: str, indexes=None) -> None:
+        tables, self._index_sql = registry.ddl_split(self.name, variant, indexes)
         try:
             self.conn.execute(f"PRAGMA threads = {BUILD_SORTER_THREADS}").fetchall()
         except Exception:       # a build without worker threads sorts on one
@@ -127,7 +131,7 @@ class SQLiteEngine(EngineBase):
         self._sql = sql.BlockSQL.generic(variant)
 
     def apply_block(self, block: Block) -> None:
-        sql.write_block(self.conn, self._begin, self._sql, block)
+        sql.write_block(self.conn, self._begin, self._sql, block, self.settings.get("insert_mode") == "execute")
 
     def reader(self) -> sql.QueryReader:
         return self.reader_factory()()
@@ -164,6 +168,13 @@ class SQLiteEngine(EngineBase):
     def storage(self) -> StorageStats:
         return StorageStats(db_bytes=_size(self.path), wal_bytes=self._wal_bytes_in_use(),
                             checkpoints=self._checkpoints())
+
+    def page_map(self) -> PageMap:
+        """dbstat, in a process of its own (engines/sqlite/pagemap.py says why)."""
+        with tempfile.NamedTemporaryFile(dir=self.data_dir, suffix=".pagemap") as out:
+            subprocess.run([sys.executable, "-m", "engines.sqlite.pagemap", str(self.path), out.name], check=True)
+            page_bytes, pages = pickle.load(out)
+        return PageMap(self.path, page_bytes, pages)
 
     def row_counts(self) -> dict[str, int]:
         return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}

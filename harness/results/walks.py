@@ -120,6 +120,9 @@ class MatrixCell(Model):
     outcome: Literal["pass", "fail", "implied", "error", "not run"]
     cells: list[str] = []                       # <scenario>/<dir> of the cells behind it
     diagnosis: Optional[str] = None
+    tuned_with: Optional[str] = None            # a pass only with this matrix option (decision.yaml's tune)
+    tried: list[str] = []                       # the options tried after a failure at the policy's settings
+    trade_offs: list[str] = []                  # options that passed only by giving something up
 
 
 class MemAnswer(Model):
@@ -130,6 +133,8 @@ class MemAnswer(Model):
     engine: Optional[str] = None
     decision: str
     why: Optional[str] = None                   # inconclusive: the cell that errored
+    tuned_with: Optional[str] = None            # the answer holds with this option (decision.yaml's tune)
+    trade_offs: list[str] = []                  # what would pass there only by giving something up
 
 
 class VerdictFile(Model):
@@ -154,3 +159,42 @@ class VerdictFile(Model):
     walk_s: Optional[float] = None
     cells_implied: int = 0
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
+
+
+MATRIX_VERSION = 1
+
+
+class OptionRow(Model):
+    """One option of a matrix run (or its baseline, or the best combination) beside the baseline."""
+    option: str                          # "baseline", an option's name, or "best" (the combination)
+    says: str
+    overrides: list[str] = []
+    trade_off: Optional[str] = None
+    dir: Optional[str] = None            # the cell's folder in the matrix run
+    status: Optional[str] = None
+    p99_ms: Optional[float] = None       # commit latency from the intended start
+    service_p50_ms: Optional[float] = None
+    rows_per_s: Optional[float] = None   # committed inside the measured window
+    p99_vs_baseline: Optional[float] = None   # this p99 / the baseline's
+    helped: Optional[bool] = None        # p99 lower than the baseline's by more than the matrix's noise
+    write_amplification: Optional[float] = None
+    read_iops: Optional[float] = None
+    resident_share_end: Optional[float] = None
+    read_p99_ms: Optional[float] = None  # its read mix's p99 (options with reads: true, and the baseline)
+    read_p99_vs_baseline: Optional[float] = None
+    read_status: Optional[str] = None
+    passed: Optional[bool] = None        # every threshold of the scenario met
+
+
+class MatrixFile(Model):
+    version: Literal[1] = MATRIX_VERSION
+    engine: str
+    scenario: str
+    profile: Optional[str]
+    mem: Optional[str]
+    noise: float
+    dir: str
+    updated_utc: str
+    rows: list[OptionRow]
+    combination: list[str] = []          # the options the best combination took (empty: none helped)
+    answer: str                          # one line: does any option (or the combination) meet the thresholds

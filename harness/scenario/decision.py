@@ -6,13 +6,11 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.scenario.load import resolve_path
-from harness.validation import format_error
+from harness.scenario.load import load_model, resolve_path
 from harness.scenario.spec import Strict, ThresholdExprs
 
 DECISION_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "decision.yaml"
@@ -71,12 +69,22 @@ class Step(Strict):
     decision: str
     set: dict[str, Any] = {}           # this step's settings for its engine, beside the scenario's
     control: Optional[Control] = None
+    tune: list[str] = Field([], description="options of scenarios/matrix.yaml to try, cheapest first, where the "
+                                            "engine fails at its policy's settings")
 
     _engine = field_validator("engine")(_known_engine)
 
     @model_validator(mode="after")
     def _settings(self) -> "Step":
         _check_settings(self.engine, self.set)
+        if self.tune:
+            from harness.scenario.matrix import load_matrix
+            em = load_matrix().engines.get(self.engine)
+            known = list(em.options) if em else []
+            unknown = [o for o in self.tune if o not in known]
+            if unknown:
+                raise ValueError(f"tune: {unknown[0]!r} is not an option of {self.engine} in scenarios/matrix.yaml; "
+                                 f"allowed: {', '.join(known) or 'none'}")
         return self
 
 
@@ -135,13 +143,6 @@ class DecisionTree(Strict):
 
 
 def load_decision(path: Path = DECISION_FILE) -> DecisionTree:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    try:
-        return DecisionTree.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(format_error(path, e, DecisionTree)) from None
+    return load_model(path, DecisionTree)
 
 

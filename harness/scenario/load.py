@@ -3,16 +3,33 @@ file, the field path and what is allowed (exit 2)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError
 from harness.scenario.spec import Body, Scenario
 from harness.validation import format_error
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-OTHER_FILES = ("decision", "mixes")      # under scenarios/ but no scenarios (harness/scenario/files.py)
+OTHER_FILES = ("decision", "mixes", "matrix")      # under scenarios/ but no scenarios (harness/scenario/files.py)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_model(path: Path, model: type[M]) -> M:
+    """A YAML file under scenarios/ that is no scenario (decision tree, matrix, experiment), validated as
+    `model`; every failure one ConfigError naming the file (and the field)."""
+    try:
+        return model.model_validate(yaml.safe_load(path.read_text()))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    except ValidationError as e:
+        raise ConfigError(format_error(path, e, model)) from None
 
 
 def resolve_path(name_or_path: str) -> Path:

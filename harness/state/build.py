@@ -112,7 +112,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         gen.load_model(inputs.entities, inputs.batch_rows, inputs.expiry_spread_blocks)
         t_model = time.perf_counter()
         engine.open(build_settings, data)
-        engine.bulk_begin(inputs.variant)
+        engine.bulk_begin(inputs.variant, inputs.indexes)
         rows = _insert_rows(engine, gen.model, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
         _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")

@@ -54,6 +54,7 @@ class StateInputs(BaseModel):
     ddl_sha256: str                       # the schema's text, indexes included
     code_sha256: str                      # the row generator's and the bulk path's source (code_digest)
     variant: str
+    indexes: Optional[list[str]] = None   # workload.indexes: the secondary indexes built (None: all)
     shape: str
     shape_params: dict[str, object]       # the shape's attribute counts, payload sizes, lifetimes
     seed: int
@@ -162,9 +163,9 @@ def inputs_for(plan) -> StateInputs:
     return StateInputs(engine=plan.engine, engine_build=engine_build(plan.engine, plan.engine_settings),
                        layout_settings={s: plan.engine_settings[s] for s in m.state_settings},
                        build_settings=build_only_settings(plan.engine, plan.unsized_engine_settings()),
-                       ddl_sha256=hashlib.sha256(registry.ddl(plan.engine, w.variant).encode()).hexdigest(),
+                       ddl_sha256=hashlib.sha256(registry.ddl(plan.engine, w.variant, w.indexes).encode()).hexdigest(),
                        code_sha256=code_digest(plan.engine),
-                       variant=w.variant, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
+                       variant=w.variant, indexes=w.indexes, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
                        seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
                        expiry_spread_blocks=plan.load.expiry_spread_blocks)

@@ -102,10 +102,14 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
         ans = MemAnswer(mem=mem, at_reference=at_reference(mem), status="none", decision=tree.otherwise)
         for step in tree.steps:
             c = row.get(step.engine)
+            if c is not None and c.trade_offs:
+                ans = ans.model_copy(update={"trade_offs": ans.trade_offs + [f"{step.engine}: {t}" for t in c.trade_offs]})
             if c is None or c.outcome in ("fail", "implied"):
                 continue
             if c.outcome == "pass":
-                ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "decision": step.decision})
+                ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "tuned_with": c.tuned_with,
+                                             "decision": step.decision + (f" with {c.tuned_with}" if c.tuned_with
+                                                                          else "")})
             elif c.outcome == "error":
                 ans = ans.model_copy(update={"status": "inconclusive", "decision": "inconclusive",
                                              "why": f"{step.engine}: {', '.join(c.cells)}: {c.diagnosis}"})

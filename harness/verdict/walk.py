@@ -12,6 +12,8 @@ from pathlib import Path
 
 from harness.results import CellRecord, ControlRun, MatrixCell, VerdictStep
 from harness.scenario.decision import DecisionTree, Step, as_overrides
+from harness.scenario.matrix import Option, flat_values, load_matrix
+from harness.scenario.plan import resolve_plan
 from harness.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
 from harness.verdict.plan import CriterionPlan
@@ -69,20 +71,60 @@ class Walk:
                 continue
             recs = self.engine_at(step.engine, step.set, "", mem)
             outcomes[mem] = at_mem(recs)
+            cell = matrix_cell(step.engine, mem, outcomes[mem], recs)
+            # thresholds missed at the policy's settings: tuning may help; an out-of-memory cell is not tuned
+            if outcomes[mem] == "fail" and step.tune and all(r.status != "oom" for r in recs):
+                cell, tuned = self.tune(step, mem, cell)
+                outcomes[mem] = cell.outcome
+                recs = recs + tuned
             failed_above |= outcomes[mem] == "fail"
             records += recs
-            self.matrix.append(matrix_cell(step.engine, mem, outcomes[mem], recs))
-            log(f"{step.engine} at {mem}: {outcomes[mem]} ({self.progress()})")
+            self.matrix.append(cell)
+            log(f"{step.engine} at {mem}: {outcomes[mem]}"
+                f"{f' with {cell.tuned_with}' if cell.tuned_with else ''} ({self.progress()})")
         for m in self.mems:
             if m not in mems:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
         return judge_step(step, records, outcomes, implied), [m for m, o in outcomes.items() if o == "pass"]
 
-    def engine_at(self, engine: str, settings: dict, tag: str, mem: str) -> list[CellRecord]:
-        """Every criterion at one MEM, in order; the first that does not pass ends the rest there."""
+    def tune(self, step: Step, mem: str, cell: MatrixCell) -> tuple[MatrixCell, list[CellRecord]]:
+        """The step's matrix options at a MEM where it failed, cheapest first: the first that passes and gives
+        nothing up is the answer there; options that give something up run only when none does, and a pass
+        with one is a trade-off to report, never the answer."""
+        em = load_matrix().engines[step.engine]
+        order = sorted(step.tune, key=lambda n: (em.options[n].trade_off is not None, em.options[n].cost))
+        tried, trade_offs, records = [], [], []
+        for name in order:
+            opt = em.options[name]
+            if opt.trade_off and cell.tuned_with:
+                break
+            log(f"{step.engine} at {mem}: trying {name} ({opt.says})")
+            recs = self.engine_at(step.engine, step.set, name, mem, opt)
+            records += recs
+            tried.append(name)
+            if at_mem(recs) != "pass":
+                continue
+            if opt.trade_off:
+                trade_offs.append(f"{opt.says} (gives up {opt.trade_off})")
+            else:
+                cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says,
+                                               "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs]})
+        diagnosis = cell.diagnosis if cell.tuned_with else \
+            f"{cell.diagnosis}; tried {', '.join(tried)}: no option was enough"
+        return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis}), records
+
+    def engine_at(self, engine: str, settings: dict, tag: str, mem: str, option: Option | None = None) -> list[CellRecord]:
+        """Every criterion at one MEM, in order; the first that does not pass ends the rest there. With a
+        matrix option, its overrides come after the step's settings."""
         out = []
         for cp in self.criteria:
-            cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, as_overrides(engine, settings), tag)
+            over = as_overrides(engine, settings)
+            if option is not None:
+                base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
+                                    duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
+                over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
+                                               flat_values(base.model_dump(mode="json", by_alias=True))))
+            cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag)
                      for r in range(1, self.repeats + 1)]
             runs = plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, self.repeats)
             done = run_cells(runs, self.root / f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}.json",

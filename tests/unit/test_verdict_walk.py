@@ -17,13 +17,22 @@ from harness.verdict.walk import Walk
 MEMS = order_mems(["1g", "4g", "2g"])
 
 
-def fake_walk(tmp_path, outcomes: dict, all_cells=False) -> Walk:
-    """outcomes: (engine, mem) -> 'passed' | 'failed' | 'error'; anything not listed passes."""
-    tree = load_decision()
+def fake_walk(tmp_path, outcomes: dict, all_cells=False, tree=None) -> Walk:
+    """outcomes: (engine, mem) -> 'passed' | 'failed' | 'error', or (engine, mem, option) for a tuned step's
+    option; anything not listed passes, but a tuning option, which fails."""
+    if tree is None:      # the walk's own logic: the shipped tree without its tuning (tested on its own below)
+        tree = load_decision()
+        tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": []}) for s in tree.steps]})
     walk = Walk(tree, MEMS, criterion_plans(tree, lambda sc: 3600), CellOptions(), tmp_path, all_cells=all_cells)
     ran = []
 
-    def engine_at(engine, settings, tag, mem):
+    def engine_at(engine, settings, tag, mem, option=None):
+        if option is not None:
+            ran.append((engine, mem, tag))
+            status = outcomes.get((engine, mem, tag), "failed")
+            return [CellRecord(cell_id="x", scenario=c.criterion.scenario, engine=engine, mem=mem,
+                               data_limit_bytes=None, scale=1.0, runtime="local", dir=f"{engine}-{tag}-{mem}",
+                               state="complete", status=status) for c in walk.criteria[:1 if status != "passed" else None]]
         if not tag:                       # a control's cells are the step's own business
             ran.append((engine, mem))
         walk.controls = getattr(walk, "controls", []) + ([(engine, mem)] if tag else [])
@@ -169,3 +178,33 @@ def test_a_walk_that_will_not_fit_the_disk_is_refused_with_the_numbers(tmp_path,
     monkeypatch.setattr(store, "free_bytes", lambda path: need // 2)
     with pytest.raises(ConfigError, match=r"the walk needs about .* GiB .* GiB are free; DROP_STATES=1"):
         check_disk(plans, drop_states=False)
+
+
+def _tuned_tree():
+    tree = load_decision()     # its sqlite step's options, in another order than their cost
+    first = tree.steps[0].model_copy(update={"tune": ["no_bitemporal", "mmap", "autockpt_off_passive"]})
+    return tree.model_copy(update={"steps": [first, *tree.steps[1:]]})
+
+
+def test_a_failing_step_tries_its_options_cheapest_first_and_answers_with_the_one_that_passes(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("sqlite", "4g", "autockpt_off_passive"): "passed",
+                                ("sqlite", "2g"): "failed"}, tree=_tuned_tree())
+    walk.run()
+    tried = [t for e, m, *t in walk.ran if m == "4g" and t]
+    assert tried == [["mmap"], ["autockpt_off_passive"]], "no trade-off once an option that gives nothing up passed"
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].engine == "sqlite" and ans["4g"].tuned_with.startswith("wal_autocheckpoint off")
+    assert ans["4g"].decision == "Stay with SQLite with " + ans["4g"].tuned_with
+    two = next(c for c in walk.matrix if c.engine == "sqlite" and c.mem == "2g")
+    assert two.outcome == "fail" and two.tried == ["mmap", "autockpt_off_passive", "no_bitemporal"]
+    assert "no option was enough" in two.diagnosis
+    assert ans["2g"].engine == "libsql"
+
+
+def test_an_option_that_gives_something_up_is_a_trade_off_never_the_answer(tmp_path):
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", "no_bitemporal"): "passed"},
+                     tree=_tuned_tree())
+    walk.run()
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].engine == "libsql" and ans["4g"].trade_offs == [
+        "sqlite: no bi-temporality (the simple schema, 6 indexes) (gives up history: no version survives its update)"]

@@ -1,0 +1,180 @@
+"""`make matrix`: the optimisation matrix (scenarios/matrix.yaml) at one MEM. The baseline and each option alone,
+all from the same starting state (an option that changes the file's layout or schema builds its own), then
+the best combination: from each group, the option that lowered p99 most beyond the matrix's noise, among
+those that give nothing up. Options that change what reads can use run their read mix too, beside the
+baseline's. Cells run as a sweep's do (harness/sweep.py): resumable, each in its own cgroup or container."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.environment import utc_now
+from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
+from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
+from harness.scenario.plan import resolve_plan
+from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
+
+BASELINE, BEST = "baseline", "best"
+MEASURED = ("passed", "failed")
+
+
+def option_cells(em: EngineMatrix, names: list[str], scenario: str, engine: str, mem: str | None,
+                 plan_values: dict, mem_bytes: int | None) -> list[Cell]:
+    """The baseline, each option alone, and the read mix of the baseline and of each option that asks."""
+    cells = [Cell(scenario, engine, mem, None, tag=BASELINE)]
+    reads = [n for n in names if em.options[n].reads]
+    if reads:
+        cells.append(Cell(em.reads, engine, mem, None, tag=BASELINE))
+    for n in names:
+        over = tuple(em.options[n].overrides(engine, mem_bytes, plan_values))
+        cells.append(Cell(scenario, engine, mem, None, overrides=over, tag=n))
+        if n in reads:
+            cells.append(Cell(em.reads, engine, mem, None, overrides=over, tag=n))
+    return cells
+
+
+def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunResult | None, d: Path | None,
+         base: RunResult | None, noise: float) -> OptionRow:
+    if r is None:
+        return OptionRow(option=name, says=says, overrides=over, trade_off=trade_off, status="not run")
+    m, io = r.metrics, r.metrics.io
+    p99 = m.commit_latency_ms.p99
+    bp99 = base.metrics.commit_latency_ms.p99 if base is not None and base.status in MEASURED else None
+    vs = round(p99 / bp99, 3) if p99 and bp99 else None
+    return OptionRow(option=name, says=says, overrides=over, trade_off=trade_off, dir=d.name if d else None,
+                     status=r.status, p99_ms=p99, service_p50_ms=m.service_time_ms.p50, rows_per_s=m.rows_per_s,
+                     p99_vs_baseline=vs, helped=(vs < 1 - noise) if vs is not None and r.status in MEASURED
+                     and r.integrity.ok else None,
+                     write_amplification=io.write_amplification if io else None,
+                     read_iops=io.read_iops if io else None,
+                     resident_share_end=io.residency.share_end if io and io.residency else None,
+                     passed=r.status == "passed")
+
+
+def _with_reads(row: OptionRow, r: RunResult | None, base: RunResult | None) -> OptionRow:
+    if r is None:
+        return row
+    p99 = r.metrics.read_latency_ms.p99 if r.metrics.read_latency_ms else None
+    bp99 = base.metrics.read_latency_ms.p99 if base is not None and base.metrics.read_latency_ms else None
+    return row.model_copy(update={"read_p99_ms": p99, "read_status": r.status,
+                                  "read_p99_vs_baseline": round(p99 / bp99, 3) if p99 and bp99 else None})
+
+
+def best_combination(m: Matrix, em: EngineMatrix, rows: list[OptionRow]) -> list[str]:
+    """Per group, the option that helped most, among those with no trade-off; in the matrix's order."""
+    best: dict[str, OptionRow] = {}
+    for row in rows:
+        opt = em.options.get(row.option)
+        if opt is None or opt.trade_off or not row.helped:
+            continue
+        if opt.group not in best or row.p99_vs_baseline < best[opt.group].p99_vs_baseline:
+            best[opt.group] = row
+    chosen = {r.option for r in best.values()}
+    return [n for n in em.options if n in chosen]
+
+
+def answer(rows: list[OptionRow]) -> str:
+    base = next((r for r in rows if r.option == BASELINE), None)
+    if base is not None and base.passed:
+        return "the baseline already meets every threshold"
+    clean = [r for r in rows if r.passed and not r.trade_off and r.option != BASELINE]
+    if clean:
+        return "meets every threshold with " + " / ".join(f"{r.option} ({r.says})" for r in clean)
+    traded = [r for r in rows if r.passed and r.trade_off]
+    if traded:
+        return ("no option that gives nothing up is enough; only with a trade-off: "
+                + "; ".join(f"{r.option} ({r.trade_off})" for r in traded))
+    return "no option, alone or combined, meets every threshold"
+
+
+def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
+           results_root: Path) -> int:
+    mx = load_matrix()
+    em = mx.engines.get(engine)
+    if em is None:
+        raise ConfigError(f"scenarios/matrix.yaml has no options for {engine}; it has: {', '.join(mx.engines)}")
+    names = options or list(em.options)
+    unknown = [n for n in names if n not in em.options]
+    if unknown:
+        raise ConfigError(f"OPTIONS: {unknown[0]!r} is not an option of {engine}; allowed: {', '.join(em.options)}")
+    base = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, duration_s=opts.duration_s,
+                        overrides=list(opts.overrides))
+    values = flat_values(base.model_dump(mode="json", by_alias=True))
+    cells = option_cells(em, names, scenario, engine, mem, values, base.memory.data_limit_bytes)
+    spec = {"engine": engine, "scenario": scenario, "mem": mem, "options": names, "opts": opts.asked()}
+    root = sweep_dir_for(results_root, "matrix", f"{engine}-{Path(scenario).stem}", spec)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        runs = plan_cells(cells, opts, root, 1)
+    except ConfigError as e:
+        raise ConfigError(f"matrix: {e}") from None
+    print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
+          f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
+    meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
+    try:
+        run_cells(runs, root / "sweep.json", meta)
+        rows = _rows(mx, em, names, runs)
+        combo = best_combination(mx, em, rows)
+        if len(combo) > 1:
+            over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
+                                                                             values))
+            best = plan_cells([Cell(scenario, engine, mem, None, overrides=over, tag=BEST)], opts, root, 1)
+            run_cells(runs + best, root / "sweep.json", meta)
+            runs += best
+            rows = _rows(mx, em, names, runs, combo)
+    except SweepInterrupted as e:
+        print(f"[matrix] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    out = MatrixFile(engine=engine, scenario=scenario, profile=base.profile, mem=mem, noise=mx.noise, dir=str(root),
+                     updated_utc=utc_now(), rows=rows, combination=combo, answer=answer(rows))
+    write_json(root / "matrix.json", out)
+    text = table_markdown(out)
+    (root / "matrix.md").write_text(text)
+    print(text)
+    print(root / "matrix.json")
+    return 0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED
+
+
+def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = ()) -> list[OptionRow]:
+    by_tag = {(cr.cell.scenario, cr.cell.tag): cr for cr in runs}
+    scenario = runs[0].cell.scenario
+
+    def result(sc: str, tag: str):
+        cr = by_tag.get((sc, tag))
+        return (load_result(cr.dir / "result.json"), cr.dir) if cr else (None, None)
+
+    base, base_dir = result(scenario, BASELINE)
+    base_reads, _ = result(em.reads, BASELINE)
+    rows = [_with_reads(_row(BASELINE, "the scenario at its memory policy", [], None, base, base_dir, base, mx.noise),
+                        base_reads, base_reads)]
+    for n in names:
+        opt = em.options[n]
+        r, d = result(scenario, n)
+        row = _row(n, opt.says, list(by_tag[(scenario, n)].cell.overrides), opt.trade_off, r, d, base, mx.noise)
+        rows.append(_with_reads(row, result(em.reads, n)[0], base_reads) if opt.reads else row)
+    if (scenario, BEST) in by_tag:
+        r, d = result(scenario, BEST)
+        rows.append(_row(BEST, " + ".join(combo), list(by_tag[(scenario, BEST)].cell.overrides), None, r, d, base,
+                         mx.noise))
+    return rows
+
+
+def table_markdown(m: MatrixFile) -> str:
+    f = lambda v, spec="": "-" if v is None else format(v, spec)  # noqa: E731
+    head = (f"## Optimisation matrix: {m.engine}, {m.scenario} ({m.profile}), MEM={m.mem}\n\n"
+            "| option | status | p99 ms | service p50 ms | committed rows/s | Δ p99 vs baseline | write amp. | "
+            "read IOPS | resident at end | read p99 ms (Δ) | trade-off |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+    lines = []
+    for r in m.rows:
+        delta = "-" if r.p99_vs_baseline is None else f"{r.p99_vs_baseline:.2f}x" + (" ✓" if r.helped else "")
+        reads = "-" if r.read_p99_ms is None else (f"{r.read_p99_ms:,.1f}" + (
+            f" ({r.read_p99_vs_baseline:.2f}x)" if r.read_p99_vs_baseline is not None else ""))
+        lines.append(f"| {r.option}: {r.says} | {r.status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
+                     f"{f(r.rows_per_s, ',.0f')} | {delta} | {f(r.write_amplification, '.1f')} | "
+                     f"{f(r.read_iops, ',.0f')} | {f(r.resident_share_end, '.0%')} | {reads} | {r.trade_off or ''} |")
+    foot = (f"\nΔ: the option's p99 over the baseline's; ✓ below {1 - m.noise:.2f}x (beyond the matrix's noise). "
+            f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"
+            f"Answer: {m.answer}.\n")
+    return head + "\n".join(lines) + "\n" + foot

@@ -1,0 +1,104 @@
+"""scenarios/matrix.yaml: the optimisation matrix as data. Per engine, named options; each is engine settings,
+settings sized as fractions of MEM, and/or scenario overrides (SET's dotted keys), turned here into the
+--set items of one cell. Settings are checked against the engine's own Settings model when the file is
+read, so a bad value names the file, the option and the field before anything runs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness import registry
+from harness.errors import ConfigError
+from harness.scenario.memory import size_value
+from harness.scenario.load import load_model
+from harness.validation import format_error
+
+MATRIX_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "matrix.yaml"
+
+
+class Option(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    says: str = Field(description="the option in a few words, for the table and the verdict")
+    group: str = Field(description="options of one group are alternatives: a combination takes at most one")
+    cost: int = Field(0, ge=0, description="the decision walk tries options cheapest first")
+    settings: dict[str, Any] = Field({}, description="engine settings, as the scenario's engines.<engine> takes them")
+    sized: dict[str, float] = Field({}, description="engine settings as a fraction of MEM, in the engine's size unit")
+    set: dict[str, Any] = Field({}, description="scenario overrides by dotted key, as SET takes them")
+    scale: dict[str, float] = Field({}, description="scenario numbers by dotted key, times a factor of the "
+                                                    "profile's own value")
+    trade_off: Optional[str] = Field(None, description="what the option gives up (history, indexes, throughput, "
+                                                       "durability): reported beside its gain, never combined or "
+                                                       "applied silently")
+    reads: bool = Field(False, description="it changes what reads can use: the matrix also runs its read mix")
+
+    @model_validator(mode="after")
+    def _something(self) -> "Option":
+        if not (self.settings or self.sized or self.set or self.scale):
+            raise ValueError("an option sets something: settings, sized, set or scale")
+        if any(not 0 < f <= 1 for f in self.sized.values()):
+            raise ValueError("sized: each fraction of MEM is in (0, 1]")
+        return self
+
+    def overrides(self, engine: str, mem_bytes: int | None, plan_values: dict[str, Any]) -> list[str]:
+        """The option as --set items for `engine` at MEM; plan_values: the baseline plan's by dotted key."""
+        items = [f"engines.{engine}.{k}={_yaml(v)}" for k, v in self.settings.items()]
+        if self.sized:
+            if not mem_bytes:
+                raise ConfigError(f"option {self.says!r} sizes settings from MEM: give MEM")
+            unit = registry.manifest(engine).memory.unit
+            items += [f"engines.{engine}.{k}={size_value(int(f * mem_bytes), unit)}" for k, f in self.sized.items()]
+        for k, f in self.scale.items():
+            v = plan_values.get(k)
+            if not isinstance(v, (int, float)):
+                raise ConfigError(f"option {self.says!r}: scale: {k} is not a number of the scenario (got {v!r})")
+            items.append(f"{k}={max(1, round(v * f)) if isinstance(v, int) else v * f}")
+        return items + [f"{k}={_yaml(v)}" for k, v in self.set.items()]
+
+
+def flat_values(d: dict, prefix: str = "") -> dict:
+    """A plan's values by dotted key (workload.rows_per_block), as an option's `scale` names them."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flat_values(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+def _yaml(v: Any) -> str:
+    return json.dumps(v)     # JSON is YAML's flow style; a string quoted, so "OFF" stays a string
+
+
+class EngineMatrix(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reads: str = Field("read_mix_a", description="the read scenario run beside options with reads: true")
+    options: dict[str, Option]
+
+
+class Matrix(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    description: str = ""
+    noise: float = Field(0.1, gt=0, lt=1, description="a p99 change smaller than this share of the baseline's "
+                                                      "is noise: the option neither helped nor hurt")
+    engines: dict[str, EngineMatrix]
+
+
+def load_matrix(path: Path = MATRIX_FILE) -> Matrix:
+    m = load_model(path, Matrix)
+    for engine, em in m.engines.items():
+        if engine not in registry.names():
+            raise ConfigError(f"{path}: engines.{engine}: no such engine; known: {', '.join(registry.names())}")
+        model = registry.settings_model(engine)
+        for name, opt in em.options.items():
+            unknown = [k for k in opt.sized if k not in model.model_fields]
+            if unknown:
+                raise ConfigError(f"{path}: engines.{engine}.options.{name}.sized: {unknown[0]!r} is not a "
+                                  f"{engine} setting; allowed: {', '.join(model.model_fields)}")
+            try:
+                model.model_validate({**opt.settings, **{k: "1MB" for k in opt.sized}})
+            except ValidationError as e:
+                raise ConfigError(format_error(path, e, model, prefix=f"engines.{engine}.options.{name}.settings")) \
+                    from None
+    return m

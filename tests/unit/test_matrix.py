@@ -1,0 +1,65 @@
+"""scenarios/matrix.yaml (harness/scenario/matrix.py) and the matrix's choice of a combination (harness/matrix.py)."""
+import pytest
+
+from harness import registry
+from harness.errors import ConfigError
+from harness.matrix import answer, best_combination
+from harness.results import OptionRow
+from harness.scenario.matrix import MATRIX_FILE, load_matrix
+
+
+def test_the_shipped_matrix_loads_and_sizes_from_mem():
+    m = load_matrix()
+    opts = m.engines["sqlite"].options
+    assert opts["cache_25"].overrides("sqlite", 1 << 30, {}) == ["engines.sqlite.cache_size=256MB"]
+    assert opts["sync_off"].overrides("sqlite", None, {}) == ['engines.sqlite.synchronous="OFF"']
+    assert opts["writes_capped"].overrides("sqlite", None, {"workload.rows_per_block": 12000}) == \
+        ["workload.rows_per_block=6000"]
+
+
+@pytest.mark.parametrize("option, field", [
+    ("{says: x, group: g, settings: {wal_autocheckpoint: -5}}", "engines.sqlite.options.bad.settings.wal_autocheckpoint"),
+    ("{says: x, group: g, settings: {synchronous: SOMETIMES}}", "engines.sqlite.options.bad.settings.synchronous"),
+    ("{says: x, group: g, settings: {no_such_pragma: 1}}", "engines.sqlite.options.bad.settings.no_such_pragma"),
+    ("{says: x, group: g, sized: {no_such_pragma: 0.5}}", "engines.sqlite.options.bad.sized"),
+    ("{says: x, group: g}", "engines.sqlite.options.bad"),
+])
+def test_an_option_that_is_no_valid_setting_is_refused_with_the_file_and_field(tmp_path, option, field):
+    f = tmp_path / "matrix.yaml"
+    f.write_text(f"engines:\n  sqlite:\n    options:\n      bad: {option}\n")
+    with pytest.raises(ConfigError) as e:
+        load_matrix(f)
+    assert str(f) in str(e.value) and field in str(e.value), str(e.value)
+
+
+def test_an_index_set_names_indexes_the_schema_has():
+    assert "payloads_delete_index" in registry.index_names("sqlite", "bitemporal")
+    with pytest.raises(ConfigError, match="workload.indexes: no_such_idx is not an index"):
+        registry.ddl("sqlite", "bitemporal", ["no_such_idx"])
+    lean = registry.ddl("sqlite", "bitemporal", ["payloads_delete_index"])
+    assert lean.count("CREATE INDEX") == 1 and lean.count("CREATE TABLE") == 3
+
+
+def _row(option, vs, passed=False, trade_off=None):
+    return OptionRow(option=option, says=option, status="passed" if passed else "failed", p99_vs_baseline=vs,
+                     helped=vs < 0.9, passed=passed, trade_off=trade_off)
+
+
+def test_the_combination_takes_the_best_helpful_option_of_each_group_and_no_trade_off():
+    m = load_matrix(MATRIX_FILE)
+    em = m.engines["sqlite"]
+    rows = [_row("baseline", 1.0), _row("cache_25", 0.85), _row("cache_75", 0.7), _row("autockpt_1000", 0.95),
+            _row("autockpt_off_passive", 0.5), _row("sync_off", 0.2, trade_off="durability"), _row("mmap", 1.2)]
+    assert best_combination(m, em, rows) == ["cache_75", "autockpt_off_passive"]
+    assert answer(rows) == "no option, alone or combined, meets every threshold"
+    rows.append(_row("no_bitemporal", 0.3, passed=True, trade_off="history"))
+    assert answer(rows).startswith("no option that gives nothing up is enough; only with a trade-off: no_bitemporal")
+
+
+def test_significance_needs_two_values_a_side_and_a_real_difference():
+    from harness.stats import significant, welch_t
+    assert significant([1.0], [2.0]) is None
+    assert significant([100, 101, 99], [120, 121, 119]) is True
+    assert significant([100, 130, 80], [105, 125, 90]) is False
+    t, df = welch_t([1, 2, 3], [4, 5, 6])      # equal variances: Welch's df is Student's n1 + n2 - 2
+    assert round(t, 4) == -3.6742 and round(df, 6) == 4
