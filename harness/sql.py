@@ -45,11 +45,14 @@ class BlockSQL:
                    terminate={t: terminate_sql(variant, t) for t in TABLES})
 
 
-def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block) -> None:
+def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool = False) -> None:
     """ONE transaction on a DB-API connection in autocommit mode: executemany per statement (the
-    reference's experiment 4 found it equal to arkiv's per-row execute), rolled back on any error. The
-    adapters and the bench-overhead control loops of the SQLite family both write through this."""
+    reference's experiment 4 found it equal to arkiv's per-row execute; per_row runs that instead), rolled
+    back on any error. The adapters and the bench-overhead control loops of the SQLite family both write
+    through this."""
     conn.execute(begin_sql)
+    if per_row:
+        conn = _PerRow(conn)
     try:
         for table, pks in block.deletes.items():
             conn.executemany(sql.delete[table], pks)
@@ -64,6 +67,25 @@ def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+class _PerRow:
+    """A connection whose executemany is one execute per row."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def execute(self, stmt, params=()):
+        return self.conn.execute(stmt, params)
+
+    def executemany(self, stmt, rows) -> None:
+        ex = self.conn.execute
+        for row in rows:
+            ex(stmt, row)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
 
 
 class QueryReader:

@@ -49,6 +49,11 @@ class Pragmas(BaseModel):
 
 
 class Settings(Pragmas):
+    # Not a PRAGMA: how a block's rows reach SQLite (the reference's experiment 4): one executemany per
+    # statement, or one execute per row as arkiv's Go code does.
+    insert_mode: Literal["executemany", "execute"] = Field(
+        "executemany", description="executemany: one call per statement; execute: one call per row",
+        json_schema_extra=HARNESS_SIDE)
     # Which SQLite (engines/sqlite/bindings.py): the default is the SQLite libSQL is built on. Not a PRAGMA:
     # the result records the binding in engine_driver and the SQLite it loaded in engine_library.
     library: Literal["apsw", "stdlib", "apsw-newest"] = Field(
