@@ -80,6 +80,16 @@ sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
 	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
+matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s]
+	@$(HARNESS) matrix --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  $(if $(MEM),--mem $(MEM)) $(if $(OPTIONS),--options $(OPTIONS)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+
+experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratios; resumable: [PROFILE=quick] [ONLY="insert_mode batch_size"]
+	@$(HARNESS) experiments --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(ONLY),--only $(ONLY)) $(CELL_ARGS)
+
+compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir B=dir [MD=file]
+	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD))
+
 verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) \
 	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS)

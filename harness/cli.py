@@ -8,6 +8,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from harness.compare import add_command as add_compare
+from harness.sweep import CellOptions, add_cell_args
 from harness.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError, HarnessError
 
 
@@ -15,8 +17,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="arkbench: one scenario, one engine, honest numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_verdict, _add_ceiling, _add_states,
-                _add_report):
+    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling,
+                _add_states, _add_report, add_compare, _add_experiments):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)
@@ -79,27 +81,35 @@ def _add_benches(sub) -> None:
     bb.set_defaults(func=_cmd_bench_build, writes=True)
 
 
-def _cell_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile")
-    p.add_argument("--duration", type=float, help="measured phase, seconds")
-    p.add_argument("--repeats", type=int, default=1, help="runs per cell; the report flags a spread >= 10%%")
-    p.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"])
-    p.add_argument("--early-abort", action="store_true", help="stop a cell once a threshold can no longer pass")
-    p.add_argument("--results", default="results", type=Path)
-    p.add_argument("--data", default="data", help="where the cells' database files go")
-    p.set_defaults(writes=True)
-
-
 def _add_sweep(sub) -> None:
     s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
     s.add_argument("--scenario", required=True)
     s.add_argument("--engines", nargs="+", required=True)
     s.add_argument("--mems", help='memory limits, e.g. "8g 16g 32g" (default: no limit)')
     s.add_argument("--scales", help='scales, e.g. "0.01 0.05" (default: the profile\'s)')
-    _cell_args(s)
+    add_cell_args(s)
     _overrides(s)
     s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
     s.set_defaults(func=_cmd_sweep)
+
+
+def _add_matrix(sub) -> None:
+    m = sub.add_parser("matrix", help="the optimisation matrix (scenarios/matrix.yaml) at one MEM; resumable")
+    m.add_argument("--engine", required=True)
+    m.add_argument("--scenario", default="p99_5x")
+    m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
+    m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
+    add_cell_args(m)
+    _overrides(m)
+    m.set_defaults(func=_cmd_matrix)
+
+
+def _add_experiments(sub) -> None:
+    e = sub.add_parser("experiments", help="the reference's seed experiments (scenarios/experiments/), ours "
+                                           "beside its ratios; resumable")
+    e.add_argument("--only", nargs="+", help="these experiments only (file names without .yaml)")
+    add_cell_args(e)
+    e.set_defaults(func=_cmd_experiments)
 
 
 def _add_verdict(sub) -> None:
@@ -112,7 +122,7 @@ def _add_verdict(sub) -> None:
     d.add_argument("--no-early-abort", action="store_true",
                    help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
     d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
-    _cell_args(d)
+    add_cell_args(d)
     d.set_defaults(func=_cmd_verdict)
 
 
@@ -121,7 +131,7 @@ def _add_ceiling(sub) -> None:
     c.add_argument("--engine", required=True)
     c.add_argument("--scenario", default="combined")
     c.add_argument("--mem", help="memory limit of every step (default: none)")
-    _cell_args(c)
+    add_cell_args(c)
     _overrides(c)
     c.set_defaults(func=_cmd_ceiling)
 
@@ -223,17 +233,20 @@ def _cmd_bench_build(args) -> int:
     return bench_build(_engines(args), args.scenario, args.scale, args.results, args.data)
 
 
-def _cell_options(args):
-    from harness.sweep import CellOptions
-    return CellOptions(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
-                       early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
-                       data_root=args.data)
-
-
 def _cmd_sweep(args) -> int:
     from harness.sweep import parse_list, sweep
     return sweep(args.scenario, args.engines, parse_list(args.mems, "MEMS"), parse_list(args.scales, "SCALES", float),
-                 args.repeats, _cell_options(args), args.results, fresh=args.fresh)
+                 args.repeats, CellOptions.from_args(args), args.results, fresh=args.fresh)
+
+
+def _cmd_matrix(args) -> int:
+    from harness.matrix import matrix
+    return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results)
+
+
+def _cmd_experiments(args) -> int:
+    from harness.experiments import experiments
+    return experiments(args.only, CellOptions.from_args(args), args.results)
 
 
 def _cmd_verdict(args) -> int:
@@ -242,7 +255,7 @@ def _cmd_verdict(args) -> int:
     from harness.sweep import parse_list
     from harness.verdict import verdict
     mems = [m for m in parse_list(args.mems, "MEMS") if m]
-    return verdict(args.profile, mems, replace(_cell_options(args), early_abort=not args.no_early_abort),
+    return verdict(args.profile, mems, replace(CellOptions.from_args(args), early_abort=not args.no_early_abort),
                    args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
                    all_cells=args.all_cells, drop_states=args.drop_states)
 
@@ -251,7 +264,7 @@ def _cmd_ceiling(args) -> int:
     from harness.ceiling import ceiling
     if args.repeats != 1:
         raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
-    return ceiling(args.scenario, args.engine, _cell_options(args), args.results, mem=args.mem)
+    return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
 
 
 def _cmd_report(args) -> int:

@@ -45,6 +45,25 @@ class CellOptions:
         """What names the sweep (and its directory): not where files go."""
         return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root")}
 
+    @classmethod
+    def from_args(cls, args) -> "CellOptions":
+        """From the command line of a walk over cells (add_cell_args)."""
+        return cls(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
+                   early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
+                   data_root=args.data)
+
+
+def add_cell_args(p) -> None:
+    """The command-line arguments every walk over cells takes (sweep, matrix, verdict, ceiling, experiments)."""
+    p.add_argument("--profile")
+    p.add_argument("--duration", type=float, help="measured phase, seconds")
+    p.add_argument("--repeats", type=int, default=1, help="runs per cell; the report flags a spread >= 10%%")
+    p.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"])
+    p.add_argument("--early-abort", action="store_true", help="stop a cell once a threshold can no longer pass")
+    p.add_argument("--results", default="results", type=Path)
+    p.add_argument("--data", default="data", help="where the cells' database files go")
+    p.set_defaults(writes=True)
+
 
 @dataclass(frozen=True)
 class Cell:

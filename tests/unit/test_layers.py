@@ -17,8 +17,8 @@ FLOORS = [
     {"runner", "report"},
     {"runtime"},
     {"cell"},
-    {"sweep", "bench"},
-    {"verdict", "ceiling"},
+    {"sweep", "bench", "compare"},
+    {"verdict", "ceiling", "matrix", "experiments"},
     {"cli"},
 ]
 FLOOR = {unit: i for i, units in enumerate(FLOORS) for unit in units}
