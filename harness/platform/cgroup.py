@@ -22,16 +22,13 @@ def version() -> str | None:
 # The local runtime's memory cgroup for a server engine's server (the runner stays outside it): the
 # engine's server launcher calls join_server_cgroup() in the server process before it execs.
 SERVER_CGROUP_ENV = "ARKBENCH_SERVER_CGROUP"
-SERVER_BLKIO_ENV = "ARKBENCH_SERVER_BLKIO_CGROUP"     # v1 only: its block-I/O twin (v2 has one tree)
 
 
 def join_server_cgroup() -> None:
-    """A preexec_fn for a server engine's server process: join the run's memory cgroup (and its block-I/O
-    twin), if it has one."""
-    for env in (SERVER_CGROUP_ENV, SERVER_BLKIO_ENV):
-        path = os.environ.get(env)
-        if path:
-            (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
+    """A preexec_fn for a server engine's server process: join the run's memory cgroup, if it has one."""
+    path = os.environ.get(SERVER_CGROUP_ENV)
+    if path:
+        (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
 
 
 def own_memory_dir() -> Path | None:
@@ -41,30 +38,22 @@ def own_memory_dir() -> Path | None:
 
 def memory_dir_of(pid: int | str) -> Path | None:
     """The memory cgroup of process `pid` ("self" for this one)."""
-    return controller_dir_of(pid, "memory", ("memory.usage_in_bytes", "memory.current"))
-
-
-def controller_dir_of(pid: int | str, v1_name: str, files: tuple[str, ...]) -> Path | None:
-    """Process `pid`'s cgroup of one controller (v1: its own hierarchy `v1_name`; v2: the one tree), found by
-    one of `files` in it; None in the root cgroup, whose counters are the whole machine's, not the process's.
-    Inside a container the hierarchy's root is the container's own cgroup, hence the fallback to it."""
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, rel = line.split(":", 2)
-        if rel == "/":
+        if rel == "/":   # the root cgroup's usage is the whole machine's, not ours
             continue
-        if v1_name in controllers.split(","):
-            bases = (ROOT / v1_name / rel.lstrip("/"), ROOT / v1_name)
-        elif controllers == "" and (ROOT / "cgroup.controllers").exists():
-            bases = (ROOT / rel.lstrip("/"), ROOT)
-        else:
-            continue
-        for base in bases:
-            if any((base / f).exists() for f in files):
-                return base
+        if "memory" in controllers.split(","):
+            for base in (ROOT / "memory" / rel.lstrip("/"), ROOT / "memory"):
+                if (base / "memory.usage_in_bytes").exists():
+                    return base
+        if controllers == "" and (ROOT / "cgroup.controllers").exists():
+            for base in (ROOT / rel.lstrip("/"), ROOT):
+                if (base / "memory.current").exists():
+                    return base
     return None
 
 
@@ -131,22 +120,13 @@ def failcnt(d: Path) -> int:
 
 class MemoryCgroup:
     """A fresh memory cgroup with a hard limit and no swap. Raises PermissionError/OSError when it cannot
-    be made or the limit does not read back, so the caller can refuse rather than run unlimited. Its
-    processes also get a block-I/O cgroup of their own (`io_path`, None where none can be made), so the
-    cell's device reads and writes are counted apart from the machine's."""
+    be made or the limit does not read back, so the caller can refuse rather than run unlimited."""
 
     def __init__(self, name: str, limit: int) -> None:
         self.version = version()
-        self.io_path: Path | None = None
         if self.version is None:
             raise OSError("no memory cgroup controller is mounted under /sys/fs/cgroup")
         if self.version == "v1":
-            if (ROOT / "blkio").is_dir():
-                try:
-                    self.io_path = ROOT / "blkio" / "arkbench" / name
-                    self.io_path.mkdir(parents=True, exist_ok=False)
-                except OSError:
-                    self.io_path = None
             self.path = ROOT / "memory" / "arkbench" / name
             self.path.mkdir(parents=True, exist_ok=False)
             (self.path / "memory.limit_in_bytes").write_text(str(limit))
@@ -157,13 +137,8 @@ class MemoryCgroup:
             parent = ROOT / "arkbench"
             parent.mkdir(exist_ok=True)
             (parent / "cgroup.subtree_control").write_text("+memory")
-            try:
-                (parent / "cgroup.subtree_control").write_text("+io")
-            except OSError:
-                pass
             self.path = parent / name
             self.path.mkdir(exist_ok=False)
-            self.io_path = self.path if (self.path / "io.stat").exists() else None
             (self.path / "memory.max").write_text(str(limit))
             if (self.path / "memory.swap.max").exists():
                 (self.path / "memory.swap.max").write_text("0")
@@ -177,15 +152,9 @@ class MemoryCgroup:
     def enforcement(self) -> str:
         return f"cgroup-{self.version}"
 
-    @property
-    def io_twin(self) -> Path | None:
-        """The block-I/O cgroup when it is a separate tree (v1), for a server to join beside the memory one."""
-        return self.io_path if self.io_path not in (None, self.path) else None
-
     def add_self(self) -> None:
         """Called in the child between fork and exec, so nothing runs outside the limit."""
-        for d in filter(None, (self.path, self.io_twin)):
-            (d / "cgroup.procs").write_text(str(os.getpid()))
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
 
     def oom_killed(self) -> bool:
         return oom_kills(self.path) > 0
@@ -205,11 +174,10 @@ class MemoryCgroup:
     def remove(self, timeout_s: float = 10.0) -> None:
         self.kill_all()
         deadline = time.monotonic() + timeout_s
-        for d in filter(None, (self.path, self.io_twin)):
-            while d.exists():
-                try:
-                    d.rmdir()
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+        while self.path.exists():
+            try:
+                self.path.rmdir()
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)

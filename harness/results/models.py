@@ -136,8 +136,8 @@ class IoFigures(Model):
     engine's files the page cache held."""
     device: Optional[IoCounts] = None         # the data's whole device: writeback and journal included, and
                                               # whatever else the machine wrote meanwhile
-    attributed: Optional[IoCounts] = None     # issued by the cell's own processes (v1 blkio misses the
-                                              # kernel's background writeback)
+    attributed: Optional[IoCounts] = None     # caused by the cell's own processes (/proc/<pid>/io): reads
+                                              # from storage, and bytes dirtied for it (bytes only)
     logical_bytes_written: Optional[int] = None   # values' bytes of the rows the measured blocks wrote
                                                   # (inserted, and versions rewritten as terminated)
     write_amplification: Optional[float] = None   # device bytes written / logical bytes written

@@ -4,13 +4,12 @@ at both ends (mincore: the sampler's first tick in the phase, and after its last
 index where the engine can map its pages (after the clock: the map reads the whole file)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine_api import PageMap
-from harness.platform import cgroup, pagecache
-from harness.platform.blockio import IoProbe, blkio_dir_of, counts_io
+from harness.platform import pagecache
+from harness.platform.blockio import IoProbe, processes_delta
 from harness.results import IoCounts, IoFigures, Residency
 
 # harness files that share the data directory (the feed's block spool, a page map being written)
@@ -28,9 +27,10 @@ class IoWatch:
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def for_plan(cls, plan) -> "IoWatch":
+    def for_plan(cls, plan, data_cgroup: Path | None) -> "IoWatch":
+        """data_cgroup: the cgroup of the processes that hold the data, where the runner can see it."""
         data_dir = Path(plan.data_dir)
-        return cls(IoProbe.for_data(data_dir, data_io_dir(plan), embedded=not plan.capabilities.server), data_dir)
+        return cls(IoProbe.for_data(data_dir, data_cgroup, runner_holds_data=not plan.capabilities.server), data_dir)
 
     def counters(self) -> dict:
         return self.probe.snapshot()
@@ -55,8 +55,8 @@ class IoWatch:
         device = attributed = None
         if self.counters_start and self.counters_end:
             device = _counts(f"device {self.probe.device}", self.counters_start["device"], self.counters_end["device"])
-            attributed = _counts(self.probe.attributed_source, self.counters_start["attributed"],
-                                 self.counters_end["attributed"])
+            own = processes_delta(self.counters_start["processes"], self.counters_end["processes"])
+            attributed = IoCounts(source=self.probe.attributed_source, **own.since(None)) if own else None
         wa = read_iops = read_bps = None
         if device:
             if logical_bytes_written and device.write_bytes is not None:
@@ -88,15 +88,6 @@ class IoWatch:
                                   share_start=round(counts[0] / len(pagenos), 4) if pagenos else None,
                                   share_end=round(counts[1] / len(pagenos), 4) if pagenos else None)
         return out
-
-
-def data_io_dir(plan) -> Path | None:
-    """The block-I/O cgroup of the processes that hold the data, where this runner can read it (as
-    run.data_memory_dir); None: only the device's counters."""
-    if not plan.capabilities.server:
-        return blkio_dir_of("self") if cgroup.run_memory_dir() else None
-    path = os.environ.get(cgroup.SERVER_BLKIO_ENV) or os.environ.get(cgroup.SERVER_CGROUP_ENV)
-    return Path(path) if path and counts_io(Path(path)) else None
 
 
 def io_figures(engine, plan, state, watch: IoWatch, log) -> IoFigures:

@@ -291,7 +291,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         raise LimitNotEnforced(f"a {limit}-byte limit was asked for the {plan.engine} server, "
                                f"which sees {info.data_limit_bytes_seen}")
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
-    state.io_watch = watch = IoWatch.for_plan(plan)
+    state.io_watch = watch = IoWatch.for_plan(plan, data_memory_dir(plan))
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series

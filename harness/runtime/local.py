@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.platform.cgroup import SERVER_BLKIO_ENV, SERVER_CGROUP_ENV, MemoryCgroup
+from harness.platform.cgroup import SERVER_CGROUP_ENV, MemoryCgroup
 from harness.results import record_server_oom
 from harness.runner.outcome import write_failed_result
 from harness.scenario.plan import RunPlan
@@ -40,8 +40,6 @@ def run_local(plan: RunPlan) -> int:
         db_cg = runner_cg = _cgroup(plan.run_id, limits.data_limit_bytes, plan) if limits.data_limit_bytes else None
         if limits.runner_is_client:
             env[SERVER_CGROUP_ENV] = str(db_cg.path)
-            if db_cg.io_twin:
-                env[SERVER_BLKIO_ENV] = str(db_cg.io_twin)
             runner_cg = _cgroup(f"{plan.run_id}-client", limits.runner_limit_bytes, plan)
         if runner_cg:
             env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement

@@ -30,7 +30,7 @@ def test_a_wal_run_writes_more_to_the_disk_than_it_commits_and_knows_its_residen
     assert r["integrity"]["ok"] is True, err[-2000:]
     assert io["logical_bytes_written"] > 0 and io["device"]["write_bytes"] > io["logical_bytes_written"]
     assert io["write_amplification"] > 1
-    assert io["attributed"]["source"].startswith("cgroup") and io["attributed"]["write_bytes"] > 0
+    assert "cgroup" in io["attributed"]["source"] and io["attributed"]["write_bytes"] > 0
     res = io["residency"]
     assert res["file_bytes_start"] > 0 and 0 <= res["share_start"] <= 1 and 0 < res["share_end"] <= 1
     per = io["index_residency"]         # p99_5x asks for it: every table and index of the 13-index schema

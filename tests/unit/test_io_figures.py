@@ -24,7 +24,7 @@ def data(tmp_path):
 
 
 def test_residency_is_zero_after_eviction_and_whole_after_a_preload(data):
-    watch = IoWatch(IoProbe.for_data(data, None, embedded=True), data)
+    watch = IoWatch(IoProbe.for_data(data, None, runner_holds_data=True), data)
     watch.take_start_residency()
     preload(data)
     watch.take_end_residency()
@@ -35,7 +35,7 @@ def test_residency_is_zero_after_eviction_and_whole_after_a_preload(data):
 
 
 def test_device_counters_see_a_synced_write(data):
-    probe = IoProbe.for_data(data, None, embedded=True)
+    probe = IoProbe.for_data(data, None, runner_holds_data=True)
     before = device_snapshot(probe.device)
     with open(data / "more", "wb") as f:
         f.write(os.urandom(4 << 20))
@@ -43,5 +43,5 @@ def test_device_counters_see_a_synced_write(data):
         os.fsync(f.fileno())
     grew = device_snapshot(probe.device).since(before)
     assert grew["write_bytes"] >= 4 << 20 and grew["write_ops"] > 0
-    own = probe.snapshot()["attributed"]      # no cgroup of its own: this process's /proc/self/io
-    assert own is not None and own.write_bytes >= 4 << 20
+    own = probe.snapshot()["processes"]       # no cgroup of its own: this process's /proc/self/io
+    assert own[os.getpid()].write_bytes >= 4 << 20
