@@ -71,7 +71,7 @@ def experiments(names: list[str] | None, opts: CellOptions, results_root: Path) 
         raise ConfigError(f"experiments: {e}") from None
     print(f"[experiments] {root}: {len(exps)} experiments, {len(runs)} arms", file=sys.stderr, flush=True)
     try:
-        run_cells(runs, root / "sweep.json", {"kind": "sweep", "spec": spec, "dir": str(root)})
+        run_cells(runs, root / "sweep.json", {"kind": "experiments", "spec": spec, "dir": str(root)})
     except SweepInterrupted as e:
         print(f"[experiments] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED

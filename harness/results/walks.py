@@ -59,7 +59,7 @@ class CellRecord(Model):
 
 class SweepFile(Model):
     version: Literal[1] = SWEEP_VERSION
-    kind: Literal["sweep", "verdict-cells"]
+    kind: Literal["sweep", "verdict-cells", "matrix", "experiments"]
     dir: str
     spec: Optional[dict] = None
     updated_utc: str
