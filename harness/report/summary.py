@@ -46,6 +46,8 @@ def print_summary(path: Path) -> None:
         ratio = f" (page cache hit ratio {ec.page_cache_hit_ratio:g})" if ec.page_cache_hit_ratio is not None else ""
         print(f"  engine counters over the measured phase: {', '.join(f'{k} {v}' for k, v in ec.measured.items())}"
               f"{ratio}; at its end: {', '.join(f'{k} {v}' for k, v in ec.at_end.items()) or '-'}", file=sys.stderr)
+    if m.io is not None:
+        print(f"  I/O over the measured phase: {m.io.summary()}", file=sys.stderr)
     h = m.harness
     if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and \
             r.memory.runner_limit_bytes_seen == r.memory.data_limit_bytes_seen:     # else a client, outside MEM

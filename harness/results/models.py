@@ -146,6 +146,25 @@ class IoFigures(Model):
     residency: Optional[Residency] = None
     index_residency: Optional[dict[str, Residency]] = None   # per table and index (engine page_map)
 
+    def summary(self) -> str:
+        """One line, for the runner's log and a run's printed summary."""
+        parts = []
+        if self.device is not None and self.device.write_bytes is not None:
+            parts.append(f"{self.device.write_bytes / 2**20:,.0f} MiB written to {self.device.source}")
+        if self.write_amplification is not None:
+            parts.append(f"write amplification {self.write_amplification:.1f}x")
+        if self.read_iops is not None:
+            parts.append(f"{self.read_iops:.0f} device reads/s")
+        if self.residency and self.residency.share_start is not None:
+            end = f" → {self.residency.share_end:.0%}" if self.residency.share_end is not None else ""
+            parts.append(f"resident {self.residency.share_start:.0%}{end}")
+        # a table of a few pages (sqlite_stat1) says nothing of the cache
+        sized = {n: r for n, r in (self.index_residency or {}).items() if r.file_bytes_end >= 1 << 20}
+        if sized:
+            worst = min(sized.items(), key=lambda kv: kv[1].share_end or 0)
+            parts.append(f"least resident of the tables and indexes over 1 MiB: {worst[0]} {worst[1].share_end:.0%}")
+        return ", ".join(parts) or "no I/O figures here"
+
 
 class Metrics(Model):
     partial: bool = False                # rebuilt from what a killed runner left behind

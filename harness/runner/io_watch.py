@@ -98,7 +98,7 @@ def io_figures(engine, plan, state, watch: IoWatch, log) -> IoFigures:
         log("mapping the database's pages to its tables and indexes (residency per index)")
         page_map = engine.page_map()
     io = watch.figures(state.measured_s() if state.measure_start_ns else 0.0, state.logical_bytes_written, page_map)
-    log(f"I/O over the measured phase: {log_line(io)}")
+    log(f"I/O over the measured phase: {io.summary()}")
     return io
 
 
@@ -116,19 +116,3 @@ def _residency(start: dict | None, end: dict | None) -> Residency | None:
     return Residency(file_bytes_start=s["file_bytes"], resident_bytes_start=s["resident_bytes"],
                      share_start=s["resident_share"], file_bytes_end=e.get("file_bytes"),
                      resident_bytes_end=e.get("resident_bytes"), share_end=e.get("resident_share"))
-
-
-def log_line(io: IoFigures) -> str:
-    """One line for the runner's log."""
-    parts = []
-    if io.write_amplification is not None:
-        parts.append(f"write amplification {io.write_amplification:.1f}x")
-    if io.read_iops is not None:
-        parts.append(f"{io.read_iops:.0f} device reads/s")
-    if io.residency and io.residency.share_start is not None:
-        end = f" → {io.residency.share_end:.0%}" if io.residency.share_end is not None else ""
-        parts.append(f"resident {io.residency.share_start:.0%}{end}")
-    if io.index_residency:
-        worst = min(io.index_residency.items(), key=lambda kv: kv[1].share_end or 0)
-        parts.append(f"least resident: {worst[0]} {worst[1].share_end:.0%}")
-    return ", ".join(parts) or "no I/O figures here"
