@@ -4,6 +4,7 @@ at both ends (mincore: the sampler's first tick in the phase, and after its last
 index where the engine can map its pages (after the clock: the map reads the whole file)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,8 +96,10 @@ def io_figures(engine, plan, state, watch: IoWatch, log) -> IoFigures:
     and the engine can map its pages: that map reads the whole file, so it comes after the clock."""
     page_map = None
     if plan.io.index_residency and state.measure_start_ns is not None:
-        log("mapping the database's pages to its tables and indexes (residency per index)")
-        page_map = engine.page_map()
+        t0 = time.perf_counter()
+        if (page_map := engine.page_map()) is not None:
+            log(f"mapped the database's pages to its tables and indexes in {time.perf_counter() - t0:.1f} s "
+                "(residency per index)")
     io = watch.figures(state.measured_s() if state.measure_start_ns else 0.0, state.logical_bytes_written, page_map)
     log(f"I/O over the measured phase: {io.summary()}")
     return io
