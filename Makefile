@@ -87,7 +87,7 @@ matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite
 experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratios; resumable: [PROFILE=quick] [ONLY="insert_mode batch_size"]
 	@$(HARNESS) experiments --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(ONLY),--only $(ONLY)) $(CELL_ARGS)
 
-compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir B=dir [MD=file]
+compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file]
 	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD))
 
 verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1]

@@ -40,11 +40,21 @@ FIGURES = (
     Figure("reads/s", "", lambda r: r.metrics.reads_per_s, False),
     Figure("write amplification", "x", _io("write_amplification"), True),
     Figure("device reads/s", "", _io("read_iops"), True),
-    Figure("resident at end", "", lambda r: r.metrics.io.residency.share_end
+    Figure("resident at end", "%", lambda r: r.metrics.io.residency.share_end
            if r.metrics.io and r.metrics.io.residency else None, False),
     Figure("bloat ratio", "x", lambda r: r.metrics.bloat_ratio, True),
     Figure("WAL max", "B", lambda r: r.metrics.wal_bytes_max, True),
 )
+
+
+def side(paths: list[Path]) -> dict[str, list[RunResult]]:
+    """One side of a comparison: the runs under each path, those of the same cell together (repeats)."""
+    out: dict[str, list[RunResult]] = {}
+    for p in paths:
+        for key, runs in samples(p).items():
+            # a run that broke or was killed measured nothing to compare
+            out.setdefault(key, []).extend(r for r in runs if r.status in ("passed", "failed"))
+    return {k: v for k, v in out.items() if v}
 
 
 def samples(path: Path) -> dict[str, list[RunResult]]:
@@ -86,18 +96,21 @@ def _fmt(v: float | None, unit: str) -> str:
         return "-"
     if unit == "B":
         return f"{v / 2**20:,.1f} MiB"
-    return f"{v:,.3g}{unit}" if abs(v) < 10 else f"{v:,.0f}{' ' + unit if unit else ''}"
+    if unit == "%":
+        return f"{v:.1%}"
+    sep = " " if unit == "ms" else ""
+    return f"{v:,.3g}{sep}{unit}" if abs(v) < 10 else f"{v:,.0f}{sep}{unit}"
 
 
-def compare(a_path: Path, b_path: Path) -> list[dict]:
-    """One entry per cell both sides have (or the two runs, when each side is one run)."""
-    a, b = samples(a_path), samples(b_path)
+def compare(a_paths: list[Path], b_paths: list[Path]) -> list[dict]:
+    """One entry per cell both sides have (or the two runs, when each side is one cell)."""
+    a, b = side(a_paths), side(b_paths)
     pairs = [(k, a[k], b[k]) for k in a if k in b]
     if not pairs and len(a) == 1 and len(b) == 1:
         (ka, ra), (kb, rb) = next(iter(a.items())), next(iter(b.items()))
         pairs = [(ka if ka == kb else f"{ka} vs {kb}", ra, rb)]
     if not pairs:
-        raise ConfigError(f"{a_path} and {b_path} have no cell in common (A: {', '.join(a)}; B: {', '.join(b)})")
+        raise ConfigError(f"A and B have no cell in common (A: {', '.join(a)}; B: {', '.join(b)})")
     out = []
     for key, ra, rb in pairs:
         rows = []
@@ -135,16 +148,17 @@ def render(cmp: list[dict], a_name: str, b_name: str, markdown: bool) -> str:
 
 def add_command(sub) -> None:
     c = sub.add_parser("compare", help="two runs, sweeps or matrix runs side by side, figure by figure (B/A)")
-    c.add_argument("a", type=Path)
-    c.add_argument("b", type=Path)
+    c.add_argument("a", help="a run, sweep or matrix folder; several, comma-separated, are one side's repeats")
+    c.add_argument("b", help="the same for B")
     c.add_argument("--markdown", type=Path, help="also write the comparison as Markdown to this file")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON instead")
     c.set_defaults(func=_command)
 
 
 def _command(args: argparse.Namespace) -> int:
-    cmp = compare(args.a, args.b)
-    print(json.dumps(cmp, indent=2) if args.json else render(cmp, str(args.a), str(args.b), markdown=False), end="")
+    a, b = ([Path(x) for x in arg.split(",") if x] for arg in (args.a, args.b))
+    cmp = compare(a, b)
+    print(json.dumps(cmp, indent=2) if args.json else render(cmp, args.a, args.b, markdown=False), end="")
     if args.markdown:
-        args.markdown.write_text(render(cmp, str(args.a), str(args.b), markdown=True))
+        args.markdown.write_text(render(cmp, args.a, args.b, markdown=True))
     return 0

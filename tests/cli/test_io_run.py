@@ -56,6 +56,16 @@ def test_the_matrix_runs_the_baseline_each_option_and_writes_its_table(tmp_path)
     assert all(r["p99_vs_baseline"] is not None for r in m["rows"][1:])
     assert m["rows"][1]["overrides"] == ["engines.sqlite.cache_size=64MB"]
     assert "| cache_25: cache_size 25% of MEM |" in out and m["answer"]
+    # compare: a matrix's cells against themselves, and two of its cells as one side's repeats
+    root = Path(m["dir"])
+    rc, out, err = run_cli(["compare", str(root), str(root)], tmp_path)
+    assert rc == 0 and out.count("commit p99") == 3 and "1.000x  n=1: no test" in out, err
+    cells = sorted(str(d) for d in (root / "p99_5x").iterdir() if d.name.startswith("sqlite-"))
+    rc, out, err = run_cli(["compare", ",".join(cells[:2]), ",".join(cells[1:]), "--json"], tmp_path)
+    assert rc == 0, err
+    [cell] = json.loads(out)
+    assert len(cell["a_runs"]) == len(cell["b_runs"]) == 2
+    assert {f["verdict"] for f in cell["figures"]} <= {"faster", "slower", "better", "worse", "not significant"}
 
 
 def test_compare_refuses_a_folder_with_no_run(tmp_path):
