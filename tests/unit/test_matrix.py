@@ -50,7 +50,7 @@ def test_the_combination_takes_the_best_helpful_option_of_each_group_and_no_trad
     em = m.engines["sqlite"]
     rows = [_row("baseline", 1.0), _row("cache_25", 0.85), _row("cache_75", 0.7), _row("autockpt_1000", 0.95),
             _row("autockpt_off_passive", 0.5), _row("sync_off", 0.2, trade_off="durability"), _row("mmap", 1.2)]
-    assert best_combination(m, em, rows) == ["cache_75", "autockpt_off_passive"]
+    assert best_combination(m, em, rows) == ["autockpt_off_passive", "cache_75"]     # in the matrix's order
     assert answer(rows) == "no option, alone or combined, meets every threshold"
     rows.append(_row("no_bitemporal", 0.3, passed=True, trade_off="history"))
     assert answer(rows).startswith("no option that gives nothing up is enough; only with a trade-off: no_bitemporal")

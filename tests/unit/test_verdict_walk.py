@@ -208,3 +208,27 @@ def test_an_option_that_gives_something_up_is_a_trade_off_never_the_answer(tmp_p
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
     assert ans["4g"].engine == "libsql" and ans["4g"].trade_offs == [
         "sqlite: no bi-temporality (the simple schema, 6 indexes) (gives up history: no version survives its update)"]
+
+
+@pytest.mark.slow
+def test_a_real_verdict_tries_the_steps_options_and_answers_with_the_one_that_passes(tmp_path):
+    """For real, at smoke scale: a criterion SQLite misses at its stock checkpointing (the WAL grows to
+    wal_autocheckpoint's 10,000 pages) and meets with SQLite's own default of 1,000; the option that drops
+    history is not run once a clean one passed, and the answer names the option."""
+    tree = {"steps": [{"engine": "sqlite", "decision": "Stay with SQLite", "tune": ["no_bitemporal", "autockpt_1000"]}],
+            "otherwise": "revisit", "mems": {"smoke": ["256m"]},
+            "criteria": [{"name": "a small WAL", "scenario": "p99_5x", "thresholds": ["max(wal_bytes) < 12MB"],
+                          "target": {"scale": 0.001, "measure_s": 10}}]}
+    path = tmp_path / "tuned.yaml"
+    path.write_text(json.dumps(tree))
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
+                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    v = json.loads(next((tmp_path / "r").glob("verdict-*/verdict.json")).read_text())
+    [ans] = v["answers"]
+    assert ans["engine"] == "sqlite" and ans["tuned_with"] == "wal_autocheckpoint=1000"
+    assert ans["decision"] == "Stay with SQLite with wal_autocheckpoint=1000"
+    [cell] = v["matrix"]
+    assert cell["tried"] == ["autockpt_1000"] and cell["outcome"] == "pass"
+    assert any(c["status"] == "failed" for c in v["steps"][0]["cells"]), "the policy's settings missed it first"
