@@ -20,18 +20,24 @@ MEASURED = ("passed", "failed")
 
 
 def option_cells(em: EngineMatrix, names: list[str], scenario: str, engine: str, mem: str | None,
-                 plan_values: dict, mem_bytes: int | None) -> list[Cell]:
-    """The baseline, each option alone, and the read mix of the baseline and of each option that asks."""
+                 plan_values: dict, mem_bytes: int | None, opts: CellOptions) -> tuple[list[Cell], dict[str, str]]:
+    """The baseline, each option alone, and the read mix of the baseline and of each option that asks;
+    and why an option's read mix cannot run (its queries need what the option removes)."""
     cells = [Cell(scenario, engine, mem, None, tag=BASELINE)]
     reads = [n for n in names if em.options[n].reads]
     if reads:
         cells.append(Cell(em.reads, engine, mem, None, tag=BASELINE))
+    unreadable = {}
     for n in names:
         over = tuple(em.options[n].overrides(engine, mem_bytes, plan_values))
         cells.append(Cell(scenario, engine, mem, None, overrides=over, tag=n))
         if n in reads:
-            cells.append(Cell(em.reads, engine, mem, None, overrides=over, tag=n))
-    return cells
+            try:
+                resolve_plan(em.reads, engine, profile=opts.profile, mem=mem, overrides=[*opts.overrides, *over])
+                cells.append(Cell(em.reads, engine, mem, None, overrides=over, tag=n))
+            except ConfigError as e:
+                unreadable[n] = str(e).split(": ")[-1]
+    return cells, unreadable
 
 
 def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunResult | None, d: Path | None,
@@ -101,7 +107,7 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     base = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, duration_s=opts.duration_s,
                         overrides=list(opts.overrides))
     values = flat_values(base.model_dump(mode="json", by_alias=True))
-    cells = option_cells(em, names, scenario, engine, mem, values, base.memory.data_limit_bytes)
+    cells, unreadable = option_cells(em, names, scenario, engine, mem, values, base.memory.data_limit_bytes, opts)
     spec = {"engine": engine, "scenario": scenario, "mem": mem, "options": names, "opts": opts.asked()}
     root = sweep_dir_for(results_root, "matrix", f"{engine}-{Path(scenario).stem}", spec)
     root.mkdir(parents=True, exist_ok=True)
@@ -114,7 +120,7 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
     try:
         run_cells(runs, root / "sweep.json", meta)
-        rows = _rows(mx, em, names, runs)
+        rows = _rows(mx, em, names, runs, unreadable=unreadable)
         combo = best_combination(mx, em, rows)
         if len(combo) > 1:
             over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
@@ -122,7 +128,7 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
             best = plan_cells([Cell(scenario, engine, mem, None, overrides=over, tag=BEST)], opts, root, 1)
             run_cells(runs + best, root / "sweep.json", meta)
             runs += best
-            rows = _rows(mx, em, names, runs, combo)
+            rows = _rows(mx, em, names, runs, combo, unreadable)
     except SweepInterrupted as e:
         print(f"[matrix] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -136,7 +142,8 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     return 0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED
 
 
-def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = ()) -> list[OptionRow]:
+def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = (),
+          unreadable: dict[str, str] | None = None) -> list[OptionRow]:
     by_tag = {(cr.cell.scenario, cr.cell.tag): cr for cr in runs}
     scenario = runs[0].cell.scenario
 
@@ -152,6 +159,8 @@ def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str]
         opt = em.options[n]
         r, d = result(scenario, n)
         row = _row(n, opt.says, list(by_tag[(scenario, n)].cell.overrides), opt.trade_off, r, d, base, mx.noise)
+        if n in (unreadable or {}):
+            row = row.model_copy(update={"read_status": f"not run: {unreadable[n]}"})
         rows.append(_with_reads(row, result(em.reads, n)[0], base_reads) if opt.reads else row)
     if (scenario, BEST) in by_tag:
         r, d = result(scenario, BEST)
@@ -169,7 +178,7 @@ def table_markdown(m: MatrixFile) -> str:
     lines = []
     for r in m.rows:
         delta = "-" if r.p99_vs_baseline is None else f"{r.p99_vs_baseline:.2f}x" + (" ✓" if r.helped else "")
-        reads = "-" if r.read_p99_ms is None else (f"{r.read_p99_ms:,.1f}" + (
+        reads = (r.read_status or "-") if r.read_p99_ms is None else (f"{r.read_p99_ms:,.1f}" + (
             f" ({r.read_p99_vs_baseline:.2f}x)" if r.read_p99_vs_baseline is not None else ""))
         lines.append(f"| {r.option}: {r.says} | {r.status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
                      f"{f(r.rows_per_s, ',.0f')} | {delta} | {f(r.write_amplification, '.1f')} | "
