@@ -34,11 +34,9 @@ class MemoryPlan(BaseModel):
     runner_limit_bytes: Optional[int] = None    # the runner's own: MEM when it hosts the engine, else its client limit
     engine_cache_bytes: Optional[int] = None    # the engine's own cache under the policy (its [memory] cache setting)
     sized_settings: dict[str, str] = {}         # what the policy set, by setting (explicit settings excluded)
-
-    @property
-    def runner_is_client(self) -> bool:
-        """The runner is outside MEM (a server engine's client), under a limit of its own."""
-        return self.runner_limit_bytes is not None and self.runner_limit_bytes != self.data_limit_bytes
+    # The runner is outside MEM (a server engine's client), under a limit of its own. Said, not inferred from
+    # the two limits: at MEM=1g they are equal, and a server at 1g shared its cgroup with its client.
+    runner_is_client: bool = False
 
 
 def size_value(n_bytes: int, unit: str) -> str:
@@ -51,7 +49,7 @@ def resolve(sizing, settings_obj, data_limit_bytes: int | None, server: bool, po
     """(the engine's settings with the policy applied, its MemoryPlan). sizing: the manifest's [memory]."""
     runner = (CLIENT_LIMIT_BYTES if server else data_limit_bytes) if data_limit_bytes else None
     plan = MemoryPlan(policy=policy if data_limit_bytes else "stock", data_limit_bytes=data_limit_bytes,
-                      runner_limit_bytes=runner)
+                      runner_limit_bytes=runner, runner_is_client=bool(server and data_limit_bytes))
     if plan.policy != "sized":
         return settings_obj, plan
     explicit = settings_obj.model_fields_set

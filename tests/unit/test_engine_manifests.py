@@ -144,6 +144,8 @@ def test_server_gives_the_limit_to_a_server_container_and_the_runner_a_client_li
     assert not embedded.memory.runner_is_client
     assert server.capabilities.server and server.memory.runner_limit_bytes == CLIENT_LIMIT_BYTES
     assert server.memory.runner_is_client and server.memory.data_limit_bytes == 512 << 20
+    # at MEM equal to the client's own limit the server still gets MEM alone (it once shared it with its client)
+    assert resolve_plan("reorg", "postgres", mem="1g", results_root=tmp_path).memory.runner_is_client
     one = compose_file(embedded, "sha256:x")
     assert list(one["services"]) == ["runner"] and one["services"]["runner"]["network_mode"] == "none"
     assert one["services"]["runner"]["mem_limit"] == str(512 << 20) and "networks" not in one
