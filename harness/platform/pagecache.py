@@ -7,6 +7,9 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 MINCORE_SPAN_BYTES = 1 << 30        # mapped and asked a GiB at a time
@@ -68,6 +71,22 @@ def snapshot(root: Path) -> dict[Path, bytes]:
     return out
 
 
+def snapshot_apart(root: Path, exclude: tuple[str, ...] = ()) -> dict[Path, bytes]:
+    """snapshot() in a process of its own: mincore needs each file open, and a process that closes any
+    descriptor of a SQLite file drops its own POSIX locks on it, SQLite's included (the runner's engine would
+    lose its locks on the -shm, and another process could then truncate it under its mapping)."""
+    out = subprocess.run([sys.executable, "-m", "harness.platform.pagecache", str(root), *exclude],
+                         check=True, capture_output=True)
+    return pickle.loads(out.stdout)
+
+
+def main(argv: list[str]) -> int:
+    exclude = tuple(argv[2:])
+    maps = {p: m for p, m in snapshot(Path(argv[1])).items() if not p.name.endswith(exclude)}
+    sys.stdout.buffer.write(pickle.dumps(maps))
+    return 0
+
+
 def snapshot_figures(maps: dict[Path, bytes]) -> dict:
     """Resident and total bytes of a snapshot (the last page of a file counted whole)."""
     sizes = {p: len(m) * PAGE for p, m in maps.items()}
@@ -75,3 +94,7 @@ def snapshot_figures(maps: dict[Path, bytes]) -> dict:
     total = sum(sizes.values())
     return {"resident_bytes": resident, "file_bytes": total,
             "resident_share": round(resident / total, 4) if total else None}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

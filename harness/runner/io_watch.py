@@ -4,6 +4,7 @@ at both ends (mincore: the sampler's first tick in the phase, and after its last
 index where the engine can map its pages (after the clock: the map reads the whole file)."""
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +38,11 @@ class IoWatch:
         return self.probe.snapshot()
 
     def _maps(self) -> dict[Path, bytes] | None:
+        if not self.data_dir.is_dir():      # not visible here (a server's data in its own container)
+            return None
         try:
-            return {p: m for p, m in pagecache.snapshot(self.data_dir).items()
-                    if not p.name.endswith(NOT_ENGINE_FILES)}
-        except OSError as e:      # the data is not visible here (a server's own container)
+            return pagecache.snapshot_apart(self.data_dir, NOT_ENGINE_FILES)
+        except (OSError, subprocess.CalledProcessError) as e:
             self.errors.append(f"residency: {e}")
             return None
 
@@ -100,6 +102,8 @@ def io_figures(engine, plan, state, watch: IoWatch, log) -> IoFigures:
         if (page_map := engine.page_map()) is not None:
             log(f"mapped the database's pages to its tables and indexes in {time.perf_counter() - t0:.1f} s "
                 "(residency per index)")
+    for e in watch.errors:
+        log(e)
     io = watch.figures(state.measured_s() if state.measure_start_ns else 0.0, state.logical_bytes_written, page_map)
     log(f"I/O over the measured phase: {io.summary()}")
     return io
