@@ -49,8 +49,10 @@ def print_summary(path: Path) -> None:
     if m.io is not None:
         print(f"  I/O over the measured phase: {m.io.summary()}", file=sys.stderr)
     h = m.harness
-    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and \
-            r.memory.runner_limit_bytes_seen == r.memory.data_limit_bytes_seen:     # else a client, outside MEM
+    # a server engine's runner is its client, outside MEM (plans before runner_is_client: the limits differ)
+    client = (r.plan.get("memory") or {}).get("runner_is_client",
+                                              r.memory.runner_limit_bytes_seen != r.memory.data_limit_bytes_seen)
+    if h.inside_limit_bytes is not None and r.memory.data_limit_bytes_seen and not client:
         split = (f" (engine heap {h.engine_heap_bytes_end >> 20} MiB, harness {h.harness_bytes_end >> 20} MiB)"
                  if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
         print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "
