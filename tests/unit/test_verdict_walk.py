@@ -101,6 +101,17 @@ def test_a_window_longer_than_the_phase_is_scaled_down_and_said():
     assert all(not p.notes and p.thresholds == tuple(p.criterion.thresholds) for p in full)
 
 
+def run_tree(tmp_path, tree: dict, timeout: int):
+    """A real smoke verdict over `tree`: the process and its verdict.json (None if it wrote none)."""
+    path = tmp_path / "tree.yaml"
+    path.write_text(json.dumps(tree))
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
+                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=timeout)
+    found = next((tmp_path / "r").glob("verdict-*/verdict.json"), None)
+    return p, json.loads(found.read_text()) if found else None
+
+
 def test_an_error_cell_gives_an_inconclusive_verdict_and_exit_3(tmp_path):
     """For real: a cell whose engine errors at open (a bin_dir with no PostgreSQL in it) makes its MEM
     inconclusive; the verdict exits 3 and says which cell."""
@@ -108,13 +119,8 @@ def test_an_error_cell_gives_an_inconclusive_verdict_and_exit_3(tmp_path):
             "otherwise": "revisit", "mems": {"smoke": ["256m"]}, "criteria": [{"name": "reorg", "scenario": "reorg",
                                                   "thresholds": ["p99(commit_ms) < 60000"],
                                                   "target": {"scale": 1.0, "measure_s": 3600}}]}
-    path = tmp_path / "err.yaml"
-    path.write_text(json.dumps(tree))
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
-                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
-                       capture_output=True, text=True, timeout=300)
+    p, v = run_tree(tmp_path, tree, timeout=300)
     assert p.returncode == 3, p.stderr[-2000:]
-    v = json.loads(next((tmp_path / "r").glob("verdict-*/verdict.json")).read_text())
     assert v["answers"][0]["status"] == "inconclusive" and "postgres" in v["answers"][0]["why"]
     assert "inconclusive" in p.stderr
 
@@ -219,13 +225,8 @@ def test_a_real_verdict_tries_the_steps_options_and_answers_with_the_one_that_pa
             "otherwise": "revisit", "mems": {"smoke": ["256m"]},
             "criteria": [{"name": "a small WAL", "scenario": "p99_5x", "thresholds": ["max(wal_bytes) < 12MB"],
                           "target": {"scale": 0.001, "measure_s": 10}}]}
-    path = tmp_path / "tuned.yaml"
-    path.write_text(json.dumps(tree))
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
-                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
-                       capture_output=True, text=True, timeout=600)
+    p, v = run_tree(tmp_path, tree, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    v = json.loads(next((tmp_path / "r").glob("verdict-*/verdict.json")).read_text())
     [ans] = v["answers"]
     assert ans["engine"] == "sqlite" and ans["tuned_with"] == "wal_autocheckpoint=1000"
     assert ans["decision"] == "Stay with SQLite with wal_autocheckpoint=1000"
