@@ -84,4 +84,4 @@ def load_verdict(path: Path) -> VerdictFile | None:
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:
-    return _load(path, MatrixFile, MATRIX_VERSION)
+    return _load(path, MatrixFile, MATRIX_VERSION, older=(1,))

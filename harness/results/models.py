@@ -245,5 +245,16 @@ class RunResult(Model):
         return data
 
     @property
+    def block_interval_ms(self) -> float | None:
+        return (self.plan.get("workload") or {}).get("block_interval_ms") or None
+
+    @property
+    def saturated(self) -> bool:
+        """The typical block took longer than the cadence, so the queue grew through the run: commit latency from
+        the intended start then measures the backlog since the clock started, not the cost of a block."""
+        p50, interval_ms = self.metrics.service_time_ms.p50, self.block_interval_ms
+        return bool(interval_ms and p50 is not None and p50 > interval_ms)
+
+    @property
     def measure_s(self) -> float:
         return float(self.plan.get("phases", {}).get("measure_s") or 0.0)

@@ -161,7 +161,7 @@ class VerdictFile(Model):
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
 
 
-MATRIX_VERSION = 1
+MATRIX_VERSION = 2
 
 
 class OptionRow(Model):
@@ -176,7 +176,8 @@ class OptionRow(Model):
     service_p50_ms: Optional[float] = None
     rows_per_s: Optional[float] = None   # committed inside the measured window
     p99_vs_baseline: Optional[float] = None   # this p99 / the baseline's
-    helped: Optional[bool] = None        # p99 lower than the baseline's by more than the matrix's noise
+    service_p50_vs_baseline: Optional[float] = None   # v2
+    helped: Optional[bool] = None        # the matrix's basis lower than the baseline's by more than its noise
     write_amplification: Optional[float] = None
     read_iops: Optional[float] = None
     resident_share_end: Optional[float] = None
@@ -187,12 +188,15 @@ class OptionRow(Model):
 
 
 class MatrixFile(Model):
-    version: Literal[1] = MATRIX_VERSION
+    version: Literal[1, 2] = MATRIX_VERSION
     engine: str
     scenario: str
     profile: Optional[str]
     mem: Optional[str]
     noise: float
+    # v2: what `helped` compares: "p99", or "service p50" where the baseline was saturated (its p99 is then
+    # the backlog since the clock started, which any small gain in a block's cost shrinks many times over)
+    basis: str = "p99"
     dir: str
     updated_utc: str
     rows: list[OptionRow]

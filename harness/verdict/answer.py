@@ -35,14 +35,12 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
 
 
 def _saturated(r: RunResult) -> str | None:
-    m, interval_ms = r.metrics, (r.plan.get("workload") or {}).get("block_interval_ms")
-    p50 = m.service_time_ms.p50
-    if not interval_ms or p50 is None or p50 <= interval_ms:
+    if not r.saturated:
         return None
-    stopped = _stopped(r)
-    return (f"saturated: service p50 {p50 / 1000:.2f} s > {interval_ms / 1000:g} s cadence; committed "
-            f"{m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s; the queue grew without bound"
-            f"{stopped}")
+    m, stopped = r.metrics, _stopped(r)
+    return (f"saturated: service p50 {m.service_time_ms.p50 / 1000:.2f} s > {r.block_interval_ms / 1000:g} s "
+            f"cadence; committed {m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s; the queue grew "
+            f"without bound{stopped}")
 
 
 def _stopped(r: RunResult) -> str:

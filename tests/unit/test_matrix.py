@@ -3,8 +3,8 @@ import pytest
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.matrix import answer, best_combination
-from harness.results import OptionRow
+from harness.matrix import P99, SERVICE, _row as matrix_row, answer, basis_of, best_combination
+from harness.results import OptionRow, RunResult
 from harness.scenario.matrix import MATRIX_FILE, load_matrix
 
 
@@ -54,6 +54,28 @@ def test_the_combination_takes_the_best_helpful_option_of_each_group_and_no_trad
     assert answer(rows) == "no option, alone or combined, meets every threshold"
     rows.append(_row("no_bitemporal", 0.3, passed=True, trade_off="history"))
     assert answer(rows).startswith("no option that gives nothing up is enough; only with a trade-off: no_bitemporal")
+
+
+def _run(service_p50_ms: float, p99_ms: float, interval_ms: int = 2000) -> RunResult:
+    return RunResult.model_validate({
+        "run_id": "r", "engine": "sqlite", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
+        "status": "failed", "scale": 1.0, "plan": {"workload": {"block_interval_ms": interval_ms}}, "environment": {},
+        "integrity": {"ok": True},
+        "metrics": {"commit_latency_ms": {"count": 30, "p99": p99_ms}, "service_time_ms": {"count": 30, "p50": service_p50_ms}}})
+
+
+def test_a_saturated_baseline_is_judged_by_service_time_not_by_its_backlog():
+    # a block costing 2.25 s every 2 s: p99 is the backlog since the clock started (32 s); 5% off the block's cost
+    # shrinks that backlog by half, which is no gain beyond the noise in what a block costs
+    base, slightly = _run(2250, 32000), _run(2140, 16000)
+    assert base.saturated and basis_of(base) == SERVICE
+    row = matrix_row("cache_75", "x", [], None, slightly, None, base, 0.1)
+    assert row.p99_vs_baseline == 0.5 and row.service_p50_vs_baseline == 0.951 and row.helped is False
+    assert matrix_row("mmap", "x", [], None, _run(1700, 1800), None, base, 0.1).helped is True
+    # within the cadence, p99 is the criterion's own figure and the basis
+    calm = _run(1500, 1900)
+    assert not calm.saturated and basis_of(calm) == P99
+    assert matrix_row("sync_full", "x", [], None, _run(1480, 1500), None, calm, 0.1).helped is True
 
 
 def test_significance_needs_two_values_a_side_and_a_real_difference():
