@@ -1,6 +1,7 @@
 """What every result carries about where it was measured (pyperf-style metadata, collected automatically)."""
 from __future__ import annotations
 
+import mmap
 import os
 import platform
 import random
@@ -103,6 +104,48 @@ def disk_write_bandwidth(data_dir: Path, probe_bytes: int = DISK_PROBE_BYTES) ->
     return out
 
 
+def _largest_file(root: Path, min_bytes: int) -> Path | None:
+    best, size = None, min_bytes - 1
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            try:
+                st = os.stat(os.path.join(dirpath, n))
+            except OSError:
+                continue
+            if st.st_size > size:
+                best, size = Path(dirpath, n), st.st_size
+    return best
+
+
+def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5) -> dict:
+    """p50/p99 of one 4 KiB read at a random offset of the data directory's largest file, O_DIRECT, one at a
+    time: what a cache miss costs an engine that reads synchronously (SQLite), so 1 / p50 bounds its reads
+    from the device per second. The data's own file, not a fresh probe, which the host may still cache.
+    O_DIRECT leaves the page cache as it was (residency is measured after this)."""
+    target = _largest_file(data_dir, 64 << 20)
+    if target is None:
+        return {"error": "no file of 64 MiB or more in the data directory (no starting database)"}
+    buf = mmap.mmap(-1, 4096)            # page-aligned, as O_DIRECT asks
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECT)
+    except OSError as e:                 # a file system without O_DIRECT (tmpfs)
+        return {"error": f"O_DIRECT: {e.strerror}", "file_bytes": target.stat().st_size}
+    rng, pages, lat_us = random.Random(0), target.stat().st_size // 4096, []
+    try:
+        deadline = time.perf_counter() + budget_s
+        while len(lat_us) < samples and time.perf_counter() < deadline:
+            off = rng.randrange(pages) * 4096
+            t = time.perf_counter()
+            os.preadv(fd, [buf], off)
+            lat_us.append((time.perf_counter() - t) * 1e6)
+    finally:
+        os.close(fd)
+    lat_us.sort()
+    q = statistics.quantiles(lat_us, n=100, method="inclusive") if len(lat_us) > 1 else lat_us * 99
+    return {"samples": len(lat_us), "file_bytes": target.stat().st_size, "p50_us": round(q[49], 1),
+            "p99_us": round(q[98], 1), "reads_per_s": round(len(lat_us) / (sum(lat_us) / 1e6))}
+
+
 def capture(data_dir: Path, runtime: str) -> dict:
     mem_dir = cgroup.own_memory_dir()
     return {
@@ -126,5 +169,6 @@ def capture(data_dir: Path, runtime: str) -> dict:
         "filesystem": filesystem(data_dir),
         "fsync_floor": fsync_floor(data_dir),
         "disk_write": disk_write_bandwidth(data_dir),
+        "disk_random_read": disk_random_read(data_dir),
         "started_utc": utc_now(),
     }

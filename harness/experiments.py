@@ -99,7 +99,7 @@ def machine(env: dict | None) -> dict:
         return {}
     return {"cpu_model": env.get("cpu_model"), "cpus_usable": env.get("cpus_usable"),
             "filesystem": env.get("filesystem"), "fsync_floor": env.get("fsync_floor"),
-            "disk_write": env.get("disk_write")}
+            "disk_write": env.get("disk_write"), "disk_random_read": env.get("disk_random_read")}
 
 
 def _f(v, spec=",.0f") -> str:
@@ -108,13 +108,14 @@ def _f(v, spec=",.0f") -> str:
 
 def markdown(out: dict) -> str:
     m = out["machine"]
-    fs, disk = m.get("fsync_floor") or {}, m.get("disk_write") or {}
+    fs, disk, rd = m.get("fsync_floor") or {}, m.get("disk_write") or {}, m.get("disk_random_read") or {}
     lines = ["## The reference's experiments, here", "",
              f"This machine: {m.get('cpu_model')}, {m.get('cpus_usable')} CPUs; data on "
              f"{(m.get('filesystem') or {}).get('fstype')} ({(m.get('filesystem') or {}).get('device')}); "
              f"fsync of 4 KiB p50 {_f(fs.get('p50_us'), ',.0f')} µs, p99 {_f(fs.get('p99_us'), ',.0f')} µs; "
              f"writes synced once: sequential {_f(disk.get('sequential_write_mib_per_s'), ',.0f')} MiB/s, "
-             f"random 4 KiB {_f(disk.get('random_write_mib_per_s'), ',.0f')} MiB/s.", ""]
+             f"random 4 KiB {_f(disk.get('random_write_mib_per_s'), ',.0f')} MiB/s; a random 4 KiB read from the "
+             f"device p50 {_f(rd.get('p50_us'), ',.0f')} µs, p99 {_f(rd.get('p99_us'), ',.0f')} µs.", ""]
     for t in out["experiments"]:
         ref = t["reference"]
         lines += [f"### {t['experiment']}: {t['description']}", "",

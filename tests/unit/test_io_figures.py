@@ -45,3 +45,16 @@ def test_device_counters_see_a_synced_write(data):
     assert grew["write_bytes"] >= 4 << 20 and grew["write_ops"] > 0
     own = probe.snapshot()["processes"]       # no cgroup of its own: this process's /proc/self/io
     assert own[os.getpid()].write_bytes >= 4 << 20
+
+
+def test_the_random_read_probe_reads_the_data_from_the_device_and_leaves_the_page_cache_as_it_was(data):
+    from harness.environment import disk_random_read
+    from harness.platform.pagecache import resident_file_bytes
+    assert "no file of 64 MiB" in disk_random_read(data)["error"]        # a schema built in place: nothing to read
+    big = data / "arkiv.db"
+    with open(big, "ab") as f:
+        f.write(os.urandom(64 << 20))
+    evict(data, write_back=True)
+    r = disk_random_read(data, samples=300)
+    assert r["samples"] == 300 and r["file_bytes"] == 80 << 20 and 0 < r["p50_us"] <= r["p99_us"]
+    assert resident_file_bytes(big) == 0                                 # O_DIRECT: nothing cached
