@@ -203,8 +203,8 @@ def table_markdown(m: MatrixFile) -> str:
         lines.append(f"| {r.option}: {r.says} | {r.status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
                      f"{f(r.rows_per_s, ',.0f')} | {_delta(r.p99_vs_baseline, r.helped and m.basis == P99)} | "
                      f"{_delta(r.service_p50_vs_baseline, r.helped and m.basis == SERVICE)} | "
-                     f"{f(r.write_amplification, '.1f')} | {f(r.read_iops, ',.0f')} | {f(r.resident_share_end, '.0%')} | "
-                     f"{reads} | {r.trade_off or ''} |")
+                     f"{f(r.write_amplification, '.1f')} | {f(r.read_iops, ',.0f')} | "
+                     f"{f(r.resident_share_end, '.0%')} | {reads} | {r.trade_off or ''} |")
     why = (" (the baseline was saturated: its typical block took longer than the cadence, so its p99 is the backlog "
            "since the clock started)" if m.basis == SERVICE else "")
     foot = (f"\nΔ: the option's figure over the baseline's; ✓ where its {m.basis}{why} is below {1 - m.noise:.2f}x "

@@ -216,8 +216,7 @@ def memory_text(m) -> str:
 def environment_table(cells: list[CellData]) -> Block:
     headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
                "RAM", "fsync p50/p99 µs", "disk write MiB/s seq/random", "random 4 KiB read p50/p99 µs",
-               "scale / entities", "starting database",
-               "harness"]
+               "scale / entities", "starting database", "harness"]
     rows = []
     for c in cells:
         r, env = c.result, c.result.environment
@@ -230,7 +229,8 @@ def environment_table(cells: list[CellData]) -> Block:
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
                      f"{_f(disk.get('sequential_write_mib_per_s'), 0)} / {_f(disk.get('random_write_mib_per_s'), 0)}",
-                     f"{_f(rd.get('p50_us'))} / {_f(rd.get('p99_us'))}", f"{r.scale:g} / {r.plan.get('load_entities', '-')}", starting_database(r.load or {}),
+                     f"{_f(rd.get('p50_us'))} / {_f(rd.get('p99_us'))}",
+                     f"{r.scale:g} / {r.plan.get('load_entities', '-')}", starting_database(r.load or {}),
                      f"{env.get('harness_version')} {(env.get('git_commit') or '')[:12]}"])
     return Block("table", headers=headers, rows=rows)
 

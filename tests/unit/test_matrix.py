@@ -60,8 +60,8 @@ def _run(service_p50_ms: float, p99_ms: float, interval_ms: int = 2000) -> RunRe
     return RunResult.model_validate({
         "run_id": "r", "engine": "sqlite", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
         "status": "failed", "scale": 1.0, "plan": {"workload": {"block_interval_ms": interval_ms}}, "environment": {},
-        "integrity": {"ok": True},
-        "metrics": {"commit_latency_ms": {"count": 30, "p99": p99_ms}, "service_time_ms": {"count": 30, "p50": service_p50_ms}}})
+        "integrity": {"ok": True}, "metrics": {"commit_latency_ms": {"count": 30, "p99": p99_ms},
+                                               "service_time_ms": {"count": 30, "p50": service_p50_ms}}})
 
 
 def test_a_saturated_baseline_is_judged_by_service_time_not_by_its_backlog():
