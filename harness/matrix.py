@@ -13,7 +13,7 @@ from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
 from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
-from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
+from harness.sweep import Cell, CellOptions, SweepInterrupted, completed, plan_cells, run_cells, sweep_dir_for
 
 BASELINE, BEST = "baseline", "best"
 MEASURED = ("passed", "failed")
@@ -134,27 +134,33 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
           f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
+    combo, interrupted = [], None
     try:
         run_cells(runs, root / "sweep.json", meta)
-        rows, basis = _rows(mx, em, names, runs, unreadable=unreadable)
-        combo = best_combination(mx, em, rows, basis)
+        combo = best_combination(mx, em, *_rows(mx, em, names, runs, unreadable=unreadable))
         if len(combo) > 1:
             over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
                                                                              values))
             best = plan_cells([Cell(scenario, engine, mem, None, overrides=over, tag=BEST)], opts, root, 1)
-            run_cells(runs + best, root / "sweep.json", meta)
             runs += best
-            rows, basis = _rows(mx, em, names, runs, combo, unreadable)
+            run_cells(runs, root / "sweep.json", meta)
     except SweepInterrupted as e:
-        print(f"[matrix] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
-        return EXIT_RUN_FAILED
+        interrupted = str(e)
+    # an interrupted matrix still writes its table: the cells measured so far, the others "not run"
+    rows, basis = _rows(mx, em, names, runs, combo, unreadable)
+    done = sum(completed(cr) is not None for cr in runs)
     out = MatrixFile(engine=engine, scenario=scenario, profile=base.profile, mem=mem, noise=mx.noise, basis=basis,
-                     dir=str(root), updated_utc=utc_now(), rows=rows, combination=combo, answer=answer(rows))
+                     dir=str(root), updated_utc=utc_now(), rows=rows, combination=combo,
+                     answer=answer(rows) if interrupted is None else
+                     f"incomplete: {done} of {len(runs)} cells measured; run the same command again to resume")
     write_json(root / "matrix.json", out)
     text = table_markdown(out)
     (root / "matrix.md").write_text(text)
     print(text)
     print(root / "matrix.json")
+    if interrupted is not None:
+        print(f"[matrix] interrupted in cell {interrupted}; run the same command again to resume", file=sys.stderr)
+        return EXIT_RUN_FAILED
     return 0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED
 
 
@@ -166,7 +172,7 @@ def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str]
 
     def result(sc: str, tag: str):
         cr = by_tag.get((sc, tag))
-        return (load_result(cr.dir / "result.json"), cr.dir) if cr else (None, None)
+        return (load_result(cr.dir / "result.json"), cr.dir) if cr and completed(cr) else (None, None)
 
     base, base_dir = result(scenario, BASELINE)
     base_reads, _ = result(em.reads, BASELINE)

@@ -85,3 +85,29 @@ def test_significance_needs_two_values_a_side_and_a_real_difference():
     assert significant([100, 130, 80], [105, 125, 90]) is False
     t, df = welch_t([1, 2, 3], [4, 5, 6])      # equal variances: Welch's df is Student's n1 + n2 - 2
     assert round(t, 4) == -3.6742 and round(df, 6) == 4
+
+
+def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_path, monkeypatch):
+    import harness.matrix as hm
+    from harness.results import CellRecord, load_matrix_run, write_json
+    from harness.sweep import CellOptions, SweepInterrupted
+
+    def baseline_then_interrupt(runs, sweep_json, meta, stop=None):
+        cr = runs[0]
+        cr.dir.mkdir(parents=True)
+        write_json(cr.dir / "result.json", _run(2250, 32000))
+        write_json(cr.dir / "cell.json", CellRecord(
+            cell_id=cr.cell_id, scenario=cr.cell.scenario, engine="sqlite", mem="256m", data_limit_bytes=256 << 20,
+            scale=0.001, repeat=1, runtime="local", dir=cr.dir.name, state="complete", started_utc="now"))
+        raise SweepInterrupted(runs[1].dir.name)
+
+    monkeypatch.setattr(hm, "run_cells", baseline_then_interrupt)
+    opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
+    assert hm.matrix("sqlite", "p99_5x", "256m", ["cache_25", "mmap"], opts, tmp_path) == hm.EXIT_RUN_FAILED
+    [root] = tmp_path.glob("matrix-sqlite-p99_5x-*")
+    m = load_matrix_run(root / "matrix.json")
+    assert [(r.option, r.status) for r in m.rows] == [("baseline", "failed"), ("cache_25", "not run"),
+                                                      ("mmap", "not run")]
+    assert m.answer.startswith("incomplete: 1 of 3 cells measured") and m.basis == "service p50"
+    table = (root / "matrix.md").read_text()
+    assert "| baseline: the scenario at its memory policy | failed | 32,000 | 2,250 |" in table
