@@ -164,8 +164,9 @@ def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
         cell = step["cells"][0]
         assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
         assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
-        # every block is over 0.01 ms, so the typical block alone is too slow: no stall, no queue
-        assert cell["diagnosis"].startswith("slow: service p50 "), cell["diagnosis"]
+        # every block is over 0.01 ms, so the typical block alone is too slow, never a stall: within the 50 ms
+        # cadence ("slow"), or over it on a slower machine ("saturated": seen here, a p50 of 0.05 s)
+        assert cell["diagnosis"].startswith(("slow: service p50 ", "saturated: service p50 ")), cell["diagnosis"]
         assert cell["diagnosis"].endswith("; stopped early after 1 measured block"), cell["diagnosis"]
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
     assert "1 run(s) of sqlite (criterion × limit × repeat) implied by a failure at a larger limit" in report
