@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.platform import cgroup
+from harness.platform import cgroup, pagecache
 from harness.provenance import git_commit, harness_version
 
 def utc_now() -> str:
@@ -69,10 +69,7 @@ def fsync_floor(data_dir: Path, samples: int = 200, budget_s: float = 2.0) -> di
     finally:
         os.close(fd)
         probe.unlink(missing_ok=True)
-    lat_us.sort()
-    q = statistics.quantiles(lat_us, n=100, method="inclusive") if len(lat_us) > 1 else lat_us * 99
-    return {"samples": len(lat_us), "p50_us": round(q[49], 1), "p99_us": round(q[98], 1),
-            "max_us": round(lat_us[-1], 1)}
+    return {**_us_percentiles(lat_us), "max_us": round(max(lat_us), 1)}
 
 
 DISK_PROBE_BYTES = 32 << 20       # per pattern: long enough to pass the device's cache, short enough for every run
@@ -104,17 +101,10 @@ def disk_write_bandwidth(data_dir: Path, probe_bytes: int = DISK_PROBE_BYTES) ->
     return out
 
 
-def _largest_file(root: Path, min_bytes: int) -> Path | None:
-    best, size = None, min_bytes - 1
-    for dirpath, _, names in os.walk(root):
-        for n in names:
-            try:
-                st = os.stat(os.path.join(dirpath, n))
-            except OSError:
-                continue
-            if st.st_size > size:
-                best, size = Path(dirpath, n), st.st_size
-    return best
+def _us_percentiles(lat_us: list[float]) -> dict:
+    lat_us = sorted(lat_us)
+    q = statistics.quantiles(lat_us, n=100, method="inclusive") if len(lat_us) > 1 else lat_us * 99
+    return {"samples": len(lat_us), "p50_us": round(q[49], 1), "p99_us": round(q[98], 1)}
 
 
 def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5) -> dict:
@@ -122,15 +112,16 @@ def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5)
     time: what a cache miss costs an engine that reads synchronously (SQLite), so 1 / p50 bounds its reads
     from the device per second. The data's own file, not a fresh probe, which the host may still cache.
     O_DIRECT leaves the page cache as it was (residency is measured after this)."""
-    target = _largest_file(data_dir, 64 << 20)
-    if target is None:
+    sized = [(p.stat().st_size, p) for p in pagecache.files(data_dir)] if data_dir.is_dir() else []
+    size, target = max(sized, default=(0, None))
+    if size < 64 << 20:
         return {"error": "no file of 64 MiB or more in the data directory (no starting database)"}
     buf = mmap.mmap(-1, 4096)            # page-aligned, as O_DIRECT asks
     try:
         fd = os.open(target, os.O_RDONLY | os.O_DIRECT)
     except OSError as e:                 # a file system without O_DIRECT (tmpfs)
-        return {"error": f"O_DIRECT: {e.strerror}", "file_bytes": target.stat().st_size}
-    rng, pages, lat_us = random.Random(0), target.stat().st_size // 4096, []
+        return {"error": f"O_DIRECT: {e.strerror}", "file_bytes": size}
+    rng, pages, lat_us = random.Random(0), size // 4096, []
     try:
         deadline = time.perf_counter() + budget_s
         while len(lat_us) < samples and time.perf_counter() < deadline:
@@ -140,10 +131,7 @@ def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5)
             lat_us.append((time.perf_counter() - t) * 1e6)
     finally:
         os.close(fd)
-    lat_us.sort()
-    q = statistics.quantiles(lat_us, n=100, method="inclusive") if len(lat_us) > 1 else lat_us * 99
-    return {"samples": len(lat_us), "file_bytes": target.stat().st_size, "p50_us": round(q[49], 1),
-            "p99_us": round(q[98], 1), "reads_per_s": round(len(lat_us) / (sum(lat_us) / 1e6))}
+    return {**_us_percentiles(lat_us), "file_bytes": size, "reads_per_s": round(len(lat_us) / (sum(lat_us) / 1e6))}
 
 
 def capture(data_dir: Path, runtime: str) -> dict:
