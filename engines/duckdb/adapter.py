@@ -213,9 +213,11 @@ class DuckDBEngine(EngineBase):
         return EngineInfo(library=f"DuckDB {version[0]} ({version[1]})", driver=f"duckdb {duckdb.__version__}",
                           settings=eff)
 
-    def close(self) -> None:
+    def close(self, discard: bool = False) -> None:
         con, self.con = getattr(self, "con", None), None
         if con is not None:
+            if discard:     # no checkpoint of the WAL into files about to be deleted
+                con.execute("PRAGMA disable_checkpoint_on_shutdown")
             con.close()
 
 

@@ -94,11 +94,11 @@ class LibSQLEngine(SQLiteEngine):
             return self.remote.iter_rows(self.variant or "bitemporal", table)
         return super().iter_rows(table)
 
-    def close(self) -> None:
+    def close(self, discard: bool = False) -> None:
         remote, self.remote = self.remote, None
         if remote:
             remote.close()
-        super().close()
+        super().close(discard)
 
     def prepare_block(self, block: Block) -> Block:
         # Also in server mode (the feed process never opens the engine): the text is stored as INTEGER.

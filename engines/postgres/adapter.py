@@ -201,14 +201,14 @@ class PostgresEngine(EngineBase):
                           f"(libpq {psycopg.pq.version() // 10000}.{psycopg.pq.version() % 10000}, {psycopg.pq.__impl__})", settings=eff,
                           data_limit_bytes_seen=self.server.limit_bytes_seen())
 
-    def close(self) -> None:
+    def close(self, discard: bool = False) -> None:
         for c in (getattr(self, "conn", None), getattr(self, "_stats_conn", None)):
             if c is not None:
                 c.close()
         self.conn = None
         server = getattr(self, "server", None)
         if server is not None:
-            server.stop()
+            server.stop(immediate=discard)
 
 
 def open_reader(conninfo: str, variant: str) -> "PostgresReader":

@@ -207,10 +207,12 @@ class PostgresServer:
         except OSError:
             return "(no log)"
 
-    def stop(self) -> None:
+    def stop(self, immediate: bool = False) -> None:
+        """Fast shutdown (a shutdown checkpoint), or immediate where the cluster is deleted next: no
+        checkpoint of shared_buffers into files no one will read."""
         p, self.proc = self.proc, None
         if p is not None and p.poll() is None:
-            p.send_signal(signal.SIGINT)           # fast shutdown
+            p.send_signal(signal.SIGQUIT if immediate else signal.SIGINT)
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -243,5 +245,5 @@ class ExternalServer:
     def log_tail(self, n: int = 30) -> str:
         return "(the server's log is in its container's output: compose.log)"
 
-    def stop(self) -> None:
+    def stop(self, immediate: bool = False) -> None:
         pass

@@ -39,6 +39,9 @@ def open_reader(cls: type["SQLiteEngine"], path: Path, settings: Mapping[str, ob
     return sql.QueryReader(conn, variant)
 
 
+SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE = 1006     # sqlite3.h; APSW's Connection.config takes it
+
+
 class SQLiteEngine(EngineBase):
     name: ClassVar[str] = "sqlite"
     db_filename: ClassVar[str] = "arkiv.db"
@@ -205,9 +208,13 @@ class SQLiteEngine(EngineBase):
         return EngineInfo(library=self.library(), driver=self.driver(self.settings), settings=eff,
                           related={"sqlite": self.sqlite_version()})
 
-    def close(self) -> None:
+    def close(self, discard: bool = False) -> None:
         conn, self.conn = getattr(self, "conn", None), None
         if conn is not None:
+            if discard and hasattr(conn, "config"):
+                # the last connection's close checkpoints the whole WAL: minutes at 1x under the memory
+                # limit, spent on files about to be deleted (an interrupted run waited on it)
+                conn.config(SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             conn.close()
         fd, self._shm_fd = getattr(self, "_shm_fd", None), None
         if fd is not None:            # only now: closing it drops this process's locks on the -shm

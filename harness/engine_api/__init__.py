@@ -97,7 +97,8 @@ class Reader(Protocol):
 #   apply_block(prepared): ONE transaction, timed by the runner   reader() -> Reader   checkpoint(mode)
 #   settle(): after the load, before the clock, finish what a load leaves pending (statistics, a checkpoint)
 #   storage() -> StorageStats: cheap, called by the 1 s sampler   row_counts()   iter_rows(table): DDL order
-#   info() -> EngineInfo   close()
+#   info() -> EngineInfo   close(discard=False): discard, the files are deleted next: skip what only keeps
+#   them tidy (a checkpoint on close)
 # and reader_factory() -> a picklable callable opening a Reader in another process, unless its manifest says
 # readers_in_process_only.
 REQUIRED_METHODS = ("open", "create_schema", "use_schema", "apply_block", "reader", "checkpoint", "settle",

@@ -269,7 +269,7 @@ def run(plan: RunPlan) -> int:
         return EXIT_RUN_FAILED
     finally:
         try:
-            engine.close()
+            engine.close(discard=not plan.keep_data)
         except Exception:
             pass
         if not plan.keep_data:
