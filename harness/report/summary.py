@@ -23,7 +23,7 @@ def print_summary(path: Path) -> None:
     if m.reads_by_kind:
         rl = m.read_latency_ms
         print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
-              f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, errors {m.read_errors}, "
+              f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, late {m.reads_late or 0}, errors {m.read_errors}, "
               f"integrity {r.integrity.ok}", file=sys.stderr)
         print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}",
               file=sys.stderr)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 6
+RESULT_VERSION = 7
 
 
 class Model(BaseModel):
@@ -197,13 +197,15 @@ class Metrics(Model):
     read_errors: Optional[int] = None
     reads_per_s: Optional[float] = None
     reads_empty: Optional[int] = None        # found nothing where the data says they must: not in the latencies
+    reads_late: Optional[int] = None         # v7: due in the window, never started before the readers stopped:
+                                             # not in reads; in read_latency_ms at a lower bound (the stop)
     reads_by_kind: Optional[dict[str, ReadKind]] = None    # per entry of the readers' mix
     engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
     io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

@@ -22,6 +22,7 @@ class RunState:
     blocks: int = 0                   # measured blocks committed
     rows: int = 0                     # measured rows written
     reads: int = 0                    # measured reads completed
+    reads_late: int = 0               # due in the window, not started when the readers stopped (read_loop.LATE)
     reads_offered_per_s: float = 0.0  # the readers' schedule (readers.rate_per_s)
     read_errors: int = 0
     read_error: str | None = None
@@ -64,7 +65,8 @@ class RunState:
         self.logical_bytes_written = 0
         for r in (self.commit, self.service, self.lag, self.read):
             r.reset()
-        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = self.reads_empty = 0
+        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = 0
+        self.reads_empty = self.reads_late = 0
         for name in self.read_kinds:
             self.read_kinds[name] = KindStats()
         self.gauges.clear()

@@ -95,10 +95,11 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
         harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state), io=io)
-    if state.reads or state.read_errors or state.reads_empty:
+    if state.reads or state.read_errors or state.reads_empty or state.reads_late:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
                  # over the window: the reads counted are those due in it (readers.ReadSink)
                  reads_per_s=round(state.reads / window_s, 1) if window_s else None, reads_empty=state.reads_empty,
+                 reads_late=state.reads_late,
                  reads_by_kind={k: v.summary(window_s) for k, v in sorted(state.read_kinds.items())})
     return Metrics(**m)
 
@@ -134,6 +135,9 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
     if m.reads_empty:
         out.append(f"{m.reads_empty} reads found nothing where the data says they must (reads_by_kind.*.empty): "
                    "not timed as successes")
+    if m.reads_late:
+        out.append(f"{m.reads_late} reads fell due in the measured window but had not started when the readers "
+                   "stopped: not in reads (nor reads_per_s); in read_latency_ms at a lower bound, the stop")
     if state is not None and state.read_errors:
         out.append(f"{state.read_errors} reads failed; first: {state.read_error}")
     if m.harness.latency_values_clamped:

@@ -17,6 +17,7 @@ from harness.runner.counters import RunState
 from harness.scenario.spec import Readers
 
 EMPTY = -1     # rows of a query that found nothing where the data says it must (counted, never timed)
+LATE = -2      # rows of a query that fell due but had not started when the readers stopped (kind unknown)
 FLUSH_EVERY_S = 0.1      # a reader hands what it asked to the run's recorders this often
 FLUSH_RECORDS = 2048     # or once it holds this many queries
 
@@ -59,6 +60,13 @@ def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, 
             end = now()
             error(e)
         due = due + period_ns if period_ns else end
+    # Queries that fell due while the last one ran, never started: dropping them would censor exactly the
+    # tail of a reader that lags (the writer likewise applies every block that fell due). Each is reported
+    # late, at its latency's lower bound, the stop.
+    stop = now()
+    while period_ns and due <= stop:
+        sink(-1, due, stop, LATE)
+        due += period_ns
 
 
 class Report:
@@ -93,18 +101,23 @@ class ReadSink:
 
     def batch(self, records: array) -> None:
         """A reader's Report: each query in the phase it was due in, its latency from that due time (or, if
-        it found nothing, counted empty), with one histogram update per distinct latency."""
+        it found nothing, counted empty; if it never started, counted late and in the latencies at its lower
+        bound), with one histogram update per distinct latency."""
         if not records:
             return
         st = self.state
         lo, hi = st.measure_start_ns, st.window_end_ns
         by_kind: dict[int, tuple[list[int], list[int]]] = {}     # kind -> (latencies us, [rows, empties])
+        late: list[int] = []
         for k in range(0, len(records), 4):
             due = records[k + 1]
             if lo is not None and (due < lo or (hi is not None and due >= hi)):
                 continue
-            us, acc = by_kind.setdefault(records[k], ([], [0, 0]))
             rows = records[k + 3]
+            if rows == LATE:
+                late.append((records[k + 2] - due) // 1000)
+                continue
+            us, acc = by_kind.setdefault(records[k], ([], [0, 0]))
             if rows == EMPTY:
                 acc[1] += 1
             else:
@@ -119,7 +132,8 @@ class ReadSink:
         with self._lock:           # reader threads report concurrently; += is no atomic update
             st.reads_empty += empties
             st.reads += len(every)
-        st.read.record_many_us(every)
+            st.reads_late += len(late)
+        st.read.record_many_us(every + late)
 
     def error(self, message: str, count: int = 1) -> None:
         self.state.read_errors += count

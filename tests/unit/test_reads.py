@@ -145,6 +145,42 @@ def test_a_read_counts_in_the_phase_it_was_due_in():
     assert state.read_kinds["k"].rows == 3 and state.read_kinds["k"].empty == 1
 
 
+def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_not_dropped():
+    """Harness logic only (a stub reader): at 100 QPS, a reader whose queries take 300 ms each is stopped
+    during its second, at 0.35 s; the ~58 queries due behind it by its end (0.6 s) are reported late, in the
+    latencies at their lower bound, not censored out of the tail, and not counted as reads."""
+    import threading
+    from array import array
+    from harness.runner.read_loop import LATE, ReadSink, Report, query_loop
+
+    class Stuck:
+        placeholder = "?"
+
+        def run(self, sql, params):
+            time.sleep(0.3)
+            return 1
+
+    state = RunState()
+    sink = ReadSink(state, ["entity_current"])
+    t0 = time.monotonic_ns()
+    state.start_measure(t0)
+    state.window_end_ns = t0 + 10**9
+    stop = threading.Event()
+    records = array("q")
+    report = Report(records.extend)
+    threading.Timer(0.35, stop.set).start()
+    query_loop(Stuck(), {"entity_current": 1.0}, "sqlite", "bitemporal", random.Random(1), 10_000_000, t0,
+               lambda s: stop.wait(s) if s else stop.is_set(), lambda: [{"key": b"k"}], report.add, pytest.fail)
+    report.flush(time.monotonic())
+    late = [records[k:k + 4] for k in range(0, len(records), 4) if records[k + 3] == LATE]
+    assert 50 <= len(late) <= 90, len(late)
+    assert all(r[2] >= r[1] for r in late) and max(r[2] - r[1] for r in late) >= 500_000_000
+    sink.batch(records)
+    assert state.reads_late == len(late) and state.reads == 2        # the two queries that did run
+    assert state.read.total.get_total_count() == state.reads + state.reads_late
+    assert state.read.total.get_max_value() >= 500_000        # us: the oldest never-started query
+
+
 def test_a_report_is_recorded_as_each_of_its_queries_would_be():
     """The runner records a reader's report in one pass, one histogram update per distinct latency: the
     same histograms, counts, rows, empties and clamps as recording each measured query on its own."""
