@@ -22,7 +22,7 @@ from harness.scenario.plan import resolve_plan
 from harness.scenario.thresholds import judge_knee, parse_knee_threshold
 from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
-CEILING_VERSION = 1
+CEILING_VERSION = 2      # 2: steps' failed_on and reads_late, the knee's reached, bounded_at_qps, bounded_by
 CEILING_FILE = "ceiling.json"
 MAX_STEPS = 24           # a search that has not converged by then stops, and says so (converged: false)
 def _log(msg: str) -> None:
@@ -41,9 +41,22 @@ def step_figures(cr: CellRun, offered_qps: float, repeat: int) -> dict:
             "write_p99_ms": m.commit_latency_ms.p99 if m else None,
             "write_rows_per_s": m.rows_per_s if m else None,
             "reads_empty": m.reads_empty if m else None,
+            "reads_late": m.reads_late if m else None,
             "db_bytes": m.db_bytes_final if m else None,
+            # what failed it: the criteria it missed, or the run itself (its integrity, an error, an oom)
+            "failed_on": _failed_on(r, cr.record.status if cr.record else "error"),
             "thresholds": [t.model_dump() for t in r.thresholds] if r else [],
             "cell": str(cr.dir.relative_to(cr.dir.parents[1]))}
+
+
+def _failed_on(r, status: str) -> list[str]:
+    if status == "passed":
+        return []
+    missed = [f"{t.expr} (measured {t.value:g})" if t.value is not None else t.expr
+              for t in (r.thresholds if r else []) if not t.passed]
+    if r is not None and not r.integrity.ok:
+        missed.append("integrity")
+    return missed or [f"the run: {status}" + (f" ({r.error})" if r is not None and r.error else "")]
 
 
 class Search:
@@ -68,9 +81,9 @@ class Search:
         for q in self.fixed:                       # the fixed steps up to the first failure
             if q not in self.passed and q not in self.failed and (hi is None or q < hi):
                 return q
-        if hi is None:                             # everything passed: double
-            nxt = 2 * (lo or self.fixed[-1])
-            return nxt if nxt <= self.max_qps else None
+        if hi is None:                             # everything passed: double, up to max_qps itself
+            base = lo or self.fixed[-1]
+            return min(2 * base, self.max_qps) if base < self.max_qps else None
         if lo is None:                             # the lowest step failed: no rate to stand on
             return None
         if hi / lo <= 1 + self.resolution:
@@ -162,11 +175,17 @@ def _finish(root: Path, out: dict, steps: list[dict], knee: float | None, knee_t
 
 
 def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
-    """The knee's figures: the worse of its two runs (the step and its confirming repeat)."""
+    """The knee's figures: the worse of its two runs (the step and its confirming repeat), and what bounded
+    it: the criteria missed at the lowest failing rate above it, or none, when every rate up to max_qps
+    passed (the knee was not reached)."""
     if knee is None:
         return None
     runs = [s for s in steps if s["offered_qps"] == knee and s["passed"]]
-    return {"knee_read_qps": knee,
+    above = [s for s in steps if s["offered_qps"] > knee and not s["passed"]]
+    first_fail = min((s["offered_qps"] for s in above), default=None)
+    bounded_by = sorted({c for s in above if s["offered_qps"] == first_fail for c in s.get("failed_on", [])})
+    return {"knee_read_qps": knee, "reached": first_fail is not None,
+            "bounded_at_qps": first_fail, "bounded_by": bounded_by,
             "achieved_qps": min(s["achieved_qps"] for s in runs),
             "knee_read_p99_ms": max(s["read_p99_ms"] for s in runs),
             "knee_write_p99_ms": max(s["write_p99_ms"] for s in runs) if runs[0]["write_p99_ms"] is not None else None,
@@ -183,6 +202,11 @@ def sentence(out: dict) -> str:
         lowest = min(out["search"]["steps_qps"])
         return f"{where}: no read rate passed, not even {lowest:g} QPS beside the writes"
     writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
-    return (f"{where}: {writes}{k['knee_read_qps']:,.0f} reads/s offered ({k['achieved_qps']:,.0f} achieved), "
-            f"read p99 {k['knee_read_p99_ms']:g} ms"
-            + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else ""))
+    figures = (f"{k['achieved_qps']:,.0f} achieved), read p99 {k['knee_read_p99_ms']:g} ms"
+               + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else ""))
+    if not k.get("reached", True):
+        return (f"{where}: knee not reached, ≥ {k['knee_read_qps']:,.0f} reads/s: every rate up to ceiling.max_qps "
+                f"passed ({writes}{k['knee_read_qps']:,.0f} offered, {figures}); raise max_qps to search on")
+    bound = (f"; bounded at {k['bounded_at_qps']:,.0f} QPS by {', '.join(k['bounded_by'])}"
+             if k.get("bounded_by") else "")
+    return f"{where}: {writes}{k['knee_read_qps']:,.0f} reads/s offered ({figures}{bound}"
