@@ -25,7 +25,6 @@ from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, Lo
 from harness.reads import params
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
-from harness.workload.expected import LiveModel
 
 KEY_SAMPLE_EVERY_BLOCKS = 8
 SPOOL_MAX_BYTES = 2 << 30     # beyond this the blocks are generated live (a full-profile hour is ~4 GB)
@@ -152,8 +151,7 @@ def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engin
     gen = BlockGenerator(spec)
     key_rng = params.sample_rng(spec.seed)
     if load and load.model_path:       # the engine starts from a cloned state: its model, as built
-        gen.model, gen.block_number = LiveModel.restore(Path(load.model_path), gen.shape, spec.seed, spec.variant,
-                                                        spec.long_lived_fraction)
+        gen.restore(Path(load.model_path))
     elif load:
         for b in gen.load_blocks(load.entities, load.batch_rows, load.expiry_spread_blocks):
             send(conn, _build(gen, b, prepare, key_rng, with_keys=False))

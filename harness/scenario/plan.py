@@ -20,6 +20,7 @@ from harness.validation import format_error
 from harness.scenario.spec import Body, Ceiling, Checkpoint, Io, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
+from harness.workload.dc import WRITE_MIXES, DcSpec
 from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
@@ -73,10 +74,12 @@ class RunPlan(Strict):
 
     def workload_spec(self) -> WorkloadSpec:
         w = self.workload
+        dc = DcSpec(w.dc.data_centres, w.dc.fraction, WRITE_MIXES[w.dc.write_mix], w.dc.event_btl_blocks) \
+            if w.dc else None
         return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
                             op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,
                             ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
-                            long_lived_fraction=w.long_lived_fraction)
+                            long_lived_fraction=w.long_lived_fraction, dc=dc)
 
     @classmethod
     def read(cls, path: Path) -> "RunPlan":

@@ -11,6 +11,7 @@ from harness.errors import ConfigError
 from harness.reads.queries import check_mix
 from harness.scenario.memory import Memory
 from harness.scenario.thresholds import parse_knee_threshold, parse_threshold
+from harness.workload.dc import WRITE_MIXES
 from harness.workload.shapes import SHAPES
 
 
@@ -38,6 +39,24 @@ class OpWeights(Strict):
     change_owner: float = Field(0.0, ge=0)
 
 
+class DataCentres(Strict):
+    """The reference's Data Center model beside (or instead of) mendoza's entities (harness/workload/dc.py)."""
+    data_centres: int = Field(2, ge=1, le=99, description="DCs in the load: 2 ≈ 1x, 4 ≈ 2x, 11 ≈ 5x, 21 ≈ 10x")
+    fraction: float = Field(1.0, gt=0, le=1, description="of a DC's 100K nodes and 500K workloads (5 per node "
+                                                          "either way), for small profiles")
+    write_mix: Literal[tuple(WRITE_MIXES)] = Field(  # type: ignore[valid-type]
+        "dc_heavy", description="the reference's write mixes: the DC events' share of a block's rows "
+                                "(mendoza_only 0, dc_light 30%, dc_heavy 70%, dc_only 100%)")
+    event_btl_blocks: tuple[int, int] = Field((150, 9000), description="an event entity's lifetime in blocks")
+
+    @field_validator("event_btl_blocks")
+    @classmethod
+    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= v[0] <= v[1]:
+            raise ValueError("must be [low, high] with 1 <= low <= high")
+        return v
+
+
 class Workload(Strict):
     variant: Literal["bitemporal", "simple"] = Field("bitemporal", alias="schema")
     shape: Literal[tuple(SHAPES)] = "mendoza"  # type: ignore[valid-type]
@@ -52,6 +71,7 @@ class Workload(Strict):
     writes: bool = Field(True, description="false: a read-only run, the readers alone after the load")
     indexes: Optional[list[str]] = Field(None, description="the secondary indexes to create, by name (the "
                                                            "primary keys stay); unset: all of the schema's")
+    dc: Optional[DataCentres] = Field(None, description="the Data Center model's entities and load events")
 
     @field_validator("ephemeral_btl_blocks", "extend_blocks")
     @classmethod

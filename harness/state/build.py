@@ -53,19 +53,20 @@ def _close(engine) -> None:
         pass
 
 
-def _insert_rows(engine, model, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
-    """Every row of the model, in the engine's sorted bulk chunks, with progress and an ETA; the rows written."""
+def _insert_rows(engine, gen, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
+    """Every row of the models, in the engine's sorted bulk chunks, with progress and an ETA; the rows written."""
     rows = done = 0
     last = t_start
-    for chunk in sorted_chunks(model, inputs.shape, engine_name):
+    total = inputs.entities + (gen.dc.spec.entities if gen.dc else 0)
+    for chunk in sorted_chunks(gen.model, inputs.shape, engine_name, dc=gen.dc):
         engine.bulk_insert(chunk.prepared)
         rows, done = rows + chunk.row_count, done + chunk.entities
         now = time.perf_counter()
         if now - last >= PROGRESS_EVERY_S:
             last = now
             rate = done / (now - t_start)
-            _log(f"rows: {done}/{inputs.entities} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
-                 f"ETA {(inputs.entities - done) / rate:.0f} s (then the indexes)")
+            _log(f"rows: {done}/{total} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
+                 f"ETA {(total - done) / rate:.0f} s (then the indexes)")
     return rows
 
 
@@ -113,7 +114,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         t_model = time.perf_counter()
         engine.open(build_settings, data)
         engine.bulk_begin(inputs.variant, inputs.indexes)
-        rows = _insert_rows(engine, gen.model, inputs, plan.engine, t_model)
+        rows = _insert_rows(engine, gen, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
         _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
         with _ticking("indexes and settle"):
@@ -135,14 +136,15 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         store.write_failure(root, inputs, why, oom=is_out_of_memory(e))
         raise StateBuildFailed(why, oom=is_out_of_memory(e)) from e
     _close(engine)
-    gen.model.save(partial / store.MODEL, gen.block_number)
+    gen.save(partial / store.MODEL)
     build_s = time.perf_counter() - t0
-    model_bytes = (partial / store.MODEL).stat().st_size
+    model_bytes = sum(p.stat().st_size for p in partial.iterdir() if p.is_file())   # the models
     man = store.StateManifest(
         id=inputs.id, inputs=inputs, method="bulk", engine_version=version,
         model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
         row_counts=counts, rows=rows, data_bytes=store.tree_bytes(data), db_bytes=db_bytes,
-        model_bytes=model_bytes, model_bytes_per_entity=round(model_bytes / max(1, inputs.entities), 1),
+        model_bytes=model_bytes,
+        model_bytes_per_entity=round(model_bytes / max(1, inputs.entities + (gen.dc.spec.entities if gen.dc else 0)), 1),
         build_s=round(build_s, 3), phases_s=_phases_s(t0, t_model, t_insert, t_finish),
         rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from harness import registry
+from harness.workload.dc import DcModel, seed_entity_rows
 from harness.workload.digest import table_hasher
 from harness.workload.entity import EntityState, entity_key, version_rows
 from harness.workload.expected import LiveModel
@@ -32,9 +33,9 @@ class Chunk:
     digests: dict[str, tuple[int, int, int]]   # table -> (hash sum, count, logical bytes)
 
 
-def _init(shape: str, seed: int, variant: str, engine: str | None) -> None:
+def _init(shape: str, seed: int, variant: str, engine: str | None, nodes_per_dc: int | None) -> None:
     prepare = registry.engine_class(engine)().prepare_bulk if engine else lambda variant, rows: rows
-    _worker.update(shape=SHAPES[shape], seed=seed, variant=variant, prepare=prepare)
+    _worker.update(shape=SHAPES[shape], seed=seed, variant=variant, prepare=prepare, nodes_per_dc=nodes_per_dc)
     try:
         os.nice(5)      # the engine's writer (the parent) comes first when the cores are short
     except OSError:
@@ -44,10 +45,15 @@ def _init(shape: str, seed: int, variant: str, engine: str | None) -> None:
 def _build_chunk(entities: list[tuple]) -> Chunk:
     shape, seed, variant = _worker["shape"], _worker["seed"], _worker["variant"]
     rows: dict[str, list[tuple]] = {}
-    for eid, key, from_block, names_nonce, value_nonce, owner, creator, expiration, created_at in entities:
-        st = EntityState(eid, key, from_block, names_nonce, value_nonce, owner, expiration)
-        st.creator, st.created_at = creator, created_at
-        for table, rs in version_rows(st, shape, seed, variant).items():
+    for key, *e in entities:
+        if e[0] == "m":
+            eid, from_block, names_nonce, value_nonce, owner, creator, expiration, created_at = e[1:]
+            st = EntityState(eid, key, from_block, names_nonce, value_nonce, owner, expiration)
+            st.creator, st.created_at = creator, created_at
+            versions = version_rows(st, shape, seed, variant)
+        else:       # a DC seed entity: (kind, dc, number, block)
+            versions = seed_entity_rows(seed, _worker["nodes_per_dc"], variant, *e)
+        for table, rs in versions.items():
             rows.setdefault(table, []).extend(sorted(rs))   # one entity's rows: by attribute name
     digests = {}
     for table, rs in rows.items():
@@ -61,24 +67,30 @@ def _build_chunk(entities: list[tuple]) -> Chunk:
     return Chunk(len(entities), sum(len(r) for r in rows.values()), _worker["prepare"](variant, rows), digests)
 
 
-def _entities_by_key(model: LiveModel) -> list[tuple]:
+def _entities_by_key(model: LiveModel, dc: DcModel | None) -> list[tuple]:
+    """(key, "m", mendoza fields...) per live entity, and (key, DC kind, dc, number, block) per DC seed
+    entity, by key."""
     c = model.cols
-    out = [(eid, entity_key(model.seed, eid), c["from_block"][eid], c["names_nonce"][eid], c["value_nonce"][eid],
+    out = [(entity_key(model.seed, eid), "m", eid, c["from_block"][eid], c["names_nonce"][eid], c["value_nonce"][eid],
             c["owner"][eid], c["creator"][eid], c["expiration"][eid], c["created_at"][eid]) for eid in model.live_ids]
-    out.sort(key=lambda e: e[1])
+    if dc is not None:
+        out += dc.seed_entities()
+    out.sort(key=lambda e: e[0])
     return out
 
 
-def sorted_chunks(model: LiveModel, shape: str, engine: str | None, workers: int | None = None) -> Iterator[Chunk]:
-    """Every live entity's rows, chunk by chunk in primary-key order, converted by the engine's prepare_bulk
-    in the workers (raw rows without an engine); digests merge into model.digest as the chunks are handed
-    out (complete once the iterator is exhausted)."""
-    todo = _entities_by_key(model)
+def sorted_chunks(model: LiveModel, shape: str, engine: str | None, workers: int | None = None,
+                  dc: DcModel | None = None) -> Iterator[Chunk]:
+    """Every live entity's rows (and the DC model's seed, as seeded), chunk by chunk in primary-key order,
+    converted by the engine's prepare_bulk in the workers (raw rows without an engine); digests merge into
+    model.digest as the chunks are handed out (complete once the iterator is exhausted)."""
+    todo = _entities_by_key(model, dc)
     parts = [todo[i:i + CHUNK_ENTITIES] for i in range(0, len(todo), CHUNK_ENTITIES)]
     del todo
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     ctx = mp.get_context("spawn")       # the parent may hold an engine's threads
-    with ctx.Pool(workers, initializer=_init, initargs=(shape, model.seed, model.variant, engine)) as pool:
+    with ctx.Pool(workers, initializer=_init,
+                  initargs=(shape, model.seed, model.variant, engine, dc.spec.nodes_per_dc if dc else None)) as pool:
         for chunk in pool.imap(_build_chunk, parts):
             for table, parts in chunk.digests.items():
                 model.digest.table(table).merge(*parts)

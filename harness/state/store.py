@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import environment, registry
 from harness.errors import ConfigError
-from harness.workload import vocabulary
+from harness.workload import dc, vocabulary
+from harness.workload.generator import DC_ROWS_PER_ENTITY
 from harness.workload.shapes import SHAPES
 
 STATE_FORMAT = 2          # bump when the generator or the build changes what a state holds
@@ -62,11 +63,13 @@ class StateInputs(BaseModel):
     entities: int
     batch_rows: int
     expiry_spread_blocks: int
+    dc: Optional[dict[str, object]] = None   # the Data Center seed: data_centres, fraction (workload.dc)
 
     @property
     def id(self) -> str:
         digest = hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
-        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}-{digest[:10]}"
+        dc = f"-dc{self.dc['data_centres']}x{self.dc['fraction']:g}" if self.dc else ""
+        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}{dc}-{digest[:10]}"
 
 
 class StateManifest(BaseModel):
@@ -168,7 +171,8 @@ def inputs_for(plan) -> StateInputs:
                        variant=w.variant, indexes=w.indexes, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
                        seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
-                       expiry_spread_blocks=plan.load.expiry_spread_blocks)
+                       expiry_spread_blocks=plan.load.expiry_spread_blocks,
+                       dc={"data_centres": w.dc.data_centres, "fraction": w.dc.fraction} if w.dc else None)
 
 
 def write_failure(root: Path, inputs: StateInputs, why: str, oom: bool) -> None:
@@ -271,7 +275,8 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
             man = StateManifest.model_validate_json(path.read_text())
         except (OSError, ValueError):
             continue
-        if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities:
+        if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities \
+                and not man.inputs.dc:
             built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
@@ -279,4 +284,13 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     # few hundred entities would make 1x look three times its size
     near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
     per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
-    return int(per_entity * inputs.entities)
+    dc_entities = dc_seed_entities(inputs)
+    return int(per_entity * inputs.entities
+               + GUESS_BYTES_PER_LOGICAL * (dc.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
+
+
+def dc_seed_entities(inputs: StateInputs) -> int:
+    """The Data Center seed's nodes and workloads in a state (0 without one)."""
+    if not inputs.dc:
+        return 0
+    return dc.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities

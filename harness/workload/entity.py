@@ -87,11 +87,15 @@ def version_rows(st: EntityState, shape: Shape, seed: int, variant: str,
     strings += [(k, f"v{vals[i] % VALUES_PER_KEY}") for i, k in enumerate(s_user)]
     numerics = [(k, sys_n[k]) for k in SYSTEM_NUMERIC_KEYS[:n_sys_n]] + app_n
     numerics += [(k, int.from_bytes(vals[n_s_user + 5 * i:n_s_user + 5 * i + 5], "big")) for i, k in enumerate(n_user)]
-    payload = vals[n_at:]
+    return layout_rows(st.key, st.from_block, to_block, strings, numerics, vals[n_at:], content_type, variant)
+
+
+def layout_rows(ek: bytes, fb: int, to_block: int, strings: list[tuple[str, str]], numerics: list[tuple[str, int]],
+                payload: bytes, content_type: str, variant: str) -> dict[str, list[tuple]]:
+    """One version's attributes and payload as rows of the variant's tables, in DDL column order; the
+    payload row carries the attributes as JSON, as arkiv stores them."""
     s_json = json.dumps(dict(strings), separators=(",", ":"), sort_keys=True)
     n_json = json.dumps(dict(numerics), separators=(",", ":"), sort_keys=True)
-
-    ek, fb = st.key, st.from_block
     if variant == "bitemporal":
         return {
             "string_attributes": [(ek, fb, to_block, k, v) for k, v in strings],

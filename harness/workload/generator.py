@@ -4,13 +4,16 @@ from __future__ import annotations
 import bisect
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 from harness.workload.block import Block
+from harness.workload.dc import DC_MODEL_FILE, DcModel, DcSpec
 from harness.workload.expected import LONG_LIVED_BTL, LiveModel
 from harness.workload.shapes import SHAPES
 
 OPS = ("create", "update", "delete", "extend", "change_owner")
+DC_ROWS_PER_ENTITY = 17          # a node's or a workload's rows (dc.py): the DC seed's entities per load block
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class WorkloadSpec:
     ephemeral_btl_blocks: tuple[int, int]
     extend_blocks: tuple[int, int] = (10, 100)
     long_lived_fraction: float | None = None
+    dc: DcSpec | None = None          # the Data Center model beside mendoza's entities (dc.py)
 
 
 class BlockGenerator:
@@ -31,6 +35,7 @@ class BlockGenerator:
         self.spec = spec
         self.shape = SHAPES[spec.shape]
         self.model = LiveModel(self.shape, spec.seed, spec.variant, spec.long_lived_fraction)
+        self.dc = DcModel(spec.dc, spec.seed, spec.variant, self.model.digest) if spec.dc else None
         self.block_number = 0
         ops = [(op, w) for op, w in spec.op_weights.items() if w > 0]
         self._ops = [op for op, _ in ops]
@@ -40,10 +45,32 @@ class BlockGenerator:
         self.block_number += 1
         return Block(number=self.block_number, kind=kind, variant=self.spec.variant)
 
+    def _dc_per_block(self, batch_rows: int) -> int:
+        return max(1, batch_rows // DC_ROWS_PER_ENTITY)
+
+    def save(self, path: Path) -> None:
+        """The models beside a state (harness/state): mendoza's at `path`, the DC model's next to it."""
+        self.model.save(path, self.block_number)
+        if self.dc:
+            self.dc.save(Path(path).with_name(DC_MODEL_FILE))
+
+    def restore(self, path: Path) -> None:
+        spec = self.spec
+        self.model, self.block_number = LiveModel.restore(Path(path), self.shape, spec.seed, spec.variant,
+                                                          spec.long_lived_fraction)
+        if self.dc:
+            self.dc.digest = self.model.digest
+            self.dc.restore(Path(path).with_name(DC_MODEL_FILE))
+
     def load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         """Create-only blocks that build the starting database. Ephemeral entities expire uniformly over
         the `expiry_spread_blocks` after the load, so the measured phase sees a steady trickle of expiries
-        rather than all of them at once."""
+        rather than all of them at once. The DC model's seed follows mendoza's entities."""
+        yield from self._mendoza_load_blocks(entities, batch_rows, expiry_spread_blocks)
+        if self.dc:
+            yield from self.dc.seed_blocks(lambda: self._new_block("load"), self._dc_per_block(batch_rows))
+
+    def _mendoza_load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         m = self.model
         per_block = max(1, batch_rows // self.shape.rows_per_entity)
         load_end = self.block_number + -(-entities // per_block)
@@ -72,6 +99,8 @@ class BlockGenerator:
                 load_end + m.rng.randint(1, max(1, expiry_spread_blocks)) - number
             m._track(m.new_entity(number, btl))
         self.block_number = load_end
+        if self.dc:
+            self.block_number = self.dc.load_seed(self.block_number, self._dc_per_block(batch_rows))
 
     def next_block(self) -> Block:
         m, spec = self.model, self.spec
@@ -83,6 +112,12 @@ class BlockGenerator:
             touched.add(st.id)
             block.rows_written += m.delete(block, st)
             block.ops["expire"] += 1
+        if self.dc:
+            block.rows_written += self.dc.expire(block)
+            while block.rows_written < spec.rows_per_block * spec.dc.write_share:
+                block.rows_written += self.dc.next_event(block)
+            if spec.dc.write_share >= 1:
+                return block
         lo, hi = spec.ephemeral_btl_blocks
         while block.rows_written < spec.rows_per_block and self._ops:
             op = self._ops[bisect.bisect_right(self._cum, m.rng.random() * self._cum[-1])]

@@ -1,0 +1,552 @@
+"""The reference's Data Center model (docs/reference.md, "Data Center Benchmark"): nodes and workloads with
+deterministic ids, attributes from its tables, and load events (node status changes, workload submissions,
+assignments, completions and failures), each an arkiv update or create of the right entities plus an event
+entity. Every answer a DC query can give is known: the model keeps exact counts (by DC, status, vm type,
+cpu and ram; workloads by status; workloads per node) and each node's previous version, beside a few
+integers per entity from which any version's rows are rebuilt, as the mendoza model does (entity.py).
+
+Ids follow the reference: node n of DC d is `node_{d:02d}_{n:06d}` (n from 1), workload w is
+`wl_{d:02d}_{w:06d}` (w from 1), and workload w runs on node `(w % nodes_per_dc) + 1` of its DC: at the
+seed, every node carries exactly 5 workloads. (The reference's prose examples, wl_07_000001 on
+node_07_000001, contradict its own formula by one; the formula is what is implemented.) A scenario may
+take a fraction of a DC: nodes and workloads per DC scale by it, exactly, and the 5 per node hold."""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import random
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.workload.block import MAX_BLOCK, Block
+from harness.workload.digest import StateDigest
+from harness.workload.entity import layout_rows, owner_address
+
+NODES_PER_DC = 100_000
+WORKLOADS_PER_NODE = 5
+PAYLOAD_BYTES = 10 * 1024        # a node's config blob, a workload's job spec
+EVENT_PAYLOAD_BYTES = 256        # the reference gives events no payload size; arkiv stores one per entity
+LONG_LIVED_BTL = 1 << 40         # nodes and workloads never expire (expected.LONG_LIVED_BTL)
+OWNER_BASE = 10_000              # DC d's entities are owned by address OWNER_BASE + d (mendoza's are 1..1000)
+DC_MODEL_FORMAT = 1
+DC_MODEL_FILE = "dc-model.bin"   # beside a state's model.bin
+
+# The reference's attribute tables. Where it gives a share (70% of nodes available, 25% GPU, 15% of
+# workloads pending) the weights hold it; the rest of each split is ours, stated here.
+REGIONS = ("eu-west", "us-east", "asia-pac")
+WORKLOAD_REGIONS = ("eu-west", "us-east", "any")
+NODE_STATUS = (("available", 70), ("busy", 20), ("offline", 10))
+VM_TYPES = (("cpu", 60), ("gpu", 25), ("gpu_large", 15))
+CPU_COUNTS = (4, 8, 16, 32)
+RAM_GB = (16, 32, 64, 128)
+AVAIL_HOURS = (1, 4, 8, 24, 168)
+WORKLOAD_STATUS = (("pending", 15), ("running", 35), ("completed", 45), ("failed", 5))
+REQ_CPU = (1, 2, 4, 8)
+REQ_RAM = (4, 8, 16, 32)
+MAX_HOURS = (1, 2, 4, 8, 24)
+# the write stream's event kinds, by weight
+EVENTS = (("node_status", 30), ("submit", 25), ("assign", 20), ("complete", 20), ("fail", 5))
+# share of a block's row budget the DC events take, per write mix (the rest is mendoza's)
+WRITE_MIXES = {"mendoza_only": 0.0, "dc_light": 0.3, "dc_heavy": 0.7, "dc_only": 1.0}
+
+NODE_STATUSES = tuple(s for s, _ in NODE_STATUS)
+VM_NAMES = tuple(v for v, _ in VM_TYPES)
+WORKLOAD_STATUSES = tuple(s for s, _ in WORKLOAD_STATUS)
+PENDING, RUNNING, COMPLETED, FAILED = range(4)
+
+
+def _weighted(pairs) -> tuple[list[int], int]:
+    cum, acc = [], 0
+    for _, w in pairs:
+        acc += w
+        cum.append(acc)
+    return cum, acc
+
+
+def _pick(pairs, u: int) -> int:
+    """The index of pairs chosen by a uniform integer u (any size), in proportion to the weights."""
+    cum, total = _weighted(pairs)
+    return bisect.bisect_right(cum, u % total)
+
+
+def node_id(dc: int, n: int) -> str:
+    return f"node_{dc:02d}_{n:06d}"
+
+
+def workload_id(dc: int, w: int) -> str:
+    return f"wl_{dc:02d}_{w:06d}"
+
+
+def dc_name(dc: int) -> str:
+    return f"dc_{dc:02d}"
+
+
+def dc_key(seed: int, sid: str) -> bytes:
+    """An entity's key from its deterministic id (mendoza's keys hash an integer: no collision)."""
+    return hashlib.blake2b(f"{seed}:{sid}".encode(), digest_size=32).digest()
+
+
+def _draws(seed: int, sid: str) -> bytes:
+    return hashlib.blake2b(f"{seed}:{sid}:attrs".encode(), digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class NodeAttrs:
+    region: str
+    vm: int            # index into VM_TYPES
+    cpu: int           # index into CPU_COUNTS
+    ram: int           # index into RAM_GB
+    price_cents: int
+    avail_hours: int
+    seed_status: int   # index into NODE_STATUS, at the seed
+
+
+def node_attrs(seed: int, dc: int, n: int) -> NodeAttrs:
+    """A node's fixed attributes (and its status at the seed): from its id alone."""
+    h = _draws(seed, node_id(dc, n))
+    return NodeAttrs(REGIONS[h[0] % 3], _pick(VM_TYPES, h[1] << 8 | h[2]), h[3] % 4, h[4] % 4,
+                     50 + (h[5] << 8 | h[6]) % 451, AVAIL_HOURS[h[7] % 5], _pick(NODE_STATUS, h[8] << 8 | h[9]))
+
+
+@dataclass(frozen=True)
+class WorkloadAttrs:
+    region: str
+    vm: int
+    req_cpu: int
+    req_ram: int
+    max_hours: int
+    seed_status: int   # index into WORKLOAD_STATUS, at the seed
+
+
+def workload_attrs(seed: int, dc: int, w: int) -> WorkloadAttrs:
+    h = _draws(seed, workload_id(dc, w))
+    return WorkloadAttrs(WORKLOAD_REGIONS[h[0] % 3], _pick(VM_TYPES, h[1] << 8 | h[2]), REQ_CPU[h[3] % 4],
+                         REQ_RAM[h[4] % 4], MAX_HOURS[h[5] % 5], _pick(WORKLOAD_STATUS, h[6] << 8 | h[7]))
+
+
+def _payload(seed: int, sid: str, nonce: int, nbytes: int) -> bytes:
+    return hashlib.shake_128(b"%d:%s:%d" % (seed, sid.encode(), nonce)).digest(nbytes)
+
+
+def _system(seed: int, sid: str, dc: int, created_at: int, expiration: int, sequence: int):
+    owner = owner_address(OWNER_BASE + dc)
+    key = dc_key(seed, sid)
+    return key, [("$owner", owner), ("$creator", owner), ("$key", "0x" + key.hex())], \
+        [("$expiration", expiration), ("$createdAtBlock", created_at), ("$sequence", sequence)]
+
+
+def node_rows(seed: int, dc: int, n: int, status: int, nonce: int, from_block: int, created_at: int,
+              variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+    a, sid = node_attrs(seed, dc, n), node_id(dc, n)
+    key, sys_s, sys_n = _system(seed, sid, dc, created_at, created_at + LONG_LIVED_BTL, dc * 10**8 + n)
+    strings = sys_s + [("type", "node"), ("node_id", sid), ("dc_id", dc_name(dc)), ("region", a.region),
+                       ("status", NODE_STATUSES[status]), ("vm_type", VM_NAMES[a.vm])]
+    numerics = sys_n + [("cpu_count", CPU_COUNTS[a.cpu]), ("ram_gb", RAM_GB[a.ram]), ("price_hour", a.price_cents),
+                        ("avail_hours", a.avail_hours)]
+    return layout_rows(key, from_block, to_block, strings, numerics, _payload(seed, sid, nonce, PAYLOAD_BYTES),
+                       "application/json", variant)
+
+
+def workload_rows(seed: int, dc: int, w: int, nodes_per_dc: int, status: int, assigned: bool, nonce: int,
+                  from_block: int, created_at: int, variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+    a, sid = workload_attrs(seed, dc, w), workload_id(dc, w)
+    key, sys_s, sys_n = _system(seed, sid, dc, created_at, created_at + LONG_LIVED_BTL, dc * 10**8 + 50_000_000 + w)
+    strings = sys_s + [("type", "workload"), ("workload_id", sid), ("dc_id", dc_name(dc)),
+                       ("status", WORKLOAD_STATUSES[status]),
+                       ("assigned_node", node_id(dc, w % nodes_per_dc + 1) if assigned else ""),
+                       ("region", a.region), ("vm_type", VM_NAMES[a.vm])]
+    numerics = sys_n + [("req_cpu", a.req_cpu), ("req_ram", a.req_ram), ("max_hours", a.max_hours)]
+    return layout_rows(key, from_block, to_block, strings, numerics, _payload(seed, sid, nonce, PAYLOAD_BYTES),
+                       "application/json", variant)
+
+
+def event_id(seq: int) -> str:
+    return f"ev_{seq:010d}"
+
+
+def event_rows(seed: int, seq: int, dc: int, on_node: bool, subject: int, event: str, old: str, new: str,
+               block: int, expiration: int, variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+    sid = event_id(seq)
+    key, sys_s, sys_n = _system(seed, sid, dc, block, expiration, seq)
+    strings = sys_s + [("type", "node_event" if on_node else "workload_event"), ("dc_id", dc_name(dc)),
+                       ("node_id" if on_node else "workload_id",
+                        node_id(dc, subject) if on_node else workload_id(dc, subject)),
+                       ("event_type", event), ("old_status", old), ("new_status", new)]
+    numerics = sys_n + [("block", block)]
+    return layout_rows(key, block, to_block, strings, numerics, _payload(seed, sid, 0, EVENT_PAYLOAD_BYTES),
+                       "application/json", variant)
+
+
+def seed_entity_rows(seed: int, nodes_per_dc: int, variant: str, kind: str, dc: int, number: int,
+                     block: int) -> dict[str, list[tuple]]:
+    """A seed entity's rows from its id and load block alone (its status is its seed status, its version
+    the first): what DcModel.load_seed leaves, without the model (a state build's workers)."""
+    if kind == "node":
+        return node_rows(seed, dc, number, node_attrs(seed, dc, number).seed_status, 0, block, block, variant)
+    return workload_rows(seed, dc, number, nodes_per_dc, workload_attrs(seed, dc, number).seed_status, True, 0,
+                         block, block, variant)
+
+
+class IdSet:
+    """Ints with O(1) add, remove and uniform choice (swap-remove), for the pending and running workloads."""
+
+    def __init__(self) -> None:
+        self.items, self.pos = array("i"), {}
+
+    def add(self, v: int) -> None:
+        self.pos[v] = len(self.items)
+        self.items.append(v)
+
+    def remove(self, v: int) -> None:
+        i = self.pos.pop(v)
+        last = self.items.pop()
+        if last != v:
+            self.items[i], self.pos[last] = last, i
+
+    def choice(self, rng: random.Random) -> int | None:
+        return self.items[rng.randrange(len(self.items))] if self.items else None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True)
+class DcSpec:
+    data_centres: int
+    fraction: float = 1.0                       # of a DC's 100K nodes and 500K workloads
+    write_share: float = 0.7                    # of a block's row budget (WRITE_MIXES)
+    event_btl_blocks: tuple[int, int] = (150, 9000)
+
+    @property
+    def nodes_per_dc(self) -> int:
+        return max(1, round(NODES_PER_DC * self.fraction))
+
+    @property
+    def entities(self) -> int:
+        return self.data_centres * self.nodes_per_dc * (1 + WORKLOADS_PER_NODE)
+
+
+class DcModel:
+    """The DC entities' current versions as a few integers each, the exact counts every DC query's answer
+    comes from, and the live event entities (which expire like mendoza's ephemeral ones). It writes into
+    the block and the digest it is given, beside the mendoza model's (generator.py)."""
+
+    def __init__(self, spec: DcSpec, seed: int, variant: str, digest: StateDigest) -> None:
+        self.spec, self.seed, self.variant, self.digest = spec, seed, variant, digest
+        self.rng = random.Random(seed ^ 0xDC)
+        n_nodes = spec.data_centres * spec.nodes_per_dc
+        # nodes, by global index (dc - 1) * nodes_per_dc + (n - 1)
+        self.node_status = array("B", bytes(n_nodes))
+        self.node_nonce = array("i", bytes(4 * n_nodes))
+        self.node_from = array("i", bytes(4 * n_nodes))
+        self.node_created = array("i", bytes(4 * n_nodes))
+        self.node_prev_status = array("b", b"\xff" * n_nodes)     # -1: no earlier version
+        self.node_prev_from = array("i", bytes(4 * n_nodes))
+        self.node_workloads = array("H", bytes(2 * n_nodes))       # workloads assigned to the node
+        # workloads, per DC by w - 1 (submissions append)
+        self.wl_status = [array("B") for _ in range(spec.data_centres)]
+        self.wl_assigned = [array("B") for _ in range(spec.data_centres)]
+        self.wl_nonce = [array("i") for _ in range(spec.data_centres)]
+        self.wl_from = [array("i") for _ in range(spec.data_centres)]
+        self.wl_created = [array("i") for _ in range(spec.data_centres)]
+        self.pending = [IdSet() for _ in range(spec.data_centres)]
+        self.running = [IdSet() for _ in range(spec.data_centres)]
+        # counts: nodes by (dc, status, vm, cpu, ram), workloads by (dc, status)
+        self.node_counts = array("i", bytes(4 * spec.data_centres * 3 * 3 * 4 * 4))
+        self.wl_counts = array("i", bytes(4 * spec.data_centres * 4))
+        # live events: seq -> (dc, on_node, subject, event, old, new, block, expiration); expiring by block
+        self.events: dict[int, tuple] = {}
+        self.expiring: dict[int, list[int]] = {}
+        self._expired_through = 0
+        self._next_event = 1
+        self._nonce = 0
+        self._seeded_as = (0, 1)
+        self._touched_block, self._touched = 0, set()    # the entities changed in the current block
+        self._ev_cum, self._ev_total = _weighted(EVENTS)
+
+    # ---- indexes and counts ----------------------------------------------------------------------
+    def _ni(self, dc: int, n: int) -> int:
+        return (dc - 1) * self.spec.nodes_per_dc + n - 1
+
+    def _nc(self, dc: int, status: int, a: NodeAttrs) -> int:
+        return ((((dc - 1) * 3 + status) * 3 + a.vm) * 4 + a.cpu) * 4 + a.ram
+
+    def _wc(self, dc: int, status: int) -> int:
+        return (dc - 1) * 4 + status
+
+    def nodes_in(self, dc: int) -> int:
+        return self.spec.nodes_per_dc
+
+    def nodes_with(self, dc: int, status: str, vm_type: str, min_cpu: int = 0, min_ram_gb: int = 0) -> int:
+        """Nodes of the DC in that status and vm type with at least that many cores and GB: exact."""
+        s, v = NODE_STATUSES.index(status), VM_NAMES.index(vm_type)
+        c = self.node_counts
+        return sum(c[((((dc - 1) * 3 + s) * 3 + v) * 4 + ci) * 4 + ri]
+                   for ci in range(4) if CPU_COUNTS[ci] >= min_cpu for ri in range(4) if RAM_GB[ri] >= min_ram_gb)
+
+    def workloads_with(self, dc: int, status: str) -> int:
+        return self.wl_counts[self._wc(dc, WORKLOAD_STATUSES.index(status))]
+
+    def workloads_on(self, dc: int, n: int) -> int:
+        return self.node_workloads[self._ni(dc, n)]
+
+    def workloads_in(self, dc: int) -> int:
+        return len(self.wl_status[dc - 1])
+
+    def node_status_at(self, dc: int, n: int, block: int) -> str | None:
+        """The node's status as of `block`, where the model still knows it (its current version or the one
+        before), else None."""
+        i = self._ni(dc, n)
+        if block >= self.node_from[i]:
+            return NODE_STATUSES[self.node_status[i]]
+        if self.node_prev_status[i] >= 0 and block >= self.node_prev_from[i]:
+            return NODE_STATUSES[self.node_prev_status[i]]
+        return None
+
+    # ---- the seed ------------------------------------------------------------------------------------
+    def _seed_order(self):
+        """(kind, dc, number) of every seed entity in load order: each DC's nodes, then its workloads."""
+        for dc in range(1, self.spec.data_centres + 1):
+            for n in range(1, self.spec.nodes_per_dc + 1):
+                yield "node", dc, n
+            for w in range(1, self.spec.nodes_per_dc * WORKLOADS_PER_NODE + 1):
+                yield "workload", dc, w
+
+    def load_seed(self, first_block: int, per_block: int) -> int:
+        """Every DC's nodes and workloads as a load leaves them, per_block entities to a block from
+        first_block + 1, into the model only (no row, no digest): a state build makes the rows apart
+        (rows.py), an organic load through seed_blocks. Returns the last block number."""
+        self._seeded_as = (first_block, per_block)
+        k = 0
+        for kind, dc, number in self._seed_order():
+            b = first_block + 1 + k // per_block
+            if kind == "node":
+                a, i = node_attrs(self.seed, dc, number), self._ni(dc, number)
+                self.node_status[i], self.node_nonce[i] = a.seed_status, 0
+                self.node_from[i] = self.node_created[i] = b
+                self.node_counts[self._nc(dc, a.seed_status, a)] += 1
+            else:
+                self._append_workload(dc, workload_attrs(self.seed, dc, number).seed_status, True, b)
+            k += 1
+        return first_block + -(-k // per_block)
+
+    def seed_blocks(self, new_block, per_block: int):
+        """The seed as load blocks (an organic load): new_block() makes the next one; the model is seeded
+        first, then each entity's rows go into its block and the digest."""
+        block = new_block()
+        self.load_seed(block.number - 1, per_block)
+        for k, (kind, dc, number) in enumerate(self._seed_order()):
+            if k and k % per_block == 0:
+                yield block
+                block = new_block()
+            block.rows_written += self._insert(block, self.seed_rows(kind, dc, number))
+            block.ops["dc_seed"] += 1
+        yield block
+
+    def _append_workload(self, dc: int, status: int, assigned: bool, block_number: int) -> int:
+        d = dc - 1
+        for arr, v in ((self.wl_status, status), (self.wl_assigned, assigned), (self.wl_nonce, 0),
+                       (self.wl_from, block_number), (self.wl_created, block_number)):
+            arr[d].append(v)
+        w = len(self.wl_status[d])
+        self.wl_counts[self._wc(dc, status)] += 1
+        if assigned:
+            self.node_workloads[self._ni(dc, w % self.spec.nodes_per_dc + 1)] += 1
+        if status in (PENDING, RUNNING):
+            (self.pending if status == PENDING else self.running)[d].add(w)
+        return w
+
+    # ---- rows ----------------------------------------------------------------------------------------
+    def _node_rows(self, dc: int, n: int, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+        i = self._ni(dc, n)
+        return node_rows(self.seed, dc, n, self.node_status[i], self.node_nonce[i], self.node_from[i],
+                         self.node_created[i], self.variant, to_block)
+
+    def _workload_rows(self, dc: int, w: int, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+        d = dc - 1
+        return workload_rows(self.seed, dc, w, self.spec.nodes_per_dc, self.wl_status[d][w - 1],
+                             bool(self.wl_assigned[d][w - 1]), self.wl_nonce[d][w - 1], self.wl_from[d][w - 1],
+                             self.wl_created[d][w - 1], self.variant, to_block)
+
+    def _event_rows(self, seq: int, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+        return event_rows(self.seed, seq, *self.events[seq], self.variant, to_block)
+
+    def _insert(self, block: Block, rows: dict[str, list[tuple]]) -> int:
+        n = 0
+        for table, rs in rows.items():
+            d = self.digest.table(table)
+            for r in rs:
+                d.add(r)
+            block.inserts.setdefault(table, []).extend(rs)
+            n += len(rs)
+        return n
+
+    def _terminate(self, block: Block, rows: dict[str, list[tuple]]) -> int:
+        """End the version at block.number (bitemporal) or delete it (simple), as the mendoza model does."""
+        n = 0
+        for table, rs in rows.items():
+            d = self.digest.table(table)
+            for r in rs:
+                d.remove(r)
+                if self.variant == "bitemporal":
+                    d.add(r[:2] + (block.number,) + r[3:])
+            n += len(rs)
+        block.terminate_keys.append(rows["payloads"][0][0])      # every row leads with the entity key
+        return n
+
+    def _new_nonce(self) -> int:
+        self._nonce += 1
+        return self._nonce
+
+    # ---- events --------------------------------------------------------------------------------------
+    def _event(self, block: Block, dc: int, on_node: bool, subject: int, event: str, old: str, new: str) -> int:
+        lo, hi = self.spec.event_btl_blocks
+        seq, self._next_event = self._next_event, self._next_event + 1
+        expiration = block.number + self.rng.randint(lo, hi)
+        self.events[seq] = (dc, on_node, subject, event, old, new, block.number, expiration)
+        self.expiring.setdefault(expiration, []).append(seq)
+        return self._insert(block, self._event_rows(seq))
+
+    def expire(self, block: Block) -> int:
+        """Delete the events whose $expiration is at or before this block (blocks only move forward)."""
+        rows = 0
+        for b in range(self._expired_through + 1, block.number + 1):
+            for seq in self.expiring.pop(b, ()):
+                rows += self._terminate(block, self._event_rows(seq))
+                del self.events[seq]
+                block.ops["dc_expire"] += 1
+        self._expired_through = max(self._expired_through, block.number)
+        return rows
+
+    def next_event(self, block: Block) -> int:
+        """One load event, drawn by EVENTS' weights; the rows it writes. No entity changes twice in a block
+        (its new version would collide with the one made there): a draw that finds only entities already
+        changed becomes a submission."""
+        if self._touched_block != block.number:
+            self._touched_block, self._touched = block.number, set()
+        kind = EVENTS[bisect.bisect_right(self._ev_cum, self.rng.randrange(self._ev_total))][0]
+        dc = self.rng.randint(1, self.spec.data_centres)
+        d = dc - 1
+        target = None
+        if kind == "node_status":
+            target = self._untouched(lambda: ("n", dc, self.rng.randint(1, self.spec.nodes_per_dc)))
+        elif kind != "submit":
+            pool = self.pending[d] if kind == "assign" else self.running[d]
+            target = self._untouched(lambda: ("w", dc, pool.choice(self.rng)) if len(pool) else None)
+        if target is None:
+            kind = "submit"
+        block.ops[f"dc_{kind}"] += 1
+        if kind == "node_status":
+            return self._node_status(block, dc, target[2])
+        if kind == "submit":
+            w = self._append_workload(dc, PENDING, False, block.number)
+            self._touched.add(("w", dc, w))
+            return self._insert(block, self._workload_rows(dc, w)) + \
+                self._event(block, dc, False, w, "submitted", "", "pending")
+        if kind == "assign":
+            return self._workload_to(block, dc, target[2], RUNNING, "assigned")
+        done = kind == "complete"
+        return self._workload_to(block, dc, target[2], COMPLETED if done else FAILED, "completed" if done else "failed")
+
+    def _untouched(self, draw, tries: int = 8) -> tuple | None:
+        for _ in range(tries):
+            t = draw()
+            if t is None:
+                return None
+            if t not in self._touched:
+                self._touched.add(t)
+                return t
+        return None
+
+    def _node_status(self, block: Block, dc: int, n: int) -> int:
+        i, a = self._ni(dc, n), node_attrs(self.seed, dc, n)
+        old = self.node_status[i]
+        new = (old + self.rng.randint(1, 2)) % 3          # another status, never the same
+        rows = self._terminate(block, self._node_rows(dc, n))
+        self.node_counts[self._nc(dc, old, a)] -= 1
+        self.node_counts[self._nc(dc, new, a)] += 1
+        self.node_prev_status[i], self.node_prev_from[i] = old, self.node_from[i]
+        self.node_status[i], self.node_nonce[i], self.node_from[i] = new, self._new_nonce(), block.number
+        rows += self._insert(block, self._node_rows(dc, n))
+        return rows + self._event(block, dc, True, n, "status_change", NODE_STATUSES[old], NODE_STATUSES[new])
+
+    def _workload_to(self, block: Block, dc: int, w: int, status: int, event: str) -> int:
+        d, j = dc - 1, w - 1
+        old = self.wl_status[d][j]
+        rows = self._terminate(block, self._workload_rows(dc, w))
+        (self.pending[d] if old == PENDING else self.running[d]).remove(w)
+        if status == RUNNING:
+            self.running[d].add(w)
+            if not self.wl_assigned[d][j]:
+                self.wl_assigned[d][j] = 1
+                self.node_workloads[self._ni(dc, w % self.spec.nodes_per_dc + 1)] += 1
+        self.wl_counts[self._wc(dc, old)] -= 1
+        self.wl_counts[self._wc(dc, status)] += 1
+        self.wl_status[d][j], self.wl_nonce[d][j], self.wl_from[d][j] = status, self._new_nonce(), block.number
+        rows += self._insert(block, self._workload_rows(dc, w))
+        return rows + self._event(block, dc, False, w, event, WORKLOAD_STATUSES[old], WORKLOAD_STATUSES[status])
+
+    # ---- a state build's entities --------------------------------------------------------------------
+    def seed_entities(self) -> list[tuple]:
+        """(key, kind, dc, number, block) of every seed entity, as load_seed() placed them: rows.py builds their
+        rows apart (seed_entity_rows), in key order."""
+        first_block, per_block = self._seeded_as
+        return [(dc_key(self.seed, node_id(dc, n) if kind == "node" else workload_id(dc, n)), kind, dc, n,
+                 first_block + 1 + k // per_block) for k, (kind, dc, n) in enumerate(self._seed_order())]
+
+    def seed_rows(self, kind: str, dc: int, number: int) -> dict[str, list[tuple]]:
+        return self._node_rows(dc, number) if kind == "node" else self._workload_rows(dc, number)
+
+    # ---- a compact file beside a state ----------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        blobs = {"node_status": self.node_status, "node_nonce": self.node_nonce, "node_from": self.node_from,
+                 "node_created": self.node_created,
+                 "node_prev_status": self.node_prev_status, "node_prev_from": self.node_prev_from,
+                 "node_workloads": self.node_workloads, "node_counts": self.node_counts, "wl_counts": self.wl_counts}
+        for name in ("wl_status", "wl_assigned", "wl_nonce", "wl_from", "wl_created"):
+            for d, a in enumerate(getattr(self, name)):
+                blobs[f"{name}.{d}"] = a
+        rng = self.rng.getstate()
+        header = {"format": DC_MODEL_FORMAT, "spec": [self.spec.data_centres, self.spec.fraction],
+                  "next_event": self._next_event, "nonce": self._nonce, "expired_through": self._expired_through,
+                  "events": {str(k): v for k, v in self.events.items()},
+                  "rng": [rng[0], list(rng[1]), rng[2]],
+                  "arrays": {name: [a.typecode, len(a)] for name, a in blobs.items()}}
+        with open(path, "wb") as f:
+            f.write(json.dumps(header).encode() + b"\n")
+            for a in blobs.values():
+                a.tofile(f)
+
+    def restore(self, path: Path) -> None:
+        """This model as `save` left it (the spec, seed and variant are the caller's, checked)."""
+        with open(path, "rb") as f:
+            header = json.loads(f.readline())
+            if header.get("format") != DC_MODEL_FORMAT:
+                raise ValueError(f"{path}: DC model format {header.get('format')}, this harness reads {DC_MODEL_FORMAT}")
+            if header["spec"] != [self.spec.data_centres, self.spec.fraction]:
+                raise ValueError(f"{path}: a model of {header['spec']} (DCs, fraction), not "
+                                 f"{[self.spec.data_centres, self.spec.fraction]}")
+            for name, (code, n) in header["arrays"].items():
+                a = array(code)
+                a.fromfile(f, n)
+                base, _, d = name.partition(".")
+                if d:
+                    getattr(self, base)[int(d)] = a
+                else:
+                    setattr(self, name, a)
+        self._next_event, self._nonce = header["next_event"], header["nonce"]
+        self._expired_through = header["expired_through"]
+        self.events = {int(k): tuple(v) for k, v in header["events"].items()}
+        self.expiring = {}
+        for seq, ev in self.events.items():
+            self.expiring.setdefault(ev[-1], []).append(seq)
+        version, internal, gauss = header["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
+        for d in range(self.spec.data_centres):
+            self.pending[d], self.running[d] = IdSet(), IdSet()
+            for j, s in enumerate(self.wl_status[d]):
+                if s in (PENDING, RUNNING):
+                    (self.pending[d] if s == PENDING else self.running[d]).add(j + 1)
+

@@ -1,0 +1,111 @@
+"""The Data Center model (harness/workload/dc.py): deterministic ids, the reference's shares, exact counts
+that a real SQLite agrees with after a DC-heavy write stream, and one model whichever way the seed is
+loaded (row by row, or as a state build's sorted chunks)."""
+from collections import Counter
+
+import pytest
+
+from harness import registry
+from harness.state.rows import sorted_chunks
+from harness.workload import dc
+from harness.workload.block import MAX_BLOCK
+from harness.workload.digest import StateDigest, digest_rows
+from harness.workload.generator import BlockGenerator, WorkloadSpec
+
+MAX = MAX_BLOCK
+
+
+def _spec(fraction=0.002, dcs=2, share=0.7, rows_per_block=600):
+    return WorkloadSpec(shape="mendoza", seed=3, variant="bitemporal", rows_per_block=rows_per_block,
+                        op_weights={"create": 0.4, "update": 0.3, "delete": 0.05, "extend": 0.15, "change_owner": 0.1},
+                        reorg_fraction=0.0, ephemeral_btl_blocks=(5, 40),
+                        dc=dc.DcSpec(dcs, fraction, share, (3, 20)))
+
+
+def test_ids_and_the_five_workloads_per_node_follow_the_reference():
+    assert dc.node_id(7, 42) == "node_07_000042" and dc.workload_id(7, 123) == "wl_07_000123"
+    m = dc.DcModel(dc.DcSpec(2, 0.01), 3, "bitemporal", StateDigest(variant="bitemporal"))
+    m.load_seed(0, 100)
+    assert m.spec.nodes_per_dc == 1000 and m.workloads_in(1) == m.workloads_in(2) == 5000
+    assert all(m.workloads_on(d, n) == 5 for d in (1, 2) for n in range(1, 1001))
+    rows = m.seed_rows("workload", 1, 1000)["string_attributes"]
+    assert ("assigned_node", "node_01_000001") in [(r[3], r[4]) for r in rows]    # (1000 % 1000) + 1
+
+
+def test_the_seed_holds_the_reference_shares():
+    """70% of nodes available, 25% GPU, 15% of workloads pending: the counts are exact, the shares near."""
+    m = dc.DcModel(dc.DcSpec(1, 0.1), 11, "bitemporal", StateDigest(variant="bitemporal"))
+    m.load_seed(0, 1000)
+    nodes = m.spec.nodes_per_dc
+    available = sum(m.nodes_with(1, "available", v) for v in dc.VM_NAMES)
+    gpu = sum(m.nodes_with(1, s, "gpu") for s in dc.NODE_STATUSES)
+    assert sum(m.nodes_with(1, s, v) for s in dc.NODE_STATUSES for v in dc.VM_NAMES) == nodes == 10_000
+    assert available / nodes == pytest.approx(0.70, abs=0.02) and gpu / nodes == pytest.approx(0.25, abs=0.02)
+    assert m.workloads_with(1, "pending") / m.workloads_in(1) == pytest.approx(0.15, abs=0.01)
+    # the match query's count is the sum of the cells at or above the request
+    assert m.nodes_with(1, "available", "gpu", 16, 64) < m.nodes_with(1, "available", "gpu", 8) \
+        < m.nodes_with(1, "available", "gpu")
+
+
+def _sqlite(tmp_path):
+    e = registry.engine_class("sqlite")()
+    e.open(registry.settings_model("sqlite")().model_dump(mode="json"), tmp_path)
+    e.create_schema("bitemporal")
+    return e
+
+
+def _count(conn, **attrs) -> int:
+    """Current entities with every one of these string attributes, as SQL sees them (one index range each)."""
+    part = f"SELECT entity_key FROM string_attributes WHERE key = ? AND value = ? AND to_block = {MAX}"
+    sql = f"SELECT count(*) FROM ({' INTERSECT '.join([part] * len(attrs))})"
+    return next(iter(conn.execute(sql, [x for kv in attrs.items() for x in kv])))[0]
+
+
+def test_a_dc_heavy_stream_leaves_sqlite_with_the_models_rows_and_counts(tmp_path):
+    gen = BlockGenerator(_spec())
+    engine = _sqlite(tmp_path)
+    try:
+        for b in gen.load_blocks(0, 5000, 100):
+            engine.apply_block(b)
+        kinds = Counter()
+        for _ in range(60):
+            b = gen.next_block()
+            kinds.update(k for k in b.ops if k.startswith("dc_"))
+            engine.apply_block(b)
+        assert {"dc_node_status", "dc_submit", "dc_assign", "dc_complete", "dc_expire"} <= set(kinds), kinds
+        assert gen.model.live_ids                         # dc_heavy: 30% of each block is mendoza's
+        tables = ("string_attributes", "numeric_attributes", "payloads")
+        assert digest_rows({t: engine.iter_rows(t) for t in tables}) == gen.model.digest.as_dict()
+        m, c = gen.dc, engine.conn
+        for d in (1, 2):
+            for vm in dc.VM_NAMES:
+                assert _count(c, type="node", dc_id=dc.dc_name(d), status="available", vm_type=vm) \
+                    == m.nodes_with(d, "available", vm), (d, vm)
+            assert _count(c, type="workload", dc_id=dc.dc_name(d), status="pending") == m.workloads_with(d, "pending")
+            assert _count(c, type="node", dc_id=dc.dc_name(d)) == m.nodes_in(d)
+        for n in (1, 2, 77, 200):
+            assert _count(c, assigned_node=dc.node_id(1, n)) == m.workloads_on(1, n) >= 5
+    finally:
+        engine.close()
+
+
+def test_a_state_builds_seed_is_the_organic_loads(tmp_path):
+    """The bulk path (model seeded without rows, rows made apart in key order) and a row-by-row load give
+    the same digest, and a saved model continues the stream exactly as the original."""
+    organic = BlockGenerator(_spec(fraction=0.001))
+    for _ in organic.load_blocks(300, 5000, 100):
+        pass
+    bulk = BlockGenerator(_spec(fraction=0.001))
+    bulk.load_model(300, 5000, 100)
+    for _ in sorted_chunks(bulk.model, "mendoza", None, workers=1, dc=bulk.dc):
+        pass
+    assert bulk.block_number == organic.block_number
+    assert bulk.model.digest.as_dict() == organic.model.digest.as_dict()
+    bulk.save(tmp_path / "model.bin")
+    restored = BlockGenerator(_spec(fraction=0.001))
+    restored.restore(tmp_path / "model.bin")
+    for _ in range(30):
+        a, b, c = organic.next_block(), bulk.next_block(), restored.next_block()
+        assert a.inserts == b.inserts == c.inserts and a.terminate_keys == c.terminate_keys
+    assert restored.model.digest.as_dict() == organic.model.digest.as_dict()
+    assert restored.dc.workloads_with(2, "running") == organic.dc.workloads_with(2, "running")
