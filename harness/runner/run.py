@@ -301,7 +301,10 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
                                                             plan.phases.measure_s)) if plan.early_abort else None
     try:
-        log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})")
+        dc = plan.workload_spec().dc
+        log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})" + (
+            f" + the DC seed: {dc.data_centres} DCs of {dc.nodes_per_dc} nodes and {5 * dc.nodes_per_dc} workloads "
+            f"(fraction {dc.fraction:g} of a DC)" if dc else ""))
         out.load = {**load_phase(engine, feed, plan, state), **preloaded}
         out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)

@@ -105,7 +105,8 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     settings = plan.unsized_engine_settings()     # a build runs outside MEM
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
-    _log(f"building {inputs.id}: {inputs.entities} entities into {partial} (about {need / 2**30:.1f} GiB; "
+    _log(f"building {inputs.id}: {inputs.entities + store.dc_seed_entities(inputs)} entities into {partial} "
+         f"(about {need / 2**30:.1f} GiB; "
          f"build-only settings {build_only or 'none'})")
     t0 = time.perf_counter()
     try:

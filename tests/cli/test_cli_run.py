@@ -202,3 +202,17 @@ def test_read_mix_run_is_read_only_with_a_table_by_query_kind(tmp_path, engine):
     assert kinds["historical_state"]["mean_rows"] == 15       # one version's string attributes (mendoza)
     for name, k in kinds.items():
         assert f"  {name:<22}{k['count']:>7}" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_a_dc_heavy_write_run_starts_from_the_dc_seed_and_keeps_every_row(tmp_path, engine):
+    """dc_write at smoke: the state holds the DC seed beside mendoza's entities (one payload row each:
+    800 mendoza + 2 DCs x (100 nodes + 500 workloads); no ageing, so the count is the seed's), and after
+    the DC events every row is the model's."""
+    rc, r, _, err = run_scenario(tmp_path, "--scenario", "dc_write", "--profile", "smoke", "--engine", engine,
+                                 "--duration", "4", "--set", "load.age_blocks=0", timeout=300)
+    assert r["integrity"]["ok"] is True and r["status"] in ("passed", "failed"), err[-2000:]
+    assert r["load"]["row_counts"]["payloads"] == 800 + 2 * (100 + 500)
+    assert "the DC seed: 2 DCs of 100 nodes and 500 workloads" in err
+    assert r["metrics"]["commit_latency_ms"]["count"] > 20 and r["metrics"]["rows"] > 0
