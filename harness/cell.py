@@ -22,7 +22,7 @@ from harness.state.clone import CLONE_RECORD, clone
 
 def start_state(plan):
     """The plan with its cloned state (unchanged for an organic load). Raises StateBuildFailed."""
-    if plan.load.method != "state" or plan.load_entities == 0:
+    if plan.load.method != "state" or (plan.load_entities == 0 and not plan.workload.dc):
         return plan
     d, man, built_now = ensure(plan)
     owner = None

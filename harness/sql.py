@@ -100,6 +100,11 @@ class QueryReader:
         """Rows returned, all fetched."""
         return len(self.handle.execute(sql, params).fetchall())
 
+    def first_row(self, sql: str, params: tuple) -> tuple | None:
+        """A one-row statement's row (a checked DC query: the block its snapshot holds, and the answer)."""
+        rows = self.handle.execute(sql, params).fetchall()
+        return tuple(rows[0]) if rows else None
+
     def hold_snapshot(self, duration_s: float) -> None:
         """A long-running read transaction: it pins a snapshot (and so the WAL) until it ends."""
         self.handle.execute("BEGIN")

@@ -37,6 +37,7 @@ class LoadArgs:
     expiry_spread_blocks: int
     model_path: str | None = None        # a starting state's model: restored instead of replaying the load
     age_blocks: int = 0                  # blocks of the mix after the load, sent as load blocks
+    answer_log: bool = False             # log the DC model's answers per block (reads/dc_check.py)
 
 
 @dataclass

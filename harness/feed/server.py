@@ -23,6 +23,7 @@ from pathlib import Path
 from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, LoadArgs, Spooled, SpoolRequest,
                                    frame, recv, send, socket_path)
 from harness.reads import params
+from harness.reads.dc_check import ANSWER_LOG
 from harness.workload.block import Block
 from harness.workload.generator import BlockGenerator, WorkloadSpec
 
@@ -48,7 +49,8 @@ class FeedServer:
     def for_plan(cls, plan) -> "FeedServer":
         return cls(plan.workload_spec(), LoadArgs(plan.load_entities, plan.load.batch_rows,
                                                   plan.load.expiry_spread_blocks,
-                                                  plan.state.model if plan.state else None, plan.load.age_blocks),
+                                                  plan.state.model if plan.state else None, plan.load.age_blocks,
+                                                  plan.checked_reads),
                    plan.engine, Path(plan.run_dir), Path(plan.data_dir))
 
     def start(self) -> "FeedServer":
@@ -92,11 +94,12 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
     except (AttributeError, OSError):
         pass
     with socket_path(Path(run_dir)) as (path, dir_fd):
-        _listen_and_serve(path, dir_fd, spec, load, engine_name, Path(data_dir), ready, stop, parent_pid)
+        _listen_and_serve(path, dir_fd, spec, load, engine_name, Path(data_dir), Path(run_dir), ready, stop,
+                          parent_pid)
 
 
-def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir: Path, ready, stop,
-                      parent_pid: int) -> None:
+def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir: Path, run_dir: Path, ready,
+                      stop, parent_pid: int) -> None:
     try:
         os.unlink(SOCKET_NAME, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -117,7 +120,7 @@ def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir:
                     return
         conn.settimeout(None)
         try:
-            _serve(conn, spec, load, engine_name, data_dir)
+            _serve(conn, spec, load, engine_name, data_dir, run_dir)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             return                                       # the runner is done, or gone
         except BaseException as e:
@@ -141,7 +144,7 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
 
 
 def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None,
-           data_dir: Path) -> None:
+           data_dir: Path, run_dir: Path) -> None:
     """Load blocks, the end-of-load marker, then (once the runner asks) the spool, then live blocks."""
     if engine_name:
         from harness import registry
@@ -155,6 +158,8 @@ def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engin
     elif load:
         for b in gen.load_blocks(load.entities, load.batch_rows, load.expiry_spread_blocks):
             send(conn, _build(gen, b, prepare, key_rng, with_keys=False))
+    if load and load.answer_log and gen.dc:     # from the load's end: every block the readers may see
+        gen.dc.start_log(run_dir / ANSWER_LOG, gen.block_number)
     for _ in range(load.age_blocks if load else 0):
         send(conn, _build(gen, gen.next_block(), prepare, key_rng, with_keys=False))
     send(conn, _build(gen, None, prepare, key_rng, with_keys=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from harness.reads import dc_check
 from harness.workload.entity import owner_address, version_rows
 from harness.workload.expected import LiveModel
 
@@ -44,10 +45,13 @@ def sample(model: LiveModel, rng: random.Random, n: int) -> list[dict]:
 
 class Draw:
     """Per query, the parameter tuples of every sampled entity that offers what it needs, built when a new
-    sample arrives so that a draw is one random index (the readers' per-query cost)."""
+    sample arrives so that a draw is one random index (the readers' per-query cost). A checked DC query
+    draws from the DC model's ids instead (dc: data centres, nodes per DC), and keeps the draw's ints in
+    `dc_ints` for the answer's record."""
 
-    def __init__(self, queries) -> None:
-        self.queries = queries
+    def __init__(self, queries, dc: tuple[int, int] | None = None) -> None:
+        self.queries, self.dc = queries, dc
+        self.dc_ints: tuple[int, ...] = ()
         self._sample: list[dict] | None = None
         # a query that draws nothing from an entity has one binding, ready before any sample
         self._eligible: list[list[list[tuple]]] = [[] if q.drawn else [self._bind(q, {})] for q in queries]
@@ -55,8 +59,8 @@ class Draw:
     def refresh(self, sample: list[dict] | None) -> None:
         if sample is None or sample is self._sample:
             return
-        self._eligible = [[self._bind(q, e) for e in sample if q.drawn <= e.keys()] if q.drawn else [self._bind(q, {})]
-                          for q in self.queries]
+        self._eligible = [[] if q.check else [self._bind(q, e) for e in sample if q.drawn <= e.keys()] if q.drawn
+                          else [self._bind(q, {})] for q in self.queries]
         self._sample = sample
 
     @staticmethod
@@ -66,6 +70,12 @@ class Draw:
 
     def params(self, i: int, rng: random.Random) -> list[tuple] | None:
         """The statements' parameter tuples for query i, or None when no sampled entity offers them."""
+        q = self.queries[i]
+        if q.check:
+            if self.dc is None:
+                return None
+            named, self.dc_ints = dc_check.draw(rng, *self.dc)
+            return self._bind(q, named)
         pool = self._eligible[i]
         if not pool:
             return None

@@ -13,8 +13,8 @@ class Picker:
     """The mix's weighted choice of the next query and its parameters (reads/params.py Draw): what every
     reader asks, and bench-reads' loop in the same order from the same seed."""
 
-    def __init__(self, queries) -> None:
-        self.queries, self.draw = queries, Draw(queries)
+    def __init__(self, queries, dc: tuple[int, int] | None = None) -> None:
+        self.queries, self.draw = queries, Draw(queries, dc)
         self.cum = list(itertools.accumulate(q.weight for q in queries))
 
     def next(self, rng: random.Random) -> tuple[int, list[tuple] | None]:

@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import ConfigError
 from harness.workload.block import MAX_BLOCK
@@ -22,6 +22,10 @@ VARIANTS = ("bitemporal", "simple")
 # what a live entity of the sample offers (harness/reads/params.py); a mix's args may fix any of them
 PARAMS = ("key", "block", "block_end", "creator", "type", "status", "proposal", "chunk", "gpu_below",
           "attr", "attr_value")
+# what a checked kind draws from the DC model's ids instead (harness/reads/dc_check.py)
+DC_PARAMS = ("dc_id", "node_id", "vm_type", "min_cpu", "min_ram", "back")
+CHECKS = ("nodes_in_dc", "available_gpu_nodes", "workloads_on_node", "pending_workloads", "matching_nodes",
+          "node_status_at")
 _PARAM = re.compile(r":([a-z_]+)")
 
 
@@ -34,21 +38,24 @@ class Kind(Strict):
     sql: list[str]
     variants: tuple[str, ...] = VARIANTS
     expect_rows: bool = True
+    check: Optional[Literal[CHECKS]] = None   # type: ignore[valid-type]  # the model's answer it is checked against
 
     @field_validator("sql", mode="before")
     @classmethod
     def _one_or_many(cls, v):
         return [v] if isinstance(v, str) else v
 
-    @field_validator("sql")
-    @classmethod
-    def _params_known(cls, v: list[str]) -> list[str]:
-        for stmt in v:
-            unknown = sorted(set(_PARAM.findall(stmt)) - set(PARAMS))
+    @model_validator(mode="after")
+    def _params_known(self) -> "Kind":
+        allowed = DC_PARAMS if self.check else PARAMS
+        for stmt in self.sql:
+            unknown = sorted(set(_PARAM.findall(stmt)) - set(allowed))
             if unknown:
                 raise ValueError(f"unknown parameter(s) {', '.join(':' + u for u in unknown)} in {stmt!r}; "
-                                 f"allowed: {', '.join(PARAMS)}")
-        return v
+                                 f"allowed{' in a checked kind' if self.check else ''}: {', '.join(allowed)}")
+        if self.check and len(self.sql) != 1:
+            raise ValueError(f"a checked kind ({self.check}) is one statement answering (block seen, answer)")
+        return self
 
 
 class KindsFile(Strict):
@@ -64,9 +71,9 @@ class MixEntry(Strict):
     @field_validator("args")
     @classmethod
     def _args_known(cls, v: dict) -> dict:
-        unknown = sorted(set(v) - set(PARAMS))
+        unknown = sorted(set(v) - set(PARAMS) - set(DC_PARAMS))
         if unknown:
-            raise ValueError(f"unknown arg(s) {', '.join(unknown)}; allowed: {', '.join(PARAMS)}")
+            raise ValueError(f"unknown arg(s) {', '.join(unknown)}; allowed: {', '.join(PARAMS + DC_PARAMS)}")
         return v
 
     @property
@@ -97,8 +104,9 @@ class Query:
     weight: float
     statements: tuple[Statement, ...]
     args: dict
-    drawn: frozenset[str]        # the parameters a live entity of the sample must offer
+    drawn: frozenset[str]        # the parameters a live entity of the sample must offer (or the DC draw)
     expect_rows: bool
+    check: str | None = None     # checked against the DC model's answer (reads/dc_check.py)
 
 
 def _load(path: Path, model):
@@ -177,7 +185,7 @@ def resolve(mix: str | dict[str, float], engine: str, variant: str, placeholder:
             stmts.append(Statement(_PARAM.sub(placeholder, text), tuple(_PARAM.findall(text))))
         used = {p for s in stmts for p in s.params}
         out.append(Query(e.label, e.kind, e.weight, tuple(stmts), dict(e.args), frozenset(used - set(e.args)),
-                         k.expect_rows))
+                         k.expect_rows, k.check))
     names = [q.name for q in out]
     if len(set(names)) != len(names):
         raise ConfigError(f"readers.mix: two entries are called the same ({', '.join(names)}): give them names")

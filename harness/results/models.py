@@ -97,6 +97,9 @@ class ReadKind(Model):
     max: Optional[float]
     mean_rows: Optional[float]
     empty: int
+    checked: Optional[int] = None     # v7, a DC query: answers compared with the model at the block they saw
+    wrong: Optional[int] = None       #     of those, answers that differ (the run is an error)
+    unknown: Optional[int] = None     #     answers the model could no longer check (history it does not keep)
 
 
 class MemoryFigures(Model):

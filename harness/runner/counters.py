@@ -44,6 +44,7 @@ class RunState:
     logical_bytes_seen: int = 0       # the feed's running total as of the last block applied
     block_log: BlockLog = field(default_factory=BlockLog)
     readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
+    answer_checks: dict = field(default_factory=dict)   # mix entry -> reads.dc_check.KindCheck, after the clock
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
 
     def elapsed_s(self, now_ns: int | None = None) -> float:

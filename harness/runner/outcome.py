@@ -100,8 +100,13 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
                  # over the window: the reads counted are those due in it (readers.ReadSink)
                  reads_per_s=round(state.reads / window_s, 1) if window_s else None, reads_empty=state.reads_empty,
                  reads_late=state.reads_late,
-                 reads_by_kind={k: v.summary(window_s) for k, v in sorted(state.read_kinds.items())})
+                 reads_by_kind={k: {**v.summary(window_s), **_checks(state.answer_checks.get(k))}
+                                for k, v in sorted(state.read_kinds.items())})
     return Metrics(**m)
+
+
+def _checks(c) -> dict:
+    return {"checked": c.checked, "wrong": c.wrong, "unknown": c.unknown} if c is not None else {}
 
 
 def engine_counter_figures(state: RunState) -> EngineCounterFigures | None:

@@ -8,8 +8,10 @@ import random
 import threading
 import time
 from array import array
+from pathlib import Path
 from typing import Callable
 
+from harness.reads import dc_check
 from harness.reads.picker import Picker
 from harness.reads.queries import resolve
 from harness.runner.metrics import KindStats
@@ -33,12 +35,15 @@ def schedule(cfg: Readers, i: int) -> tuple[int, int]:
 
 def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, period_ns: int, due_ns: int,
                wait: Callable[[float], bool], sample: Callable[[], list | None],
-               sink: Callable[[int, int, int, int], None], error: Callable[[Exception], None]) -> None:
+               sink: Callable[[int, int, int, int], None], error: Callable[[Exception], None],
+               answer: Callable[..., None] | None = None, dc: tuple[int, int] | None = None) -> None:
     """Query k at due_ns + k * period_ns (period 0: as the previous one ends, so the loop's own time between
     queries counts in the next one's latency) until wait(timeout_s) says stop. sink(kind index, due ns, end ns,
-    rows or EMPTY) is called for every query asked. Its per-query cost is the harness's read overhead
-    (make bench-reads): one clock read a query when unthrottled, nothing built that a query does not need."""
-    pick = Picker(resolve(mix, engine_name, variant, reader.placeholder))
+    rows or EMPTY) is called for every query asked, and for a checked DC query (dc: data centres, nodes per
+    DC) answer(kind index, block seen, answer, its draw's ints...). Its per-query cost is the harness's read
+    overhead (make bench-reads): one clock read a query when unthrottled, nothing built that a query does not
+    need."""
+    pick = Picker(resolve(mix, engine_name, variant, reader.placeholder), dc)
     queries, run, now = pick.queries, reader.run, time.monotonic_ns
     due = due_ns
     while not wait(max(0.0, (due - now()) / 1e9) if period_ns else 0.0):
@@ -48,6 +53,15 @@ def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, 
         try:
             if params is None:           # no sampled entity offers what it needs: nothing to ask
                 rows = EMPTY
+            elif q.check:                # one row: the block the snapshot holds, and the answer
+                seen, value = reader.first_row(q.statements[0].sql, params[0])
+                end = now()
+                sink(i, due, end, 1)
+                if answer is not None:
+                    answer(i, dc_check.NULL if seen is None else int(seen), dc_check.answer_code(value),
+                           *pick.draw.dc_ints)
+                due = due + period_ns if period_ns else end
+                continue
             else:
                 rows = 0
                 for s, p in zip(q.statements, params):
@@ -73,19 +87,22 @@ class Report:
     """What a reader asked since it last flushed, as ReadSink.batch's flat (kind, due ns, end ns, rows)
     int64 quadruples: the run's recorders take them a few times a second, never once a query."""
 
-    def __init__(self, flush: Callable[[array], None]) -> None:
-        self.out, self._flush, self._last = array("q"), flush, time.monotonic()
+    def __init__(self, flush: Callable[[array, array], None]) -> None:
+        self.out, self.answers, self._flush, self._last = array("q"), array("q"), flush, time.monotonic()
 
     def add(self, i: int, due_ns: int, end_ns: int, rows: int) -> None:
         self.out.extend((i, due_ns, end_ns, rows))
+
+    def answer(self, *record: int) -> None:
+        self.answers.extend(record)
 
     def flush_if_due(self, now: float) -> None:
         if now - self._last >= FLUSH_EVERY_S or len(self.out) >= 4 * FLUSH_RECORDS:
             self.flush(now)
 
     def flush(self, now: float) -> None:
-        out, self.out, self._last = self.out, array("q"), now
-        self._flush(out)
+        out, answers, self.out, self.answers, self._last = self.out, self.answers, array("q"), array("q"), now
+        self._flush(out, answers)
 
 
 class ReadSink:
@@ -93,16 +110,23 @@ class ReadSink:
     however late it ends (or its report arrives): one due before the measured window is the warmup's, one
     due after it is not counted."""
 
-    def __init__(self, state: RunState, names: list[str]) -> None:
+    def __init__(self, state: RunState, names: list[str], answers_path: Path | None = None) -> None:
         self.state, self.names = state, names
         self._lock = threading.Lock()
+        self._answers_path, self._answers = answers_path, None
         for n in names:
             state.read_kinds.setdefault(n, KindStats())
 
-    def batch(self, records: array) -> None:
+    def batch(self, records: array, answers: array | None = None) -> None:
         """A reader's Report: each query in the phase it was due in, its latency from that due time (or, if
         it found nothing, counted empty; if it never started, counted late and in the latencies at its lower
-        bound), with one histogram update per distinct latency."""
+        bound), with one histogram update per distinct latency. Checked answers, whatever their phase, go
+        to the answers file, checked after the clock (reads/dc_check.py)."""
+        if answers:
+            with self._lock:
+                if self._answers is None:
+                    self._answers = open(self._answers_path, "ab")
+                answers.tofile(self._answers)
         if not records:
             return
         st = self.state
@@ -134,6 +158,11 @@ class ReadSink:
             st.reads += len(every)
             st.reads_late += len(late)
         st.read.record_many_us(every + late)
+
+    def close(self) -> None:
+        if self._answers is not None:
+            self._answers.close()
+            self._answers = None
 
     def error(self, message: str, count: int = 1) -> None:
         self.state.read_errors += count

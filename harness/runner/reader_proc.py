@@ -51,10 +51,10 @@ def main(fd: int) -> None:
         elif msg[0] == "stop":
             state["stop"] = True
 
-    def send(out: array) -> None:
+    def send(out: array, answers: array) -> None:
         nonlocal errors
-        if out or errors:
-            conn.send(("batch", out.tobytes(), len(errors), errors[0] if errors else None))
+        if out or answers or errors:
+            conn.send(("batch", out.tobytes(), answers.tobytes(), len(errors), errors[0] if errors else None))
             errors = []
 
     report = Report(send)
@@ -82,7 +82,7 @@ def main(fd: int) -> None:
         if not state["stop"]:
             query_loop(reader, spec["mix"], spec["engine"], spec["variant"], reader_rng(spec["seed"], spec["index"]),
                        spec["period_ns"], due_ns, wait_msg, lambda: state["sample"], report.add,
-                       lambda e: errors.append(f"{type(e).__name__}: {e}"))
+                       lambda e: errors.append(f"{type(e).__name__}: {e}"), report.answer, spec["dc"])
     finally:
         report.flush(time.monotonic())
         reader.close()
@@ -97,9 +97,9 @@ class ReaderProcesses:
     together, forwards new parameter samples, and records their batches into `sink` on a thread."""
 
     def __init__(self, factory, cfg: Readers, engine_name: str, variant: str, seed: int,
-                 sample: Callable[[], list | None], sink: ReadSink) -> None:
+                 sample: Callable[[], list | None], sink: ReadSink, dc: tuple[int, int] | None = None) -> None:
         self.factory, self.cfg, self.engine_name, self.variant, self.seed = factory, cfg, engine_name, variant, seed
-        self.sample, self.sink = sample, sink
+        self.sample, self.sink, self.dc = sample, sink, dc
         self.procs: list[subprocess.Popen] = []
         self.conns: list[Connection] = []
         self.rss: list[tuple[int, int]] = []      # per reader process: RSS at start, at end (bytes)
@@ -116,7 +116,7 @@ class ReaderProcesses:
             period_ns, offset_ns = schedule(self.cfg, i)
             conn.send({"factory": self.factory, "mix": self.cfg.mix, "engine": self.engine_name,
                        "variant": self.variant, "seed": self.seed, "index": i, "period_ns": period_ns,
-                       "offset_ns": offset_ns})
+                       "offset_ns": offset_ns, "dc": self.dc})
             self.procs.append(p)
             self.conns.append(conn)
         for conn, p in zip(self.conns, self.procs):
@@ -164,11 +164,12 @@ class ReaderProcesses:
                     _send(c, ("sample", s))
 
     def _record(self, msg) -> None:
-        rec = array("q")
+        rec, answers = array("q"), array("q")
         rec.frombytes(msg[1])
-        self.sink.batch(rec)
-        if msg[2]:
-            self.sink.error(msg[3], msg[2])
+        answers.frombytes(msg[2])
+        self.sink.batch(rec, answers)
+        if msg[3]:
+            self.sink.error(msg[4], msg[3])
 
     def stop(self) -> None:
         self._stopping.set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from harness.reads.picker import reader_rng
@@ -25,10 +26,15 @@ def kind_names(cfg: Readers, engine_name: str, variant: str) -> list[str]:
 
 class ReaderPool:
     def __init__(self, engine, cfg: Readers, sample: Callable[[], list[dict] | None], state: RunState, seed: int,
-                 engine_name: str, variant: str, in_process: bool) -> None:
-        # sample(): the feed's latest sample of live entities as read parameters (reads/params.py)
+                 engine_name: str, variant: str, in_process: bool, dc: tuple[int, int] | None = None,
+                 answers_path: Path | None = None) -> None:
+        # sample(): the feed's latest sample of live entities as read parameters (reads/params.py); dc: the
+        # DC model's data centres and nodes per DC, whose ids checked queries draw; their answers go to
+        # answers_path (reads/dc_check.py)
         self.engine, self.cfg, self.sample, self.state, self.seed = engine, cfg, sample, state, seed
         self.engine_name, self.variant, self.in_process = engine_name, variant, in_process
+        self.dc, self.answers_path = dc, answers_path
+        self.sink: ReadSink | None = None
         self._stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.processes = None     # reader_proc.ReaderProcesses
@@ -39,14 +45,15 @@ class ReaderPool:
 
     def start(self) -> None:
         self.state.reads_offered_per_s = self.cfg.rate_per_s if self.cfg.threads else 0.0
-        sink = ReadSink(self.state, kind_names(self.cfg, self.engine_name, self.variant)) if self.cfg.threads else None
+        sink = self.sink = ReadSink(self.state, kind_names(self.cfg, self.engine_name, self.variant),
+                                    self.answers_path) if self.cfg.threads else None
         if self.cfg.threads and self.in_process:
             for i in range(self.cfg.threads):
                 self._spawn(f"reader-{i}", self._loop, i, sink)
         elif self.cfg.threads:
             from harness.runner.reader_proc import ReaderProcesses
             self.processes = ReaderProcesses(self.engine.reader_factory(), self.cfg, self.engine_name,
-                                             self.variant, self.seed, self.sample, sink)
+                                             self.variant, self.seed, self.sample, sink, self.dc)
             self.processes.start()
         if self.cfg.long_read:
             self._spawn("long-reader", self._long_loop)
@@ -69,6 +76,8 @@ class ReaderPool:
             self.processes.stop()
         for t in self.threads:
             t.join(timeout=30)
+        if self.sink is not None:
+            self.sink.close()
         if self.cfg.threads:
             rss = self.processes.rss if self.processes else []
             self.state.readers = {"mode": self.mode, "count": self.cfg.threads,
@@ -86,7 +95,7 @@ class ReaderPool:
         try:
             query_loop(reader, self.cfg.mix, self.engine_name, self.variant, reader_rng(self.seed, i), period_ns,
                        time.monotonic_ns() + offset_ns, wait, self.sample, report.add,
-                       lambda e: sink.error(f"{type(e).__name__}: {e}"))
+                       lambda e: sink.error(f"{type(e).__name__}: {e}"), report.answer, self.dc)
         finally:
             report.flush(time.monotonic())
             reader.close()

@@ -21,6 +21,8 @@ from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ENGINE_OOM, is_out_of_memory
 from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
+from harness.reads import dc_check
+from harness.reads.queries import resolve as resolve_queries
 from harness.results import Integrity, Metrics, Spool, ThresholdResult
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.io_watch import IoWatch, io_figures
@@ -230,8 +232,12 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
         results = [t.model_copy(update={"passed": False, "early_abort": True})
                    if t.expr == abort.reason["threshold"] else t for t in results]
     out.thresholds = results
+    wrong = [c for c in state.answer_checks.values() if c.wrong]
     if not out.integrity.ok:
         out.status, out.error = "error", "integrity check failed: the engine's rows differ from the model"
+    elif wrong:
+        out.status, out.error = "error", (f"{sum(c.wrong for c in wrong)} read answers differ from the model "
+                                          f"(reads_by_kind.*.wrong); first: {wrong[0].first_wrong}")
     else:
         out.status = "passed" if all(t.passed for t in results) else "failed"
     return metrics
@@ -296,7 +302,8 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
     readers = ReaderPool(engine, plan.readers, lambda: feed.read_sample, state, plan.workload.seed, plan.engine,
-                         plan.workload.variant, in_process=plan.capabilities.readers_in_process_only)
+                         plan.workload.variant, in_process=plan.capabilities.readers_in_process_only,
+                         dc=plan.dc_dims, answers_path=run_dir / dc_check.ANSWERS)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
     abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
                                                             plan.phases.measure_s)) if plan.early_abort else None
@@ -327,6 +334,11 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     log(plan, f"verifying integrity ({plan.integrity}: "
               f"{'every row of ' if plan.integrity == 'model' else 'the row counts of '}{sum(out.final.row_counts.values())} rows)")
     out.integrity = verify(engine, plan, last.digest_after)
+    if plan.checked_reads:       # against the feed's log, off the clock (reads/dc_check.py)
+        queries = resolve_queries(plan.readers.mix, plan.engine, plan.workload.variant, "?")
+        state.answer_checks = dc_check.check_answers(run_dir, [q.check for q in queries], [q.name for q in queries])
+        log(plan, "read answers checked: " + ", ".join(f"{k} {c.checked - c.wrong}/{c.checked} right"
+                                                      for k, c in state.answer_checks.items()))
     with open(run_dir / "blocks.csv", "w") as f:
         state.block_log.write_csv(f)
     write_result(plan, out, state, judge(plan, state, out, thresholds, abort))

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 from harness import registry
 from harness.engine_api import Capabilities
 from harness.errors import ConfigError
+from harness.reads.queries import resolve as resolve_queries
 from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
 from harness.validation import format_error
@@ -71,6 +72,18 @@ class RunPlan(Strict):
             return dict(self.engine_settings)
         defaults = registry.settings_model(self.engine)().model_dump(mode="json")
         return {**self.engine_settings, **{k: defaults[k] for k in self.memory.sized_settings}}
+
+    @property
+    def checked_reads(self) -> bool:
+        """Readers ask DC queries whose answers are checked (reads/dc_check.py)."""
+        return bool(self.readers.threads) and any(q.check for q in resolve_queries(self.readers.mix, self.engine,
+                                                                                   self.workload.variant, "?"))
+
+    @property
+    def dc_dims(self) -> tuple[int, int] | None:
+        """(data centres, nodes per DC) whose ids the DC queries draw, or None without the DC model."""
+        dc = self.workload_spec().dc
+        return (dc.data_centres, dc.nodes_per_dc) if dc else None
 
     def workload_spec(self) -> WorkloadSpec:
         w = self.workload

@@ -8,7 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.reads.queries import check_mix
+from harness.reads.queries import check_mix, kinds_for, mix_entries
 from harness.scenario.memory import Memory
 from harness.scenario.thresholds import parse_knee_threshold, parse_threshold
 from harness.workload.dc import WRITE_MIXES
@@ -204,6 +204,10 @@ class Body(Strict):
                 check_mix(self.readers.mix, self.workload.variant)
             except ConfigError as e:
                 raise ValueError(str(e)) from None
+            checked = [e.label for e in mix_entries(self.readers.mix) if kinds_for("")[e.kind].check]
+            if checked and not self.workload.dc:
+                raise ValueError(f"readers.mix: {', '.join(checked)} ask the Data Center model, which this "
+                                 "scenario has not: set workload.dc")
         return self
 
 

@@ -264,7 +264,38 @@ class DcModel:
         self._nonce = 0
         self._seeded_as = (0, 1)
         self._touched_block, self._touched = 0, set()    # the entities changed in the current block
+        self._log = None                                # start_log: what every block changes, for dc_check
+        self._changes: dict[str, list] = {}
         self._ev_cum, self._ev_total = _weighted(EVENTS)
+
+    # ---- the answer log (harness/reads/dc_check.py reads it) -------------------------------------------
+    def start_log(self, path: Path, block_number: int) -> None:
+        """From now on, every block's changes to the counts and node statuses, one JSON line per block after
+        a header holding the state at `block_number`: what checks a read's answer at the block it saw."""
+        arrays = {name: list(getattr(self, name)) for name in (
+            "node_counts", "wl_counts", "node_workloads", "node_status", "node_from", "node_prev_status",
+            "node_prev_from")}
+        self._log = open(path, "w")
+        self._log.write(json.dumps({"format": DC_MODEL_FORMAT, "block": block_number,
+                                    "data_centres": self.spec.data_centres, "nodes_per_dc": self.spec.nodes_per_dc,
+                                    **arrays}) + "\n")
+        self._log.flush()
+
+    def _change(self, what: str, *values) -> None:
+        if self._log is not None:
+            self._changes.setdefault(what, []).append(values)
+
+    def end_block(self, number: int) -> None:
+        """The block's changes to the log (flushed: a reader's answer may be checked against it any time)."""
+        if self._log is not None:
+            self._log.write(json.dumps({"b": number, **self._changes}) + "\n")
+            self._log.flush()
+            self._changes = {}
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     # ---- indexes and counts ----------------------------------------------------------------------
     def _ni(self, dc: int, n: int) -> int:
@@ -352,6 +383,7 @@ class DcModel:
             arr[d].append(v)
         w = len(self.wl_status[d])
         self.wl_counts[self._wc(dc, status)] += 1
+        self._change("wc", self._wc(dc, status), 1)
         if assigned:
             self.node_workloads[self._ni(dc, w % self.spec.nodes_per_dc + 1)] += 1
         if status in (PENDING, RUNNING):
@@ -467,6 +499,9 @@ class DcModel:
         rows = self._terminate(block, self._node_rows(dc, n))
         self.node_counts[self._nc(dc, old, a)] -= 1
         self.node_counts[self._nc(dc, new, a)] += 1
+        self._change("nc", self._nc(dc, old, a), -1)
+        self._change("nc", self._nc(dc, new, a), 1)
+        self._change("ns", i, new)
         self.node_prev_status[i], self.node_prev_from[i] = old, self.node_from[i]
         self.node_status[i], self.node_nonce[i], self.node_from[i] = new, self._new_nonce(), block.number
         rows += self._insert(block, self._node_rows(dc, n))
@@ -481,9 +516,13 @@ class DcModel:
             self.running[d].add(w)
             if not self.wl_assigned[d][j]:
                 self.wl_assigned[d][j] = 1
-                self.node_workloads[self._ni(dc, w % self.spec.nodes_per_dc + 1)] += 1
+                node = self._ni(dc, w % self.spec.nodes_per_dc + 1)
+                self.node_workloads[node] += 1
+                self._change("nw", node, 1)
         self.wl_counts[self._wc(dc, old)] -= 1
         self.wl_counts[self._wc(dc, status)] += 1
+        self._change("wc", self._wc(dc, old), -1)
+        self._change("wc", self._wc(dc, status), 1)
         self.wl_status[d][j], self.wl_nonce[d][j], self.wl_from[d][j] = status, self._new_nonce(), block.number
         rows += self._insert(block, self._workload_rows(dc, w))
         return rows + self._event(block, dc, False, w, event, WORKLOAD_STATUSES[old], WORKLOAD_STATUSES[status])

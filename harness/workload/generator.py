@@ -116,6 +116,7 @@ class BlockGenerator:
             block.rows_written += self.dc.expire(block)
             while block.rows_written < spec.rows_per_block * spec.dc.write_share:
                 block.rows_written += self.dc.next_event(block)
+            self.dc.end_block(block.number)
             if spec.dc.write_share >= 1:
                 return block
         lo, hi = spec.ephemeral_btl_blocks

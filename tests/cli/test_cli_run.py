@@ -113,17 +113,14 @@ MUTATIONS = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mutation", MUTATIONS)
-def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
-    """The integrity check can fail: while a real sqlite run measures, another connection changes, drops
-    or duplicates one row of an old version (nothing the workload touches again). The run must end with
-    integrity.ok false, status error and exit 3."""
+def _mutate_while_measuring(tmp_path, scenario: str, sql: str, *extra) -> tuple[bool, int, str, str]:
+    """A real sqlite run at smoke, and while it measures, another connection runs `sql` once (retried
+    while the writer holds the lock): (whether it changed one row, exit code, stdout, stderr)."""
     import sqlite3
     import time
-    args = harness_cmd() + ["run", "--engine", "sqlite", "--runtime", "local", "--scenario", "p99_5x",
-                            "--profile", "smoke", "--duration", "8", "--results", str(tmp_path / "results"),
-                            "--data", str(tmp_path / "data")]
+    args = harness_cmd() + ["run", "--engine", "sqlite", "--runtime", "local", "--scenario", scenario,
+                            "--profile", "smoke", "--results", str(tmp_path / "results"),
+                            "--data", str(tmp_path / "data"), *extra]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mutated, deadline = False, time.monotonic() + 90
     try:
@@ -135,7 +132,7 @@ def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
                 continue
             conn = sqlite3.connect(dbs[0], timeout=10, isolation_level=None)
             try:
-                mutated = conn.execute(MUTATIONS[mutation]).rowcount == 1
+                mutated = conn.execute(sql).rowcount == 1
             except sqlite3.OperationalError:
                 pass                                 # locked by a long block, or mid-read: try again
             finally:
@@ -143,10 +140,54 @@ def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
+    return mutated, proc.returncode, out, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
+    """The integrity check can fail: while a real sqlite run measures, another connection changes, drops
+    or duplicates one row of an old version (nothing the workload touches again). The run must end with
+    integrity.ok false, status error and exit 3."""
+    mutated, rc, out, err = _mutate_while_measuring(tmp_path, "p99_5x", MUTATIONS[mutation], "--duration", "8")
     assert mutated, "no historical row to mutate while the run measured"
     r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
-    assert proc.returncode == 3 and r["status"] == "error" and r["integrity"]["ok"] is False, (r["integrity"], err[-800:])
+    assert rc == 3 and r["status"] == "error" and r["integrity"]["ok"] is False, (r["integrity"], err[-800:])
     assert "integrity" in r["error"] and r["integrity"]["mismatched_tables"]
+
+
+CURRENT = "to_block = 9223372036854775807"
+AN_AVAILABLE_GPU_NODE_OF_DC_01 = (
+    f"SELECT entity_key FROM string_attributes WHERE key = 'dc_id' AND value = 'dc_01' AND {CURRENT} "
+    f"INTERSECT SELECT entity_key FROM string_attributes WHERE key = 'status' AND value = 'available' AND {CURRENT} "
+    f"INTERSECT SELECT entity_key FROM string_attributes WHERE key = 'vm_type' AND value = 'gpu' AND {CURRENT} LIMIT 1")
+
+
+@pytest.mark.slow
+def test_every_dc_answer_is_checked_and_a_node_status_changed_behind_the_harness_is_caught(tmp_path):
+    """dc_read_mix at smoke: while the DC events are written, one available GPU node of dc_01 is made busy by
+    another connection; the available-GPU counts read after it differ from the model's, so wrong > 0,
+    status error, exit 3. The other kinds are still checked."""
+    mutated, rc, out, err = _mutate_while_measuring(
+        tmp_path, "dc_read_mix", f"UPDATE string_attributes SET value = 'busy' WHERE key = 'status' AND {CURRENT} "
+                                 f"AND entity_key IN ({AN_AVAILABLE_GPU_NODE_OF_DC_01})")
+    assert mutated, "no available GPU node of dc_01 to change while the run measured"
+    r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
+    kinds = r["metrics"]["reads_by_kind"]
+    assert rc == 3 and r["status"] == "error", (r["error"], err[-800:])
+    assert kinds["available_gpu_nodes"]["wrong"] > 0, kinds
+    assert all(k["checked"] > 0 for k in kinds.values()) and kinds["workloads_on_node"]["wrong"] == 0
+
+
+@pytest.mark.slow
+def test_a_dc_read_mix_answers_every_kind_right(tmp_path):
+    """The same run untouched: every kind asked and checked, none wrong, none the model could not check."""
+    rc, r, _, err = run_scenario(tmp_path, "--scenario", "dc_read_mix", "--profile", "smoke", timeout=300)
+    kinds = r["metrics"]["reads_by_kind"]
+    assert set(kinds) == {"nodes_by_dc", "available_gpu_nodes", "workloads_on_node", "node_workload_match",
+                          "historical_state"}
+    assert all(k["checked"] > 0 and k["wrong"] == 0 and k["unknown"] == 0 for k in kinds.values()), kinds
+    assert r["integrity"]["ok"] is True and r["status"] in ("passed", "failed"), err[-2000:]
 
 
 @pytest.mark.slow

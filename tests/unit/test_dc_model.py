@@ -109,3 +109,34 @@ def test_a_state_builds_seed_is_the_organic_loads(tmp_path):
         assert a.inserts == b.inserts == c.inserts and a.terminate_keys == c.terminate_keys
     assert restored.model.digest.as_dict() == organic.model.digest.as_dict()
     assert restored.dc.workloads_with(2, "running") == organic.dc.workloads_with(2, "running")
+
+
+def test_an_answer_is_checked_against_the_model_at_the_block_it_saw(tmp_path):
+    """Harness logic: the feed's log replayed to each answer's block. Answers taken from the model block by
+    block are all right; the same count claimed one block late is wrong where the count changed; a history
+    older than the model keeps is unknown, never wrong."""
+    from array import array
+    from harness.reads import dc_check
+    gen = BlockGenerator(_spec(fraction=0.001, share=1.0))
+    gen.load_model(0, 5000, 100)
+    gen.dc.start_log(tmp_path / dc_check.ANSWER_LOG, gen.block_number)
+    first = gen.block_number
+    recs, late, truth = array("q"), array("q"), []
+    for _ in range(40):
+        b = gen.next_block().number
+        truth.append((b, gen.dc.workloads_with(1, "pending"), gen.dc.nodes_with(2, "available", "gpu")))
+    gen.dc.close_log()
+    for (b, pending, gpu), (b_next, pending_next, _) in zip(truth, truth[1:]):
+        recs.extend((0, b, pending, 1, 1, 0, 4, 16, 0))
+        recs.extend((1, b, gpu, 2, 1, 0, 4, 16, 0))
+        late.extend((0, b, pending_next, 1, 1, 0, 4, 16, 0))
+    recs.extend((2, first + 5, dc_check.answer_code("available"), 1, 7, 0, 4, 16, 5 + 21))   # before the log
+    (tmp_path / dc_check.ANSWERS).write_bytes(recs.tobytes())
+    checks, names = ["pending_workloads", "available_gpu_nodes", "node_status_at"], ["pending", "gpu", "history"]
+    got = dc_check.check_answers(tmp_path, checks, names)
+    assert (got["pending"].checked, got["pending"].wrong, got["gpu"].wrong) == (39, 0, 0)
+    assert got["history"].unknown + got["history"].checked == 1 and got["history"].wrong == 0
+    (tmp_path / dc_check.ANSWERS).write_bytes(late.tobytes())
+    changed = sum(p != q for (_, p, _), (_, q, _) in zip(truth, truth[1:]))
+    got = dc_check.check_answers(tmp_path, checks, names)
+    assert 0 < changed == got["pending"].wrong and "the engine answered" in got["pending"].first_wrong

@@ -167,7 +167,7 @@ def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_no
     state.window_end_ns = t0 + 10**9
     stop = threading.Event()
     records = array("q")
-    report = Report(records.extend)
+    report = Report(lambda out, answers: records.extend(out))
     threading.Timer(0.35, stop.set).start()
     query_loop(Stuck(), {"entity_current": 1.0}, "sqlite", "bitemporal", random.Random(1), 10_000_000, t0,
                lambda s: stop.wait(s) if s else stop.is_set(), lambda: [{"key": b"k"}], report.add, pytest.fail)
