@@ -243,11 +243,12 @@ def reads_by_kind_table(cells: list[CellData]) -> Block | None:
         mix = c.result.plan.get("readers", {}).get("mix")
         for kind, k in (m.reads_by_kind or {}).items():
             rows.append([c.label, mix if isinstance(mix, str) else "custom", kind, k.count, _f(k.qps),
-                         _f(k.p50, 3), _f(k.p95, 3), _f(k.p99, 3), _f(k.max, 3), _f(k.mean_rows, 2), k.empty])
+                         _f(k.p50, 3), _f(k.p95, 3), _f(k.p99, 3), _f(k.max, 3), _f(k.mean_rows, 2), k.empty,
+                         "-" if k.checked is None else f"{k.checked - (k.wrong or 0)}/{k.checked}"])
     if not rows:
         return None
     return Block("table", headers=["cell", "mix", "query", "count", "QPS", "p50 ms", "p95 ms", "p99 ms", "max ms",
-                                   "rows", "empty"], rows=rows)
+                                   "rows", "empty", "right / checked"], rows=rows)
 
 
 def ceiling_blocks(data: ReportData) -> list[Block]:

@@ -25,11 +25,13 @@ def print_summary(path: Path) -> None:
         print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
               f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, late {m.reads_late or 0}, errors {m.read_errors}, "
               f"integrity {r.integrity.ok}", file=sys.stderr)
-        print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}",
-              file=sys.stderr)
+        checked = any(k.checked is not None for k in m.reads_by_kind.values())
+        print(f"  {'query':<22}{'count':>7}{'qps':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'rows':>8}{'empty':>7}"
+              + (f"{'checked':>9}{'wrong':>7}" if checked else ""), file=sys.stderr)
         for name, k in m.reads_by_kind.items():
             print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
-                  f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}", file=sys.stderr)
+                  f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}"
+                  + (f"{fmt(k.checked):>9}{fmt(k.wrong):>7}" if checked else ""), file=sys.stderr)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)
     mem = r.memory
