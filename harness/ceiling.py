@@ -98,8 +98,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
                           "has no readers")
     cfg = probe.ceiling
     knee_thresholds = [parse_knee_threshold(t) for t in cfg.thresholds]
-    spec = {"scenario": scenario, "engine": engine, "mem": mem, "opts": opts.asked()}
-    root = sweep_dir_for(results_root, "ceiling", f"{Path(scenario).stem}-{engine}", spec)
+    root = search_dir(scenario, engine, opts, results_root, mem)
     root.mkdir(parents=True, exist_ok=True)
     _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), writes every {probe.workload.block_interval_ms:g} ms "
          f"x {probe.workload.rows_per_block} rows; reads stepped {', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS "
@@ -127,6 +126,12 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
     return _finish(root, out, steps, knee, knee_thresholds)
+
+
+def search_dir(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None) -> Path:
+    """Where a search of these inputs keeps its steps and ceiling.json: the same inputs, the same folder."""
+    spec = {"scenario": scenario, "engine": engine, "mem": mem, "opts": opts.asked()}
+    return sweep_dir_for(results_root, "ceiling", f"{Path(scenario).stem}-{engine}", spec)
 
 
 def _head(probe, engine: str, mem: str | None, steps: list[dict]) -> dict:

@@ -17,7 +17,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="arkbench: one scenario, one engine, honest numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling,
+    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling, _add_v1,
                 _add_states, _add_report, add_compare, _add_experiments):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
@@ -134,6 +134,16 @@ def _add_ceiling(sub) -> None:
     add_cell_args(c)
     _overrides(c)
     c.set_defaults(func=_cmd_ceiling)
+
+
+def _add_v1(sub) -> None:
+    c = sub.add_parser("v1", help="the reference's V1 go/no-go on the Data Center model (scenarios/v1.yaml); resumable")
+    c.add_argument("--engine", required=True)
+    c.add_argument("--mem", help="memory limit of every step (default: none)")
+    c.add_argument("--file", help="a V1 file instead of scenarios/v1.yaml")
+    add_cell_args(c)
+    _overrides(c)
+    c.set_defaults(func=_cmd_v1)
 
 
 def _add_states(sub) -> None:
@@ -265,6 +275,15 @@ def _cmd_ceiling(args) -> int:
     if args.repeats != 1:
         raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
     return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+
+
+def _cmd_v1(args) -> int:
+    from harness.scenario.v1 import load_v1
+    from harness.v1 import v1_walk
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
+    v1 = load_v1(Path(args.file)) if args.file else None
+    return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1)
 
 
 def _cmd_report(args) -> int:

@@ -65,7 +65,7 @@ class CellData:
 
 @dataclass
 class ReportData:
-    kind: str                         # run | sweep | verdict | ceiling
+    kind: str                         # run | sweep | verdict | ceiling | v1
     dir: Path
     meta: object | None               # SweepFile | VerdictFile | ceiling.json's dict | None
     cells: list[CellData] = field(default_factory=list)
@@ -125,6 +125,8 @@ def collect(path: Path) -> ReportData:
     path = path.resolve()
     if not path.is_dir():
         raise ConfigError(f"RUN={path}: not a directory; give a run, sweep or verdict directory under results/")
+    if (v1 := read_json(path / "v1.json")) is not None:       # its searches have reports of their own
+        return ReportData("v1", path, v1)
     if (c := read_json(path / "ceiling.json")) is not None:
         cells = [CellData(path / s["cell"], r, s["repeat"]) for s in c["steps"]
                  if (r := load_result(path / s["cell"] / "result.json")) is not None]

@@ -287,10 +287,38 @@ def _writes_text(meta) -> str:
     return "none (read-only)" if not w else f"a block of {w['rows_per_block']} rows every {w['block_interval_ms']:g} ms"
 
 
+def v1_blocks(meta: dict) -> list[Block]:
+    """The go/no-go, what was asked, the frontier as a table and a plot, and where each search's own report is."""
+    need = meta["go_needs"]
+    doc = [Block("verdict", meta.get("sentence") or "the walk has not finished; run the same make v1 again to "
+                                                    "resume it."),
+           Block("p", f"{meta['engine']}{' under ' + meta['mem'] if meta.get('mem') else ''}, profile "
+                      f"{meta['profile']}: {meta['entities']:,} entities of the Data Center model "
+                      f"({meta['share']:g} of V1's), blocks every {meta['block_interval_ms']:g} ms. At each write "
+                      f"rate a ceiling search of the checked DC read mix; a step passes when every criterion holds "
+                      f"and no answer is wrong: " + "; ".join(meta["criteria"]) + f". Go needs "
+                      f"{need['write_rows_per_s']:,.0f} rows/s written with {need['read_qps']:,.0f} reads/s.")]
+    rows = [[f"{p['write_rows_per_s']:,.0f}", "none" if p["read_qps"] is None else
+             f"{p['read_qps']:,.0f}" + ("" if p["reached"] else " (top rate)"), _f(p["read_p99_ms"], 3),
+             _f(p["write_p99_ms"]), _f(p["write_rows_per_s_achieved"], 0), "; ".join(p["bounded_by"]) or "-",
+             p["steps"], p["search"]] for p in meta["frontier"]]
+    doc += [Block("h2", "Frontier"),
+            Block("table", headers=["writes offered (rows/s)", "reads/s (knee)", "read p99 ms", "write p99 ms",
+                                    "rows/s achieved", "bounded by", "steps", "search (its own report)"], rows=rows)]
+    if meta["frontier"]:
+        doc.append(plots_block(plots.v1_frontier(meta["frontier"], need, f"{meta['engine']}: V1 frontier"),
+                               "v1-frontier", "Each write rate's highest passing read rate (filled: a knee; open: "
+                               "the search's top rate passed; x: no read rate passed); the shaded corner is what "
+                               "V1 asks."))
+    return doc
+
+
 def build(data: ReportData) -> list[Block]:
     title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run",
-             "ceiling": "arkbench ceiling"}[data.kind]
+             "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go"}[data.kind]
     doc = [first_line(data), Block("h1", f"{title}: {data.dir.name}")]
+    if data.kind == "v1":
+        return doc + v1_blocks(data.meta)
     if data.kind == "verdict":
         doc += verdict_blocks(data.meta)
     if not data.cells:

@@ -197,6 +197,32 @@ def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float |
     return _svg(fig)
 
 
+def v1_frontier(frontier: list[dict], need: dict, title: str) -> str:
+    """Writes/s against the highest passing reads/s, per write rate; V1's corner shaded."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    knees = [(p["write_rows_per_s"], p["read_qps"]) for p in frontier if p["read_qps"] is not None and p["reached"]]
+    tops = [(p["write_rows_per_s"], p["read_qps"]) for p in frontier if p["read_qps"] is not None and not p["reached"]]
+    none = [p["write_rows_per_s"] for p in frontier if p["read_qps"] is None]
+    line = sorted(knees + tops)
+    if line:
+        ax.plot([w for w, _ in line], [r for _, r in line], color="tab:blue", lw=1)
+    ax.scatter([w for w, _ in knees], [r for _, r in knees], color="tab:blue", s=30, label="knee", zorder=3)
+    ax.scatter([w for w, _ in tops], [r for _, r in tops], facecolors="none", edgecolors="tab:blue", s=40,
+               label="top rate passed (no knee)", zorder=3)
+    floor = min([r for _, r in line] + [need["read_qps"]]) / 2
+    ax.scatter(none, [floor] * len(none), marker="x", color="tab:red", s=40, label="no read rate passed", zorder=3)
+    ax.axvspan(need["write_rows_per_s"], max([w for w, _ in line] + none + [need["write_rows_per_s"] * 5]),
+               ymin=0, ymax=1, color="tab:green", alpha=0.06)
+    ax.axhline(need["read_qps"], color="tab:green", ls=":", lw=1, label=f"V1: ≥ {need['read_qps']:,.0f} reads/s "
+                                                                         f"at ≥ {need['write_rows_per_s']:,.0f} rows/s")
+    ax.set_xlabel("writes offered (rows/s)")
+    ax.set_ylabel("reads/s carried (checked DC mix)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    ax.set_title(title)
+    return _svg(fig)
+
+
 def reads_vs_size(cells: list[CellData], title: str) -> str:
     """The degradation curve: read p99 and reads per second against the database's size, per engine."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))

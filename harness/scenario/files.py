@@ -12,6 +12,7 @@ from harness.scenario.decision import load_decision
 from harness.scenario.experiment import EXPERIMENTS_DIR, load_experiment
 from harness.scenario.load import load_scenario
 from harness.scenario.matrix import load_matrix
+from harness.scenario.v1 import load_v1
 
 
 def _check_mixes(path: Path) -> None:
@@ -20,7 +21,7 @@ def _check_mixes(path: Path) -> None:
 
 
 LOADERS: dict[str, Callable[[Path], object]] = {"decision": load_decision, "mixes": _check_mixes,
-                                                "matrix": load_matrix}
+                                                "matrix": load_matrix, "v1": load_v1}
 
 
 def validate_paths(paths: list[Path]) -> list[tuple[Path, str | None]]:

@@ -13,7 +13,7 @@ from harness.scenario.spec import Body, Scenario
 from harness.validation import format_error
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-OTHER_FILES = ("decision", "mixes", "matrix")      # under scenarios/ but no scenarios (harness/scenario/files.py)
+OTHER_FILES = ("decision", "mixes", "matrix", "v1")      # under scenarios/ but no scenarios (harness/scenario/files.py)
 
 
 M = TypeVar("M", bound=BaseModel)

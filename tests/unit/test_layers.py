@@ -19,6 +19,7 @@ FLOORS = [
     {"cell"},
     {"sweep", "bench", "compare"},
     {"verdict", "ceiling", "matrix", "experiments"},
+    {"v1"},
     {"cli"},
 ]
 FLOOR = {unit: i for i, units in enumerate(FLOORS) for unit in units}

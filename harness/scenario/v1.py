@@ -1,0 +1,82 @@
+"""scenarios/v1.yaml: the reference's V1 go/no-go as data (harness/v1.py walks it). The write rates, the read
+rates the ceiling search starts from, the criteria every step is judged on, what "go" needs, and per profile
+the share of the 621K entities loaded."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.scenario.load import load_model, load_scenario, resolve_path
+from harness.scenario.thresholds import parse_threshold
+from harness.workload.dc import NODES_PER_DC, WORKLOADS_PER_NODE
+from harness.workload.shapes import MENDOZA_1X_ENTITIES
+
+V1_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "v1.yaml"
+MENDOZA_SHARE = 21_000 / 621_000     # of the entities: mendoza's beside the DC seed
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Go(Strict):
+    write_rows_per_s: float = Field(gt=0)
+    read_qps: float = Field(gt=0)
+
+
+class V1Profile(Strict):
+    share: float = Field(gt=0, le=1, description="of the 621K entities, for smaller profiles")
+
+
+Rates = Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)]
+
+
+class V1(Strict):
+    description: str = ""
+    scenario: str = Field(description="the scenario whose DC model, read mix and profiles the steps run")
+    entities: int = Field(gt=0, description="the DC seed and mendoza's entities at share 1")
+    write_rows_per_s: Rates
+    read_qps: Rates
+    max_read_qps: float = Field(gt=0)
+    criteria: list[str] = Field(min_length=1)
+    go: Go
+    profiles: dict[str, V1Profile] = Field(min_length=1)
+
+    @field_validator("write_rows_per_s", "read_qps")
+    @classmethod
+    def _ascending(cls, v: list[float]) -> list[float]:
+        if v != sorted(set(v)):
+            raise ValueError("rates go up, each once")
+        return v
+
+    @field_validator("criteria")
+    @classmethod
+    def _criteria(cls, v: list[str]) -> list[str]:
+        for i, expr in enumerate(v):
+            try:
+                parse_threshold(expr)
+            except ValueError as e:
+                raise ValueError(f"[{i}] {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _scenario(self) -> "V1":
+        sc, _ = load_scenario(resolve_path(self.scenario))
+        if sc.workload.dc is None or not sc.readers.threads:
+            raise ValueError(f"scenario: {self.scenario} must have the Data Center model (workload.dc) and readers")
+        missing = [p for p in self.profiles if p not in sc.profiles]
+        if missing:
+            raise ValueError(f"profiles: {', '.join(missing)} not among {self.scenario}'s ({', '.join(sc.profiles)})")
+        return self
+
+    def dc_entities(self, share: float) -> tuple[float, float]:
+        """(DC fraction, mendoza scale) that load `share` of the entities: one DC is 600K of them, the rest
+        mendoza's (1x is 800K)."""
+        one_dc = NODES_PER_DC * (1 + WORKLOADS_PER_NODE)
+        return share * self.entities * (1 - MENDOZA_SHARE) / one_dc, share * self.entities * MENDOZA_SHARE / MENDOZA_1X_ENTITIES
+
+
+def load_v1(path: Path = V1_FILE) -> V1:
+    return load_model(path, V1)

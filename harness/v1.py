@@ -1,0 +1,136 @@
+"""`make v1 ENGINE=<e> [MEM=] [PROFILE=quick]`: the reference's V1 go/no-go (scenarios/v1.yaml). For each write
+rate, lowest first, a ceiling search (harness/ceiling.py) of the DC read rate under v1's criteria, on a
+database of the profile's share of the 621K entities; the frontier is every write rate's highest passing
+read rate. A write rate whose lowest read rate fails ends the walk: a higher one would fail too. Go when
+some write rate of at least go.write_rows_per_s carried at least go.read_qps.
+
+The searches nest in v1's folder (resumable: the same command again resumes where it stopped); v1.json
+holds the frontier and the answer, which names the machine it was measured on."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+from harness.ceiling import ceiling, search_dir
+from harness.environment import utc_now
+from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
+from harness.results import read_json, write_json
+from harness.scenario.plan import resolve_plan
+from harness.scenario.v1 import V1, load_v1
+from harness.sweep import CellOptions, sweep_dir_for
+
+V1_VERSION = 1
+V1_FILE_NAME = "v1.json"
+
+
+def _log(msg: str) -> None:
+    print(f"[v1] {msg}", file=sys.stderr, flush=True)
+
+
+def _yaml_list(items) -> str:
+    return "[" + ", ".join(str(i) for i in items) + "]"
+
+
+def step_overrides(v1: V1, share: float, write_rows_per_s: float, block_interval_ms: float) -> list[str]:
+    """One write rate's search as SET items: the entities' share, the block size that makes the rate at the
+    scenario's cadence, the criteria and the read rates."""
+    fraction, scale = v1.dc_entities(share)
+    return [f"workload.dc.fraction={fraction:.6g}", f"load.scale={scale:.6g}",
+            f"workload.rows_per_block={max(1, round(write_rows_per_s * block_interval_ms / 1000))}",
+            f"thresholds={_yaml_list(v1.criteria)}", f"ceiling.steps_qps={_yaml_list(f'{q:g}' for q in v1.read_qps)}",
+            f"ceiling.max_qps={v1.max_read_qps:g}"]
+
+
+def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None = None,
+            v1: V1 | None = None) -> int:
+    v1 = v1 or load_v1()
+    profile = opts.profile or "quick"
+    if profile not in v1.profiles:
+        raise ConfigError(f"PROFILE={profile}: v1.yaml has profiles {', '.join(v1.profiles)}")
+    share = v1.profiles[profile].share
+    base = resolve_plan(v1.scenario, engine, profile=profile, mem=mem, overrides=list(opts.overrides))
+    interval = base.workload.block_interval_ms
+    if not interval:
+        raise ConfigError(f"{base.scenario_file}: workload.block_interval_ms: v1 steps a write rate, so the "
+                          "scenario needs a cadence")
+    opts = dataclasses.replace(opts, profile=profile)
+    root = sweep_dir_for(results_root, "v1", engine, {"engine": engine, "mem": mem, "opts": opts.asked(),
+                                                       "v1": v1.model_dump()})
+    root.mkdir(parents=True, exist_ok=True)
+    out = {"version": V1_VERSION, "kind": "v1", "engine": engine, "mem": mem, "profile": profile, "share": share,
+           "entities": round(share * v1.entities), "scenario": v1.scenario, "criteria": v1.criteria,
+           "go_needs": v1.go.model_dump(), "block_interval_ms": interval, "started_utc": utc_now(),
+           "frontier": [], "complete": False}
+    _log(f"{root}: {engine}, {out['entities']:,} entities ({share:g} of {v1.entities:,}), writes "
+         f"{', '.join(f'{w:,.0f}' for w in v1.write_rows_per_s)} rows/s, reads from "
+         f"{', '.join(f'{q:,.0f}' for q in v1.read_qps)} QPS up to {v1.max_read_qps:,.0f}")
+    for w in v1.write_rows_per_s:
+        step_opts = dataclasses.replace(opts, overrides=opts.overrides + tuple(step_overrides(v1, share, w, interval)))
+        _log(f"writes at {w:,.0f} rows/s: the read ceiling")
+        rc = ceiling(v1.scenario, engine, step_opts, root, mem=mem)
+        found = read_json(search_dir(v1.scenario, engine, step_opts, root, mem) / "ceiling.json")
+        if found is None or not found.get("complete"):
+            write_json(root / V1_FILE_NAME, out)
+            _log(f"the search at {w:,.0f} rows/s did not finish (exit {rc}); run the same command again to resume")
+            return EXIT_RUN_FAILED
+        search = search_dir(v1.scenario, engine, step_opts, root, mem)
+        out["frontier"].append(frontier_point(w, found, search, root))
+        out["measured_on"] = out.get("measured_on") or measured_on(search, found)
+        write_json(root / V1_FILE_NAME, out)
+        if found.get("knee") is None:
+            _log(f"no read rate passed beside {w:,.0f} rows/s: the walk ends")
+            break
+    out.update(complete=True, finished_utc=utc_now(), **answer(out["frontier"], v1))
+    out["sentence"] += f"; measured on {out.get('measured_on') or 'this machine'}, not a promise for other hardware"
+    write_json(root / V1_FILE_NAME, out)
+    from harness.report import write_report
+    _, html = write_report(root)
+    _log(out["sentence"])
+    print(root / V1_FILE_NAME)
+    print(html)
+    return 0 if out["go"] else EXIT_THRESHOLD_FAILED
+
+
+def measured_on(search: Path, found: dict) -> str | None:
+    """The machine in a few words, from a step's environment: the answer holds for it, not for another."""
+    for step in found.get("steps") or []:
+        env = (read_json(search / step["cell"] / "result.json") or {}).get("environment") or {}
+        if env:
+            disk, fs = env.get("disk_write") or {}, env.get("fsync_floor") or {}
+            return (f"{env.get('cpu_model', '?')} x {env.get('cpus_usable', '?')} cores, "
+                    f"{(env.get('ram_bytes') or 0) / 2**30:.0f} GiB RAM, synced writes "
+                    f"{disk.get('sequential_write_mib_per_s', '?')} MiB/s, fsync p50 {fs.get('p50_us', '?')} us")
+    return None
+
+
+def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Path) -> dict:
+    k = found.get("knee") or {}
+    steps = found.get("steps") or []
+    return {"write_rows_per_s": write_rows_per_s, "read_qps": k.get("knee_read_qps"),
+            "reached": k.get("reached"), "read_p99_ms": k.get("knee_read_p99_ms"),
+            "write_p99_ms": k.get("knee_write_p99_ms"), "write_rows_per_s_achieved": k.get("write_rows_per_s"),
+            "bounded_by": k.get("bounded_by") or (steps[0]["failed_on"] if steps and not k else []),
+            "steps": len(steps), "search": str(search.relative_to(root))}
+
+
+def answer(frontier: list[dict], v1: V1) -> dict:
+    """go, and the sentence: the best pair at or above go's write rate, or why none."""
+    need = v1.go
+    ok = [p for p in frontier if p["read_qps"] is not None and p["write_rows_per_s"] >= need.write_rows_per_s
+          and p["read_qps"] >= need.read_qps]
+    if ok:
+        best = max(ok, key=lambda p: (p["write_rows_per_s"], p["read_qps"]))
+        floor = "" if best["reached"] else " (the search's top rate: not its knee)"
+        return {"go": True, "sentence": f"go: {best['write_rows_per_s']:,.0f} rows/s written with "
+                                        f"{best['read_qps']:,.0f} checked DC reads/s{floor} meet every criterion "
+                                        f"(V1 needs {need.write_rows_per_s:,.0f} and {need.read_qps:,.0f})"}
+    passing = [p for p in frontier if p["read_qps"] is not None]
+    if passing:
+        best = max(passing, key=lambda p: (p["write_rows_per_s"], p["read_qps"]))
+        return {"go": False, "sentence": f"no-go: at most {best['read_qps']:,.0f} reads/s beside "
+                                         f"{best['write_rows_per_s']:,.0f} rows/s; V1 needs {need.read_qps:,.0f} "
+                                         f"beside {need.write_rows_per_s:,.0f}"}
+    first = frontier[0] if frontier else None
+    why = f" (bounded by {', '.join(first['bounded_by'])})" if first and first["bounded_by"] else ""
+    return {"go": False, "sentence": f"no-go: no read rate passed beside {v1.write_rows_per_s[0]:,.0f} rows/s{why}"}
