@@ -23,6 +23,7 @@ from pathlib import Path
 from harness.workload.block import MAX_BLOCK, Block
 from harness.workload.digest import StateDigest
 from harness.workload.entity import layout_rows, owner_address
+from harness.workload.expected import insert_version, terminate_version
 
 NODES_PER_DC = 100_000
 WORKLOADS_PER_NODE = 5
@@ -406,27 +407,10 @@ class DcModel:
         return event_rows(self.seed, seq, *self.events[seq], self.variant, to_block)
 
     def _insert(self, block: Block, rows: dict[str, list[tuple]]) -> int:
-        n = 0
-        for table, rs in rows.items():
-            d = self.digest.table(table)
-            for r in rs:
-                d.add(r)
-            block.inserts.setdefault(table, []).extend(rs)
-            n += len(rs)
-        return n
+        return insert_version(self.digest, block, rows)
 
     def _terminate(self, block: Block, rows: dict[str, list[tuple]]) -> int:
-        """End the version at block.number (bitemporal) or delete it (simple), as the mendoza model does."""
-        n = 0
-        for table, rs in rows.items():
-            d = self.digest.table(table)
-            for r in rs:
-                d.remove(r)
-                if self.variant == "bitemporal":
-                    d.add(r[:2] + (block.number,) + r[3:])
-            n += len(rs)
-        block.terminate_keys.append(rows["payloads"][0][0])      # every row leads with the entity key
-        return n
+        return terminate_version(self.digest, block, rows, self.variant)
 
     def _new_nonce(self) -> int:
         self._nonce += 1

@@ -98,27 +98,10 @@ class LiveModel:
         return version_rows(st, self.shape, self.seed, self.variant, to_block)
 
     def _insert(self, block: Block, st: EntityState) -> int:
-        n = 0
-        for table, rows in self._rows(st).items():
-            d = self.digest.table(table)
-            for r in rows:
-                d.add(r)
-            block.inserts.setdefault(table, []).extend(rows)
-            n += len(rows)
-        return n
+        return insert_version(self.digest, block, self._rows(st))
 
     def _terminate(self, block: Block, st: EntityState) -> int:
-        """End the current version at block.number (bitemporal) or delete it (simple)."""
-        n = 0
-        for table, rows in self._rows(st).items():
-            d = self.digest.table(table)
-            for r in rows:
-                d.remove(r)
-                if self.variant == "bitemporal":
-                    d.add(r[:2] + (block.number,) + r[3:])
-            n += len(rows)
-        block.terminate_keys.append(st.key)
-        return n
+        return terminate_version(self.digest, block, self._rows(st), self.variant)
 
     # ---- operations (each returns rows written) ---------------------------------------------
     def btl(self, lo: int, hi: int) -> int:
@@ -245,6 +228,33 @@ class LiveModel:
             d = m.digest.table(t)
             d.total, d.count, d.nbytes = total, count, nbytes
         return m, header["block_number"]
+
+
+def insert_version(digest: StateDigest, block: Block, rows: dict[str, list[tuple]]) -> int:
+    """A version's rows into the block and the digest; the rows written."""
+    n = 0
+    for table, rs in rows.items():
+        d = digest.table(table)
+        for r in rs:
+            d.add(r)
+        block.inserts.setdefault(table, []).extend(rs)
+        n += len(rs)
+    return n
+
+
+def terminate_version(digest: StateDigest, block: Block, rows: dict[str, list[tuple]], variant: str) -> int:
+    """End a current version at block.number (bitemporal: its rows now end there) or delete it (simple);
+    the rows written. Every row leads with the entity key."""
+    n = 0
+    for table, rs in rows.items():
+        d = digest.table(table)
+        for r in rs:
+            d.remove(r)
+            if variant == "bitemporal":
+                d.add(r[:2] + (block.number,) + r[3:])
+        n += len(rs)
+    block.terminate_keys.append(rows["payloads"][0][0])
+    return n
 
 
 def _rng_state_json(state: tuple) -> list:
