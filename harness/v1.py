@@ -105,13 +105,25 @@ def measured_on(search: Path, found: dict) -> str | None:
 
 
 def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Path) -> dict:
+    """A write rate's point: its knee's figures, or where none passed, those of the lowest read rate tried;
+    and every answer its steps checked."""
     k = found.get("knee") or {}
     steps = found.get("steps") or []
-    return {"write_rows_per_s": write_rows_per_s, "read_qps": k.get("knee_read_qps"),
-            "reached": k.get("reached"), "read_p99_ms": k.get("knee_read_p99_ms"),
-            "write_p99_ms": k.get("knee_write_p99_ms"), "write_rows_per_s_achieved": k.get("write_rows_per_s"),
-            "bounded_by": k.get("bounded_by") or (steps[0]["failed_on"] if steps and not k else []),
-            "steps": len(steps), "search": str(search.relative_to(root))}
+    point = {"write_rows_per_s": write_rows_per_s, "read_qps": k.get("knee_read_qps"), "reached": k.get("reached"),
+             "read_p99_ms": k.get("knee_read_p99_ms"), "write_p99_ms": k.get("knee_write_p99_ms"),
+             "write_rows_per_s_achieved": k.get("write_rows_per_s"), "bounded_by": k.get("bounded_by") or [],
+             "steps": len(steps), "search": str(search.relative_to(root)), "answers_checked": 0, "answers_wrong": 0}
+    if not k and steps:
+        low = min(steps, key=lambda s: s["offered_qps"])
+        point.update(read_p99_ms=low["read_p99_ms"], write_p99_ms=low["write_p99_ms"],
+                     write_rows_per_s_achieved=low["write_rows_per_s"], bounded_by=low["failed_on"],
+                     lowest={"offered_qps": low["offered_qps"], "achieved_qps": low["achieved_qps"],
+                             "reads_late": low.get("reads_late")})
+    for s in steps:
+        kinds = ((read_json(search / s["cell"] / "result.json") or {}).get("metrics") or {}).get("reads_by_kind") or {}
+        point["answers_checked"] += sum(v.get("checked") or 0 for v in kinds.values())
+        point["answers_wrong"] += sum(v.get("wrong") or 0 for v in kinds.values())
+    return point
 
 
 def answer(frontier: list[dict], v1: V1) -> dict:

@@ -34,6 +34,12 @@ def first_line(data: ReportData) -> Block:
             return Block("caveat", "this verdict was reached at a smaller scale or a shorter duration than its "
                                    "criteria ask, so it does not yet answer them: " + "; ".join(cav) + ".")
         return Block("p", "Reached at the scale and duration the criteria ask for.")
+    if data.kind == "v1":
+        m = data.meta
+        if m["share"] < 1:
+            return Block("caveat", f"measured on {m['entities']:,} entities, {m['share']:g} of V1's: a smaller "
+                                   "database than V1 asks, so a go here is not yet V1's (PROFILE=ratio loads them all).")
+        return Block("p", "Measured on V1's whole database.")
     scales = sorted({c.result.scale for c in data.cells})
     secs = sorted({c.measure_s for c in data.cells})
     return Block("caveat", f"measured at scale {', '.join(f'{s:g}' for s in scales)} of mendoza 1x (800K entities) "
@@ -298,19 +304,32 @@ def v1_blocks(meta: dict) -> list[Block]:
                       f"rate a ceiling search of the checked DC read mix; a step passes when every criterion holds "
                       f"and no answer is wrong: " + "; ".join(meta["criteria"]) + f". Go needs "
                       f"{need['write_rows_per_s']:,.0f} rows/s written with {need['read_qps']:,.0f} reads/s.")]
-    rows = [[f"{p['write_rows_per_s']:,.0f}", "none" if p["read_qps"] is None else
-             f"{p['read_qps']:,.0f}" + ("" if p["reached"] else " (top rate)"), _f(p["read_p99_ms"], 3),
-             _f(p["write_p99_ms"]), _f(p["write_rows_per_s_achieved"], 0), "; ".join(p["bounded_by"]) or "-",
+    rows = [[f"{p['write_rows_per_s']:,.0f}", _v1_reads(p), _f(p["read_p99_ms"], 3), _f(p["write_p99_ms"]),
+             _f(p["write_rows_per_s_achieved"], 0), "; ".join(p["bounded_by"]) or "-",
+             f"{p.get('answers_checked', 0) - p.get('answers_wrong', 0):,} / {p.get('answers_checked', 0):,}",
              p["steps"], p["search"]] for p in meta["frontier"]]
     doc += [Block("h2", "Frontier"),
-            Block("table", headers=["writes offered (rows/s)", "reads/s (knee)", "read p99 ms", "write p99 ms",
-                                    "rows/s achieved", "bounded by", "steps", "search (its own report)"], rows=rows)]
+            Block("p", "Per write rate, the knee's figures (the worse of its two runs); where no read rate passed, "
+                       "those of the lowest one tried, which failed."),
+            Block("table", headers=["writes offered (rows/s)", "reads/s", "read p99 ms", "write p99 ms",
+                                    "rows/s achieved", "bounded by", "answers right / checked", "steps",
+                                    "search (its own report)"], rows=rows)]
     if meta["frontier"]:
         doc.append(plots_block(plots.v1_frontier(meta["frontier"], need, f"{meta['engine']}: V1 frontier"),
                                "v1-frontier", "Each write rate's highest passing read rate (filled: a knee; open: "
                                "the search's top rate passed; x: no read rate passed); the shaded corner is what "
                                "V1 asks."))
     return doc
+
+
+def _v1_reads(p: dict) -> str:
+    if p["read_qps"] is not None:
+        return f"{p['read_qps']:,.0f}" + ("" if p["reached"] else " (top rate, no knee)")
+    low = p.get("lowest") or {}
+    if not low:
+        return "none"
+    late = f", {low['reads_late']:,} due never started" if low.get("reads_late") else ""
+    return f"none ({low['offered_qps']:,.0f} offered: {_f(low.get('achieved_qps'))}/s achieved in the window{late})"
 
 
 def build(data: ReportData) -> list[Block]:
