@@ -14,7 +14,8 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.workload.dc import CPU_COUNTS, NODE_STATUSES, RAM_GB, VM_NAMES, dc_name, node_id
+from harness.workload.dc import (CPU_COUNTS, NODE_STATUSES, PENDING, RAM_GB, VM_NAMES, dc_name, node_id,
+                                 nodes_matching, workload_count_index)
 
 ANSWER_LOG = "dc-answers.jsonl"     # the feed's log, in the run folder
 ANSWERS = "answers.bin"             # the readers' answers, in the run folder
@@ -72,24 +73,19 @@ class _State:
         return None
 
 
-def _nc(dc: int, status: int, vm: int, cpu: int, ram: int) -> int:
-    return ((((dc - 1) * 3 + status) * 3 + vm) * 4 + cpu) * 4 + ram
-
-
 def expected(state: _State, check: str, seen: int, dc: int, n: int, vm: int, cpu: int, ram: int, back: int):
     """The model's answer (as answer_code) to one checked query at block `seen`, or None if it cannot say."""
     per_dc = state.header["nodes_per_dc"]
     c = state.node_counts
     available = NODE_STATUSES.index("available")
     if check == "nodes_in_dc":
-        return sum(c[_nc(dc, s, v, ci, ri)] for s in range(3) for v in range(3) for ci in range(4) for ri in range(4))
+        return sum(nodes_matching(c, dc, s, v) for s in range(len(NODE_STATUSES)) for v in range(len(VM_NAMES)))
     if check == "available_gpu_nodes":
-        return sum(c[_nc(dc, available, VM_NAMES.index("gpu"), ci, ri)] for ci in range(4) for ri in range(4))
+        return nodes_matching(c, dc, available, VM_NAMES.index("gpu"))
     if check == "matching_nodes":
-        return sum(c[_nc(dc, available, vm, ci, ri)] for ci in range(4) if CPU_COUNTS[ci] >= cpu
-                   for ri in range(4) if RAM_GB[ri] >= ram)
+        return nodes_matching(c, dc, available, vm, cpu, ram)
     if check == "pending_workloads":
-        return state.wl_counts[(dc - 1) * 4]
+        return state.wl_counts[workload_count_index(dc, PENDING)]
     if check == "workloads_on_node":
         return state.node_workloads[(dc - 1) * per_dc + n - 1]
     if check == "node_status_at":

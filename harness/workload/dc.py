@@ -190,6 +190,22 @@ def seed_entity_rows(seed: int, nodes_per_dc: int, variant: str, kind: str, dc: 
                          block, block, variant)
 
 
+def node_count_index(dc: int, status: int, vm: int, cpu: int, ram: int) -> int:
+    """Where the count of DC dc's nodes of that status, vm type, cpu and ram (indexes) is kept."""
+    return ((((dc - 1) * 3 + status) * 3 + vm) * 4 + cpu) * 4 + ram
+
+
+def workload_count_index(dc: int, status: int) -> int:
+    return (dc - 1) * 4 + status
+
+
+def nodes_matching(counts, dc: int, status: int, vm: int, min_cpu: int = 0, min_ram_gb: int = 0) -> int:
+    """From node counts (node_count_index's layout): DC dc's nodes of that status and vm type with at least
+    that many cores and GB."""
+    return sum(counts[node_count_index(dc, status, vm, ci, ri)] for ci in range(4) if CPU_COUNTS[ci] >= min_cpu
+               for ri in range(4) if RAM_GB[ri] >= min_ram_gb)
+
+
 class IdSet:
     """Ints with O(1) add, remove and uniform choice (swap-remove), for the pending and running workloads."""
 
@@ -303,20 +319,18 @@ class DcModel:
         return (dc - 1) * self.spec.nodes_per_dc + n - 1
 
     def _nc(self, dc: int, status: int, a: NodeAttrs) -> int:
-        return ((((dc - 1) * 3 + status) * 3 + a.vm) * 4 + a.cpu) * 4 + a.ram
+        return node_count_index(dc, status, a.vm, a.cpu, a.ram)
 
     def _wc(self, dc: int, status: int) -> int:
-        return (dc - 1) * 4 + status
+        return workload_count_index(dc, status)
 
     def nodes_in(self, dc: int) -> int:
         return self.spec.nodes_per_dc
 
     def nodes_with(self, dc: int, status: str, vm_type: str, min_cpu: int = 0, min_ram_gb: int = 0) -> int:
         """Nodes of the DC in that status and vm type with at least that many cores and GB: exact."""
-        s, v = NODE_STATUSES.index(status), VM_NAMES.index(vm_type)
-        c = self.node_counts
-        return sum(c[((((dc - 1) * 3 + s) * 3 + v) * 4 + ci) * 4 + ri]
-                   for ci in range(4) if CPU_COUNTS[ci] >= min_cpu for ri in range(4) if RAM_GB[ri] >= min_ram_gb)
+        return nodes_matching(self.node_counts, dc, NODE_STATUSES.index(status), VM_NAMES.index(vm_type),
+                              min_cpu, min_ram_gb)
 
     def workloads_with(self, dc: int, status: str) -> int:
         return self.wl_counts[self._wc(dc, WORKLOAD_STATUSES.index(status))]
