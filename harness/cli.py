@@ -126,24 +126,26 @@ def _add_verdict(sub) -> None:
     d.set_defaults(func=_cmd_verdict)
 
 
-def _add_ceiling(sub) -> None:
-    c = sub.add_parser("ceiling", help="the highest read rate beside the scenario's writes; resumable")
+def _step_walk(sub, name: str, help: str, func):
+    """A walk over steps of one engine at one MEM (ceiling, v1): --engine, --mem, the cell options, SET."""
+    c = sub.add_parser(name, help=help)
     c.add_argument("--engine", required=True)
-    c.add_argument("--scenario", default="combined")
     c.add_argument("--mem", help="memory limit of every step (default: none)")
     add_cell_args(c)
     _overrides(c)
-    c.set_defaults(func=_cmd_ceiling)
+    c.set_defaults(func=func)
+    return c
+
+
+def _add_ceiling(sub) -> None:
+    c = _step_walk(sub, "ceiling", "the highest read rate beside the scenario's writes; resumable", _cmd_ceiling)
+    c.add_argument("--scenario", default="combined")
 
 
 def _add_v1(sub) -> None:
-    c = sub.add_parser("v1", help="the reference's V1 go/no-go on the Data Center model (scenarios/v1.yaml); resumable")
-    c.add_argument("--engine", required=True)
-    c.add_argument("--mem", help="memory limit of every step (default: none)")
+    c = _step_walk(sub, "v1", "the reference's V1 go/no-go on the Data Center model (scenarios/v1.yaml); resumable",
+                   _cmd_v1)
     c.add_argument("--file", help="a V1 file instead of scenarios/v1.yaml")
-    add_cell_args(c)
-    _overrides(c)
-    c.set_defaults(func=_cmd_v1)
 
 
 def _add_states(sub) -> None:

@@ -27,6 +27,15 @@ def _check_thresholds(v: list[str]) -> list[str]:
 ThresholdExprs = Annotated[list[str], AfterValidator(_check_thresholds)]
 
 
+def _low_high(v: tuple[int, int]) -> tuple[int, int]:
+    if not 1 <= v[0] <= v[1]:
+        raise ValueError("must be [low, high] with 1 <= low <= high")
+    return v
+
+
+BlockRange = Annotated[tuple[int, int], AfterValidator(_low_high)]     # [low, high] blocks, 1 <= low <= high
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -47,14 +56,7 @@ class DataCentres(Strict):
     write_mix: Literal[tuple(WRITE_MIXES)] = Field(  # type: ignore[valid-type]
         "dc_heavy", description="the reference's write mixes: the DC events' share of a block's rows "
                                 "(mendoza_only 0, dc_light 30%, dc_heavy 70%, dc_only 100%)")
-    event_btl_blocks: tuple[int, int] = Field((150, 9000), description="an event entity's lifetime in blocks")
-
-    @field_validator("event_btl_blocks")
-    @classmethod
-    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if not 1 <= v[0] <= v[1]:
-            raise ValueError("must be [low, high] with 1 <= low <= high")
-        return v
+    event_btl_blocks: BlockRange = Field((150, 9000), description="an event entity's lifetime in blocks")
 
 
 class Workload(Strict):
@@ -65,20 +67,13 @@ class Workload(Strict):
     rows_per_block: int = Field(500, ge=1)
     ops: OpWeights = OpWeights(create=0.4, update=0.3, delete=0.05, extend=0.15, change_owner=0.1)
     reorg_fraction: float = Field(0.0, ge=0, le=1)
-    ephemeral_btl_blocks: tuple[int, int] = (150, 9000)
-    extend_blocks: tuple[int, int] = (10, 1000)
+    ephemeral_btl_blocks: BlockRange = (150, 9000)
+    extend_blocks: BlockRange = (10, 1000)
     long_lived_fraction: Optional[float] = Field(None, ge=0, le=1)
     writes: bool = Field(True, description="false: a read-only run, the readers alone after the load")
     indexes: Optional[list[str]] = Field(None, description="the secondary indexes to create, by name (the "
                                                            "primary keys stay); unset: all of the schema's")
     dc: Optional[DataCentres] = Field(None, description="the Data Center model's entities and load events")
-
-    @field_validator("ephemeral_btl_blocks", "extend_blocks")
-    @classmethod
-    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if not 1 <= v[0] <= v[1]:
-            raise ValueError("must be [low, high] with 1 <= low <= high")
-        return v
 
     @model_validator(mode="after")
     def _something_to_do(self) -> "Workload":
