@@ -49,6 +49,9 @@ def execute(plan) -> int:
         # the build ran outside the limit: its out-of-memory is no measurement of the cell's MEM
         write_failed_result(plan, "build_failed", f"{str(e)}{' (out of memory)' if e.oom and 'memory' not in str(e).lower() else ''}")
         return EXIT_RUN_FAILED
+    if plan.workload.crash:           # its own blocks and lives, no feed (harness/crash/)
+        from harness.crash.driver import run_crash
+        return run_crash(plan)
     with FeedServer.for_plan(plan):
         if plan.runtime == "docker":
             return run_docker(plan)

@@ -11,7 +11,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Literal, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -72,6 +72,9 @@ class Durability(_Strict):
     setting: Optional[str] = None     # the setting that decides it; none: one guarantee whatever the settings
     select: dict[str, str] = {}       # "commit" | "checkpoint" -> the setting's value that gives it
     says: dict[str, str]              # the setting's value (or "*") -> what a commit then guarantees
+    # the setting's value (or "*") -> the worst failure an acknowledged commit outlives (harness/crash):
+    # power_cut (synced at commit), process_kill (in the OS's hands at commit, not synced), nothing
+    survives: dict[str, Literal["power_cut", "process_kill", "nothing"]]
 
     @model_validator(mode="after")
     def _consistent(self) -> "Durability":
@@ -83,13 +86,20 @@ class Durability(_Strict):
         missing = [v for v in self.select.values() if v not in self.says]
         if missing:
             raise ValueError(f"says: no entry for {missing[0]!r}, a value select names")
+        if set(self.survives) != set(self.says):
+            raise ValueError(f"survives: one entry per entry of says ({', '.join(self.says)})")
         return self
 
+    def _value(self, settings: Mapping[str, object]) -> str:
+        return "*" if self.setting is None else str(settings.get(self.setting))
+
     def guarantee(self, settings: Mapping[str, object]) -> str:
-        if self.setting is None:
-            return self.says["*"]
-        value = str(settings.get(self.setting))
+        value = self._value(settings)
         return self.says.get(value, f"{self.setting}={value}: not described in engine.toml [durability]")
+
+    def survived(self, settings: Mapping[str, object]) -> str:
+        """What an acknowledged commit outlives at these settings; nothing where engine.toml does not say."""
+        return self.survives.get(self._value(settings), "nothing")
 
 
 class Manifest(_Strict):

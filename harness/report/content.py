@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from harness.report import plots
 from harness.report.collect import CellData, ReportData, group_stats
 from harness.report.io_tables import index_residency_table, io_table
+from harness.report.summary import kills_table
 from harness.scenario.thresholds import parse_threshold
 from harness.stats import NOISY_SPREAD
 from harness.units import format_bytes
@@ -348,6 +349,9 @@ def build(data: ReportData) -> list[Block]:
     body, noisy = [], []
     for scenario in data.scenarios() if data.kind != "ceiling" else ():     # a ceiling's steps are its table
         cells = [c for c in data.cells if c.scenario == scenario]
+        if any(c.result.crash for c in cells):
+            body += [Block("h2", f"Scenario {scenario}: crash durability and recovery"), *crash_blocks(cells, scenario)]
+            continue
         table, n = scenario_table(data, scenario)
         noisy += n
         body += [Block("h2", f"Scenario {scenario}"), table]
@@ -388,3 +392,44 @@ def build(data: ReportData) -> list[Block]:
 
 def plots_block(svg: str, name: str, caption: str) -> Block:
     return Block("plot", text=caption, name=name, svg=svg)
+
+
+def crash_blocks(cells: list[CellData], scenario: str) -> list[Block]:
+    """A crash scenario's section: durability beside recovery per cell, each cell's kills, and recovery by
+    WAL size where the scenario aimed at sizes."""
+    headers = ["engine", "memory", "durability", "survives", "promised on this kill", "status", "kills (landed in)",
+               "acknowledged", "acked lost", "never sent", "corrupt", "recovery s p50", "recovery s max",
+               "thresholds"]
+    rows = []
+    for c in cells:
+        x = c.result.crash
+        if x is None:           # died before its first life
+            rows.append([c.engine, c.mem_label, durability_text(c.result.plan), "-", "-", c.status, "-", "-", "-",
+                         "-", "-", "-", "-", _thresholds_text(c)])
+            continue
+        rows.append([c.engine, c.mem_label, durability_text(c.result.plan), x.survives, "yes" if x.promised else "no",
+                     c.status + (f" ({c.result.error})" if c.result.error else ""),
+                     f"{len(x.kills)} ({', '.join(f'{k} {n}' for k, n in sorted(x.landed.items()))})",
+                     x.acknowledged_blocks, x.lost_acked_blocks, x.unacked_blocks, x.corrupt_restarts,
+                     _f(x.recovery_s.p50, 3), _f(x.recovery_s.max, 3), _thresholds_text(c)])
+    out = [Block("p", "Each kill is a SIGKILL of the engine's whole process tree, aimed inside a commit, inside a "
+                      "checkpoint or anywhere; each restart evicts the page cache, opens the engine on the same files "
+                      "and finds which block its rows hold against the model. A process kill leaves the OS page "
+                      "cache, so it shows no loss that only a power cut causes."),
+           Block("table", headers=headers, rows=rows)]
+    wal = [(c, k) for c in cells if c.result.crash for k in c.result.crash.kills if k.aimed_at.startswith("wal ")]
+    if wal:
+        out += [Block("h3", "Recovery time by WAL size"),
+                Block("table", headers=["engine", "WAL aimed at", "WAL at the kill", "recovery s", "WAL MB/s replayed",
+                                        "open s", "first commit s"],
+                      rows=[[c.engine, k.aimed_at[4:], format_bytes(k.wal_bytes), _f(k.recovery_s, 3),
+                             _f(k.wal_bytes / 1e6 / k.recovery_s, 0) if k.wal_bytes and k.recovery_s else "-",
+                             _f(k.open_s, 3), _f(k.first_commit_s, 3)] for c, k in wal]),
+                plots_block(plots.recovery_by_wal(cells, f"{scenario}: recovery time by WAL size"),
+                            f"{scenario}-recovery-by-wal", "Seconds from open to the first successful read after a "
+                            "SIGKILL and a cold restart, against the WAL recovery replays.")]
+    for c in cells:
+        if c.result.crash and c.result.crash.kills:
+            headers, rows = kills_table(c.result.crash)
+            out += [Block("h3", f"Kills of {c.label}"), Block("table", headers=headers, rows=rows)]
+    return out

@@ -241,3 +241,19 @@ def reads_vs_size(cells: list[CellData], title: str) -> str:
     ax2.set_ylabel("reads per second")
     ax.set_title(title)
     return _svg(fig)
+
+
+def recovery_by_wal(cells: list[CellData], title: str) -> str:
+    """Recovery seconds against the WAL at the kill, per engine, both axes logarithmic."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for engine in dict.fromkeys(c.engine for c in cells):
+        pts = sorted((k.wal_bytes / MIB, k.recovery_s) for c in cells if c.engine == engine and c.result.crash
+                     for k in c.result.crash.kills if k.aimed_at.startswith("wal ") and k.wal_bytes and k.recovery_s)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("WAL at the kill (MiB)")
+    ax.set_ylabel("recovery: open + first read (s)")
+    ax.legend(fontsize=7)
+    ax.set_title(title)
+    return _svg(fig)

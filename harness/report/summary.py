@@ -16,7 +16,9 @@ def print_summary(path: Path) -> None:
     fmt = lambda v: "-" if v is None else f"{v:g}"  # noqa: E731
     print(f"{r.engine} {r.scenario}/{r.profile}: status {r.status}{' (' + r.error + ')' if r.error else ''}",
           file=sys.stderr)
-    if c.count or not m.reads_by_kind:
+    if r.crash:
+        _print_crash(r)
+    elif c.count or not m.reads_by_kind:
         print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
               f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
               file=sys.stderr)
@@ -64,3 +66,37 @@ def print_summary(path: Path) -> None:
               f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
     for w in r.warnings:
         print(f"  warning: {w}", file=sys.stderr)
+
+
+def kills_table(x) -> tuple[list[str], list[list]]:
+    """A crash run's kills as (headers, rows): the summary prints it, the report shows it."""
+    fmt = lambda v: "-" if v is None else f"{v:g}"    # noqa: E731
+    headers = ["kill", "aimed at", "landed in", "in flight", "acked", "found", "lost", "WAL MiB", "open s",
+               "recovery s", "first commit s"]
+    rows = [[i, k.aimed_at, k.landed_in, fmt(k.block_in_flight), k.last_acked_block,
+             "CORRUPT" if k.corrupt else fmt(k.recovered_block), k.lost_acked_blocks,
+             f"{k.wal_bytes / 2**20:.1f}" if k.wal_bytes is not None else "-", fmt(k.open_s), fmt(k.recovery_s),
+             fmt(k.first_commit_s)] for i, k in enumerate(x.kills, 1)]
+    return headers, rows
+
+
+def crash_lines(r) -> list[str]:
+    """A crash run's kills, a line each, and its totals."""
+    x, fmt = r.crash, (lambda v: "-" if v is None else f"{v:g}")
+    s = r.metrics.service_time_ms
+    headers, rows = kills_table(x)
+    widths = [max(len(str(v)) for v in col) for col in zip(headers, *rows)]
+    lines = [f"{x.acknowledged_blocks} blocks acknowledged (commit ms p50 {fmt(s.p50)} p99 {fmt(s.p99)}), "
+             f"{len(x.kills)} SIGKILLs ({x.mode}), landed: " + ", ".join(f"{k} {n}" for k, n in sorted(x.landed.items()))]
+    lines += ["  ".join(f"{v!s:>{w}}" for v, w in zip(row, widths)) for row in [headers, *rows]]
+    rs = x.recovery_s
+    lines.append(f"acknowledged blocks lost {x.lost_acked_blocks} ("
+                 f"{'a failure: the settings promise none' if x.promised else 'allowed: the settings do not promise them'}), "
+                 f"never-sent blocks found {x.unacked_blocks}, corrupt restarts {x.corrupt_restarts}; "
+                 f"recovery s p50 {fmt(rs.p50)} max {fmt(rs.max)}; final check {x.final_ok}")
+    return lines
+
+
+def _print_crash(r) -> None:
+    for line in crash_lines(r):
+        print(f"  {line}", file=sys.stderr)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError
 from harness.results.models import (  # noqa: F401  (the package re-exports its models)
-                                    DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, IoCounts, IoFigures,
+                                    CrashFigures, DONE_STATUSES, EngineCounterFigures, HarnessShare, Integrity, IoCounts, IoFigures, Kill,
                                     LatencySummary, MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind,
                                     ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 7
+RESULT_VERSION = 8
 
 
 class Model(BaseModel):
@@ -207,8 +207,45 @@ class Metrics(Model):
     io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
 
 
+class Kill(Model):
+    """One SIGKILL of a crash run and the restart after it (harness/crash/)."""
+    life: int                               # the life killed (0: the first)
+    aimed_at: str                           # commit | checkpoint | anywhere | wal <bytes>
+    landed_in: str                          # what the life was doing (its status file): commit, checkpoint, idle, ...
+    in_phase_ms: Optional[float] = None     # how long it had been in it
+    block_in_flight: Optional[int] = None   # the block being committed, where it was
+    last_acked_block: int                   # the newest block whose acknowledgement the driver logged
+    wal_bytes: Optional[int] = None         # the engine's WAL at the last acknowledgement (what recovery replays)
+    recovered_block: Optional[int] = None   # the block whose model the restarted engine's rows match; None: none
+    lost_acked_blocks: int = 0              # acknowledged blocks missing after the restart
+    in_flight_kept: bool = False            # the block in flight at the kill was there after it (allowed)
+    unacked_blocks: int = 0                 # blocks present that were never sent to it (always a failure)
+    corrupt: bool = False                   # the rows match no block's model (always a failure)
+    open_s: Optional[float] = None          # restart: the engine open (a server: started and accepting)
+    recovery_s: Optional[float] = None      # restart: open + the first successful read
+    first_commit_s: Optional[float] = None  # restart: to the first block committed after it
+    verify_s: Optional[float] = None        # digesting every row (not in the above)
+
+
+class CrashFigures(Model):
+    """v8: a crash run's kills and what each restart found."""
+    mode: Literal["kill", "power_cut"]
+    durability: Optional[str] = None        # what a commit guarantees at the run's settings (engine.toml)
+    survives: str                           # the worst failure an acknowledged commit outlives there
+    promised: bool                          # so: must every acknowledged block outlive this mode's kills?
+    cold_restart: bool = True               # the data's page cache evicted before each restart
+    kills: list[Kill] = []
+    acknowledged_blocks: int = 0
+    lost_acked_blocks: int = 0
+    unacked_blocks: int = 0
+    corrupt_restarts: int = 0
+    recovery_s: LatencySummary = LatencySummary()     # over the restarts, in seconds
+    landed: dict[str, int] = {}                       # kills by where they landed
+    final_ok: Optional[bool] = None                   # the last life's rows matched the model at its end
+
+
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -235,6 +272,7 @@ class RunResult(Model):
     final_storage: Optional[dict] = None
     warnings: list[str] = []
     files: dict[str, str] = {}
+    crash: Optional[CrashFigures] = None                  # v8: a crash scenario's (harness/crash/)
 
     @model_validator(mode="before")
     @classmethod

@@ -51,6 +51,11 @@ def image_id(tag: str) -> str | None:
 
 def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
     """RUNTIME=auto: docker when a daemon answers and the run's images are built, else local."""
+    if plan.workload.crash:
+        if requested == "docker":
+            raise ConfigError("RUNTIME=docker: a crash run kills and restarts the engine's processes itself, in "
+                              "the local runtime's memory cgroup; use RUNTIME=local (or auto)")
+        return "local", "crash run: local (the harness kills and restarts the engine's processes itself)"
     if requested != "auto":
         return requested, f"RUNTIME={requested}"
     if not daemon_answers():

@@ -46,6 +46,7 @@ class RunPlan(Strict):
     runtime: Literal["local", "docker"]
     memory: memory_policy.MemoryPlan = memory_policy.MemoryPlan()   # the limits (MEM and the runner's) and the policy's settings
     durability: Optional[str] = None                 # what a commit guarantees at engine_settings (engine.toml)
+    survives: str = "nothing"                        # the worst failure an acknowledged commit outlives there
     scale: float
     load_entities: int
     workload: Workload
@@ -113,6 +114,13 @@ def with_durability(durability, settings_obj, asked: str | None):
     return settings_obj.model_validate({**settings_obj.model_dump(exclude_unset=True), durability.setting: value})
 
 
+def _checkpoint(c: Checkpoint, caps: Capabilities) -> Checkpoint:
+    """checkpoint.mode strongest as the engine's own (its capabilities list it last)."""
+    if c.mode != "strongest" or not caps.checkpoint_modes:
+        return c
+    return c.model_copy(update={"mode": caps.checkpoint_modes[-1]})
+
+
 def parse_overrides(items: list[str]) -> dict:
     """['engines.sqlite.cache_size=1GB', 'phases.measure_s=30'] -> nested dict; values are YAML scalars."""
     out: dict = {}
@@ -155,10 +163,10 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     return RunPlan(
         run_id=run_id, scenario=sc.name, scenario_file=str(path), profile=profile or "base", engine=engine,
         engine_settings=settings, capabilities=caps, runtime=runtime,  # type: ignore[arg-type]
-        memory=memory, durability=man.durability.guarantee(settings),
+        memory=memory, durability=man.durability.guarantee(settings), survives=man.durability.survived(settings),
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
-        phases=phases, readers=body.readers, checkpoint=body.checkpoint, ceiling=body.ceiling, io=body.io,
+        phases=phases, readers=body.readers, checkpoint=_checkpoint(body.checkpoint, caps), ceiling=body.ceiling, io=body.io,
         thresholds=body.thresholds,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)
 
@@ -211,7 +219,7 @@ def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None
     except ValidationError as e:
         raise ConfigError(f"engines/{engine}/engine.toml: [memory] or [durability] names a value {engine}'s "
                           f"settings refuse: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
-    if body.checkpoint.every_blocks and body.checkpoint.mode not in caps.checkpoint_modes:
+    if body.checkpoint.every_blocks and _checkpoint(body.checkpoint, caps).mode not in caps.checkpoint_modes:
         raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
                           f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
     if not caps.wal:

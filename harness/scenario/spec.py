@@ -10,7 +10,8 @@ from harness import registry
 from harness.errors import ConfigError
 from harness.reads.queries import check_mix, kinds_for, mix_entries
 from harness.scenario.memory import Memory
-from harness.scenario.thresholds import parse_knee_threshold, parse_threshold
+from harness.scenario.thresholds import CRASH_METRICS, parse_knee_threshold, parse_threshold
+from harness.units import parse_size_bytes
 from harness.workload.dc import WRITE_MIXES
 from harness.workload.shapes import SHAPES
 
@@ -59,6 +60,35 @@ class DataCentres(Strict):
     event_btl_blocks: BlockRange = Field((150, 9000), description="an event entity's lifetime in blocks")
 
 
+def _sizes(v: list[str]) -> list[str]:
+    for i, s in enumerate(v):
+        try:
+            parse_size_bytes(s)
+        except ValueError as e:
+            raise ValueError(f"[{i}] {e}") from None
+    if [parse_size_bytes(s) for s in v] != sorted(parse_size_bytes(s) for s in v):
+        raise ValueError("sizes in increasing order")
+    return v
+
+
+class Crash(Strict):
+    """A crash scenario (harness/crash/): the block stream, killed with SIGKILL and restarted on the same files."""
+    kills: int = Field(6, ge=1, le=200)
+    at: list[Literal["commit", "checkpoint", "anywhere"]] = Field(
+        ["commit", "checkpoint", "anywhere"], min_length=1,
+        description="where each kill is aimed, in turn: inside a block's commit, inside a checkpoint, or at "
+                    "whatever the engine is doing when it is due")
+    after_blocks: BlockRange = Field((5, 20), description="blocks each life commits before its kill is due, "
+                                                          "drawn from the seed")
+    mode: Literal["kill", "power_cut"] = Field(
+        "kill", description="kill: SIGKILL (the OS keeps what was written); power_cut: also drop the writes "
+                            "not yet synced")
+    wal_bytes: Optional[Annotated[list[str], AfterValidator(_sizes)]] = Field(
+        None, description="recovery by WAL size: one kill once the WAL holds each size (checkpoints off), "
+                          "instead of `kills` and `at`")
+    tail_blocks: int = Field(10, ge=1, description="blocks after the last restart, before the final check")
+
+
 class Workload(Strict):
     variant: Literal["bitemporal", "simple"] = Field("bitemporal", alias="schema")
     shape: Literal[tuple(SHAPES)] = "mendoza"  # type: ignore[valid-type]
@@ -74,6 +104,7 @@ class Workload(Strict):
     indexes: Optional[list[str]] = Field(None, description="the secondary indexes to create, by name (the "
                                                            "primary keys stay); unset: all of the schema's")
     dc: Optional[DataCentres] = Field(None, description="the Data Center model's entities and load events")
+    crash: Optional[Crash] = Field(None, description="kill the engine and restart it on its files (harness/crash/)")
 
     @model_validator(mode="after")
     def _something_to_do(self) -> "Workload":
@@ -150,7 +181,8 @@ class Ceiling(Strict):
 
 class Checkpoint(Strict):
     every_blocks: int = Field(0, ge=0, description="manual checkpoint after every N blocks; 0 = never")
-    mode: Literal["PASSIVE", "FULL", "RESTART", "TRUNCATE"] = "PASSIVE"
+    mode: Literal["PASSIVE", "FULL", "RESTART", "TRUNCATE", "strongest"] = Field(
+        "PASSIVE", description="strongest: the strongest the engine has (its capabilities' last)")
 
 
 class Io(Strict):
@@ -194,6 +226,14 @@ class Body(Strict):
                 and not self.readers.threads:
             raise ValueError("phases.warmup_queries / measure_queries count read queries: they need "
                              "readers.threads > 0")
+        crash_only = [e for e in self.thresholds if parse_threshold(e).metric in CRASH_METRICS]
+        if crash_only and not self.workload.crash:
+            raise ValueError(f"thresholds: {crash_only[0]!r} measures restarts: it needs workload.crash")
+        if self.workload.crash and (self.readers.threads or not self.workload.writes):
+            raise ValueError("workload.crash: a crash run writes and has no readers (readers.threads: 0)")
+        if self.workload.crash and "checkpoint" in self.workload.crash.at and not self.checkpoint.every_blocks \
+                and not self.workload.crash.wal_bytes:
+            raise ValueError("workload.crash.at: checkpoint needs checkpoints to land in (checkpoint.every_blocks > 0)")
         if self.readers.threads:
             try:
                 check_mix(self.readers.mix, self.workload.variant)

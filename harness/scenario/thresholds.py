@@ -29,7 +29,11 @@ METRICS: dict[str, str] = {
     "index_resident_share": "figure",    # per table and index (io.index_residency), at the end: min is the worst
     "read_iops": "figure",               # device reads per second
     "write_amplification": "figure",     # device bytes written per logical byte written
+    # a crash run's (harness/crash/): per restart, and over the run
+    "recovery_ms": "latency",            # restart: open + the first successful read
+    "lost_acked_blocks": "counter",      # acknowledged blocks missing after the restarts
 }
+CRASH_METRICS = ("recovery_ms", "lost_acked_blocks")
 WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false
 _AGGS_BY_KIND = {
     "latency": "pNN (p50, p99, p99.9), max, min, mean, count",

@@ -22,6 +22,7 @@ baseline = "baseline:Loop"
 setting = "synchronous"
 select = { commit = "FULL" }
 says = { FULL = "at commit", NORMAL = "at commit (rollback journal)" }
+survives = { FULL = "power_cut", NORMAL = "process_kill" }
 [capabilities]
 server = false
 wal = false                   # a rollback journal: no WAL to report

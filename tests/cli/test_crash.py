@@ -1,0 +1,124 @@
+"""Crash runs (harness/crash/): every engine killed with SIGKILL and restarted on its files, its rows found
+at a block of the model; an engine that acknowledges before it writes is caught; the WAL-size sweep."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import registry
+from harness.crash.status import PHASES
+from tests.cli.test_cli_run import run_cli, run_scenario
+from tests.conftest import ROOT, open_tmp_dir
+
+
+def _check_kills(r: dict, run_dir: Path) -> dict:
+    x = r["crash"]
+    assert len(x["kills"]) == r["plan"]["workload"]["crash"]["kills"] and sum(x["landed"].values()) == len(x["kills"])
+    for k in x["kills"]:
+        assert k["landed_in"] in PHASES and k["recovery_s"] >= k["open_s"] > 0 and k["first_commit_s"] > 0
+        assert not k["corrupt"] and k["unacked_blocks"] == 0
+        # the engine holds the last acknowledged block, less what it lost, or the one in flight
+        assert k["recovered_block"] in (k["last_acked_block"] - k["lost_acked_blocks"], k["block_in_flight"])
+    acks = (run_dir / "acks.log").read_text().split("\n")[:-1]
+    assert len(acks) == x["acknowledged_blocks"] > 0, "every acknowledgement logged"
+    assert x["final_ok"] is True and r["integrity"]["ok"] is True
+    return x
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", registry.names())
+def test_every_engine_is_killed_restarted_and_found_at_an_acknowledged_block(engine):
+    data = open_tmp_dir("arkbench-crash-")      # a server engine's cluster, run as its own user, lives there
+    try:
+        rc, r, run_dir, err = run_scenario(data, "--engine", engine, "--scenario", "crash", "--profile", "smoke",
+                                           timeout=300)
+        assert r["status"] == "passed" and rc == 0, (r["error"], err[-3000:])
+        x = _check_kills(r, run_dir)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    assert x["lost_acked_blocks"] == 0 and x["promised"], "each engine's default survives a process kill"
+    assert {k["aimed_at"] for k in x["kills"]} == {"commit", "checkpoint", "anywhere"}
+    assert any(k["landed_in"] == "commit" and k["block_in_flight"] for k in x["kills"]), "a kill inside a commit"
+    assert [t["passed"] for t in r["thresholds"]] == [True, True]
+
+
+@pytest.mark.slow
+def test_recovery_is_timed_by_wal_size(tmp_path):
+    rc, r, run_dir, err = run_scenario(tmp_path, "--scenario", "crash_wal", "--profile", "smoke", timeout=300)
+    assert r["status"] == "passed", (r["error"], err[-3000:])
+    kills = r["crash"]["kills"]
+    assert [k["aimed_at"] for k in kills] == ["wal 256KB", "wal 2MB"]
+    assert kills[0]["wal_bytes"] >= 256 << 10 and kills[1]["wal_bytes"] >= 2 << 20
+    assert kills[1]["wal_bytes"] < 64 << 20, "each size from an empty WAL: the life checkpoints first"
+    assert r["engine_settings"]["wal_autocheckpoint"] == 0
+    # the report's table and plot
+    p = run_cli(["report", str(run_dir)], tmp_path)
+    md = (run_dir / "report.md").read_text()
+    assert p[0] == 0 and "Recovery time by WAL size" in md and "recovery-by-wal" in md
+
+
+def test_a_power_cut_is_refused_saying_why(tmp_path):
+    rc, _, err = run_cli(["run", "--engine", "sqlite", "--scenario", "crash", "--profile", "smoke", "--set",
+                          "workload.crash.mode=power_cut", "--results", str(tmp_path)], tmp_path)
+    assert rc == 2 and "power_cut is not available" in err
+
+
+def test_crash_metrics_need_a_crash_scenario(tmp_path):
+    rc, _, err = run_cli(["run", "--engine", "sqlite", "--scenario", "reorg", "--profile", "smoke", "--set",
+                          "thresholds=[max(recovery_ms) < 1s]", "--results", str(tmp_path)], tmp_path)
+    assert rc == 2 and "needs workload.crash" in err
+
+
+LIAR = {   # SQLite at synchronous=FULL that says a block is committed before it writes it
+    "engine.toml": (ROOT / "engines/sqlite/engine.toml").read_text()
+    .replace('description = "', 'description = "A liar: ').replace('adapter = "adapter:SQLiteEngine"', 'adapter = "adapter:Liar"'),
+    "settings.py": "from engines.sqlite.settings import Settings  # noqa: F401\n",
+    "adapter.py": '''
+from engines.sqlite.adapter import SQLiteEngine
+
+
+class Liar(SQLiteEngine):
+    """apply_block returns at once; the block is written when the next one arrives."""
+    _held = None
+
+    def apply_block(self, block):
+        held, self._held = self._held, block
+        if held is not None:
+            super().apply_block(held)
+
+
+ENGINE = Liar
+''',
+    "baseline.py": "from engines.sqlite.baseline import Loop  # noqa: F401\n",
+    "README.md": "# liar\n\nAcknowledges before it writes: tests/cli/test_crash.py catches it.\n",
+}
+
+
+@pytest.mark.slow
+def test_an_engine_that_acknowledges_before_it_writes_is_caught_losing_acknowledged_blocks(tmp_path):
+    tree = tmp_path / "tree"
+    for part in ("harness", "engines", "scenarios", "docker"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tree)
+    (tree / "engines" / "liar").mkdir()
+    for name, text in LIAR.items():
+        (tree / "engines" / "liar" / name).write_text(text.lstrip())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--engine", "liar", "--scenario", "crash",
+                        "--profile", "smoke", "--runtime", "local", "--set", "durability=commit",
+                        "--results", str(tmp_path / "results"), "--data", str(tmp_path / "data")],
+                       cwd=tree, env={**env, "PYTHONPATH": str(tree), "STATES": str(tmp_path / "states")},
+                       capture_output=True, text=True, timeout=300)
+    r = json.loads(Path(p.stdout.strip().splitlines()[-1]).read_text())
+    x = r["crash"]
+    assert x["promised"] and x["survives"] == "power_cut", "FULL promises every acknowledged block"
+    # a kill outside its apply_block loses the block it held (one inside may land after it wrote it)
+    outside = [k["lost_acked_blocks"] for k in x["kills"] if k["landed_in"] != "commit"]
+    assert outside and all(n >= 1 for n in outside) and x["lost_acked_blocks"] >= len(outside)
+    assert r["status"] == "error" and p.returncode == 3 and "acknowledged blocks lost" in r["error"], p.stderr[-2000:]
+    assert r["integrity"]["ok"] is False, "and the last life, never killed, still holds its last block back"
+    assert any(t["expr"] == "count(lost_acked_blocks) == 0" and not t["passed"] for t in r["thresholds"])
