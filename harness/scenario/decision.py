@@ -18,7 +18,7 @@ DECISION_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "decision.ya
 
 class Target(Strict):
     scale: float = Field(gt=0)
-    measure_s: float = Field(gt=0)
+    measure_s: Optional[float] = Field(None, gt=0, description="none: the scenario is not timed (a crash run's kills)")
 
 
 class Criterion(Strict):

@@ -30,7 +30,8 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
     blind = [t for t in r.thresholds if t.error]
     if blind:
         return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
-    return _saturated(r) or _stalls(r, run_dir) or "failed: " + "; ".join(
+    # a crash run's blocks are no latency measurement: its thresholds say why
+    return (None if r.crash else _saturated(r) or _stalls(r, run_dir)) or "failed: " + "; ".join(
         f"{t.expr} measured {t.value:g}" for t in r.thresholds if not t.passed and t.value is not None)
 
 

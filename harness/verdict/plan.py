@@ -74,9 +74,10 @@ def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | N
             continue
         scale = max(r.scale for r in cells)
         measure_s = max(r.measure_s or 0 for r in cells)
-        if scale < crit.target.scale or measure_s < crit.target.measure_s:
-            out.append(f"{crit.scenario} ran at scale {scale:g} for {measure_s:g} s measured; "
-                       f"the criterion asks for scale {crit.target.scale:g} for {crit.target.measure_s:g} s")
+        want_s = crit.target.measure_s
+        if scale < crit.target.scale or (want_s and measure_s < want_s):
+            out.append(f"{crit.scenario} ran at scale {scale:g}" + (f" for {measure_s:g} s measured" if want_s else "")
+                       + f"; the criterion asks for scale {crit.target.scale:g}" + (f" for {want_s:g} s" if want_s else ""))
     return out
 
 

@@ -22,6 +22,7 @@ settings = "settings:S"
 baseline = "baseline:L"
 [durability]
 says = { "*" = "at commit" }
+survives = { "*" = "power_cut" }
 [capabilities]
 server = false
 wal = true

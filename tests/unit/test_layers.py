@@ -16,6 +16,7 @@ FLOORS = [
     {"scenario", "state", "feed", "versions"},
     {"runner", "report"},
     {"runtime"},
+    {"crash"},
     {"cell"},
     {"sweep", "bench", "compare"},
     {"verdict", "ceiling", "matrix", "experiments"},
