@@ -51,9 +51,9 @@ help: ## list the targets
 $(STAMP): pyproject.toml $(MANIFESTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "arkbench needs Python >= 3.11 ($(PYTHON))" >&2; exit 2; }
 	@# Debian packages: the engines' (debian_packages in their engine.toml; a server engine runs its own
-	@# private server per run, and no default cluster is created) and chromium (the report test opens
-	@# report.html in it, headless).
-	@missing=""; for p in $(call MANIFEST_LIST,debian_packages) chromium; do \
+	@# private server per run, and no default cluster is created), chromium (the report test opens
+	@# report.html in it, headless) and fuse3 (a crash run's simulated power cut).
+	@missing=""; for p in $(call MANIFEST_LIST,debian_packages) chromium fuse3; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

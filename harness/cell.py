@@ -42,6 +42,9 @@ def start_state(plan):
 
 def execute(plan) -> int:
     """The cell's exit code (docs/design.md); its result.json is in plan.run_dir."""
+    if plan.workload.crash:
+        from harness.crash.driver import check
+        check(plan)
     try:
         plan = start_state(plan)
     except StateBuildFailed as e:

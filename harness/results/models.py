@@ -216,6 +216,7 @@ class Kill(Model):
     block_in_flight: Optional[int] = None   # the block being committed, where it was
     last_acked_block: int                   # the newest block whose acknowledgement the driver logged
     wal_bytes: Optional[int] = None         # the engine's WAL at the last acknowledgement (what recovery replays)
+    dropped_bytes: Optional[int] = None     # a power cut: bytes written since their file's last fsync, dropped
     recovered_block: Optional[int] = None   # the block whose model the restarted engine's rows match; None: none
     lost_acked_blocks: int = 0              # acknowledged blocks missing after the restart
     in_flight_kept: bool = False            # the block in flight at the kill was there after it (allowed)

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness import registry
+from harness.crash import powercut
 from harness.crash.status import PHASES
 from tests.cli.test_cli_run import run_cli, run_scenario
-from tests.conftest import ROOT, open_tmp_dir
+from tests.conftest import ROOT, harness_cmd, open_tmp_dir
 
 
 def _check_kills(r: dict, run_dir: Path) -> dict:
@@ -61,10 +62,13 @@ def test_recovery_is_timed_by_wal_size(tmp_path):
     assert p[0] == 0 and "Recovery time by WAL size" in md and "recovery-by-wal" in md
 
 
-def test_a_power_cut_is_refused_saying_why(tmp_path):
-    rc, _, err = run_cli(["run", "--engine", "sqlite", "--scenario", "crash", "--profile", "smoke", "--set",
-                          "workload.crash.mode=power_cut", "--results", str(tmp_path)], tmp_path)
-    assert rc == 2 and "power_cut is not available" in err
+def test_a_power_cut_is_refused_saying_why_where_it_cannot_be_simulated(tmp_path):
+    bin_only = str(Path(sys.executable).parent)          # no fusermount3 on this PATH
+    p = subprocess.run([*harness_cmd(), "run", "--engine", "sqlite", "--scenario", "crash", "--profile", "smoke",
+                        "--set", "workload.crash.mode=power_cut", "--results", str(tmp_path), "--data", str(tmp_path)],
+                       cwd=ROOT, env={**os.environ, "PATH": bin_only}, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "power_cut is not available here" in p.stderr and "fusermount3" in p.stderr
+    assert list(tmp_path.iterdir()) == [], "refused before a state was cloned"
 
 
 def test_crash_metrics_need_a_crash_scenario(tmp_path):
@@ -122,3 +126,54 @@ def test_an_engine_that_acknowledges_before_it_writes_is_caught_losing_acknowled
     assert r["status"] == "error" and p.returncode == 3 and "acknowledged blocks lost" in r["error"], p.stderr[-2000:]
     assert r["integrity"]["ok"] is False, "and the last life, never killed, still holds its last block back"
     assert any(t["expr"] == "count(lost_acked_blocks) == 0" and not t["passed"] for t in r["thresholds"])
+
+
+CUT = powercut.unavailable()
+
+
+@pytest.mark.skipif(CUT is not None, reason=f"no simulated power cut here: {CUT}")
+def test_the_power_cut_layer_keeps_what_was_synced_and_drops_the_rest(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "old").write_bytes(b"A" * 8192)                # on the disk before the layer: synced
+    layer = powercut.PowerCut(data)
+    layer.up()
+    try:
+        with open(data / "old", "r+b") as f:
+            f.write(b"B" * 4096)                            # overwritten, never synced
+        with open(data / "new", "wb") as f:
+            f.write(b"synced")
+            f.flush()
+            os.fsync(f.fileno())
+            f.write(b" and not")                            # appended after the sync
+        with open(data / "grown", "wb") as f:
+            f.write(b"x" * 100)                             # never synced at all
+        dropped = layer.down(cut=True)
+        assert not os.path.ismount(data)
+        disk = layer.disk
+        assert (disk / "old").read_bytes() == b"A" * 8192
+        assert (disk / "new").read_bytes() == b"synced"
+        assert (disk / "grown").read_bytes() == b""         # the entry survives (directories are not modelled)
+        assert dropped["cut"] and dropped["files"] == 3 and dropped["bytes"] == 4096 + 8 + 100
+        layer.up()                                          # served again: what survived is what a life reads
+        assert (data / "new").read_bytes() == b"synced"
+        assert layer.down(cut=False)["cut"] is False
+    finally:
+        layer.remove()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CUT is not None, reason=f"no simulated power cut here: {CUT}")
+def test_a_power_cut_loses_what_normal_never_synced_and_nothing_at_full(tmp_path):
+    lost = {}
+    for durability, setting in (("checkpoint", "NORMAL"), ("commit", "FULL")):
+        rc, r, run_dir, err = run_scenario(tmp_path / durability, "--scenario", "crash", "--profile", "smoke", "--set",
+                                           "workload.crash.mode=power_cut", "--set", f"durability={durability}",
+                                           timeout=300)
+        assert r["engine_settings"]["synchronous"] == {"NORMAL": 1, "FULL": 2}[setting]
+        x = _check_kills(r, run_dir)
+        assert x["mode"] == "power_cut" and all(k["dropped_bytes"] > 0 for k in x["kills"]), "each cut dropped writes"
+        assert x["promised"] is (setting == "FULL")
+        lost[setting] = x["lost_acked_blocks"]
+        assert r["status"] == ("passed" if setting == "FULL" else "failed"), (r["error"], err[-2000:])
+    assert lost["FULL"] == 0 and lost["NORMAL"] > 0, lost
