@@ -1,0 +1,56 @@
+"""The crash driver's judgement, apart from any engine: which block a restart holds, and what each kill cost."""
+from types import SimpleNamespace
+
+from harness.crash.blocks import match
+from harness.crash.driver import _kill_record, _seconds_summary
+from harness.crash.status import Status
+
+OPENED = {"open_s": 0.1, "first_read_s": 0.2}
+STATE = {"verify_s": 1.0}
+
+
+def _kill(last_acked: int, where: tuple, found):
+    c = SimpleNamespace(last_acked=last_acked, wal_bytes=None)
+    k = _kill_record(c, 0, "commit", where, found, OPENED, STATE, {})
+    return k, c
+
+
+def test_the_newest_block_whose_model_the_rows_match_is_found():
+    digests = {10: {"t": "1:a"}, 11: {"t": "2:b"}, 12: {"t": "2:b"}}      # block 12 changed nothing
+    assert match(digests, {"t": "2:b"}) == 12
+    assert match(digests, {"t": "1:a"}) == 10
+    assert match(digests, {"t": "9:z"}) is None
+
+
+def test_a_kill_inside_a_commit_may_keep_the_block_in_flight_or_not():
+    kept, c = _kill(41, ("commit", 42, 0.01), 42)
+    assert kept.in_flight_kept and kept.lost_acked_blocks == 0 and kept.block_in_flight == 42 and c.last_acked == 42
+    gone, _ = _kill(41, ("commit", 42, 0.01), 41)
+    assert not gone.in_flight_kept and gone.lost_acked_blocks == 0 and gone.unacked_blocks == 0
+
+
+def test_acknowledged_blocks_missing_after_a_restart_are_lost_and_the_stream_goes_on_from_there():
+    k, c = _kill(50, ("idle", 50, 0.2), 47)
+    assert k.lost_acked_blocks == 3 and k.block_in_flight is None and c.last_acked == 47
+
+
+def test_a_block_never_sent_or_rows_of_no_block_are_failures_whatever_the_settings():
+    k, _ = _kill(50, ("idle", 50, 0.2), 53)
+    assert k.unacked_blocks == 3
+    k, c = _kill(50, ("checkpoint", 50, 0.2), None)
+    assert k.corrupt and k.recovered_block is None and c.last_acked == 50
+
+
+def test_the_status_file_says_where_a_life_was(tmp_path):
+    s = Status(tmp_path / "status", create=True)
+    assert s.get()[:2] == ("start", -1)
+    s.set("commit", 7)
+    other = Status(tmp_path / "status")          # the driver's view, another mapping of the same file
+    phase, block, secs = other.get()
+    assert (phase, block) == ("commit", 7) and 0 <= secs < 5
+
+
+def test_recovery_seconds_summarised_by_the_same_rank_rule_as_latencies():
+    s = _seconds_summary([0.3, 0.1, 0.2, 0.4])
+    assert (s.count, s.p50, s.max, s.mean) == (4, 0.2, 0.4, 0.25)
+    assert _seconds_summary([]).count == 0
