@@ -37,6 +37,7 @@ ACKS = "acks.log"
 AIM_TIMEOUT_S = 30.0        # a kill aimed at a phase the life never enters lands where it is after this
 EVENT_TIMEOUT_S = 900.0     # a life silent this long (an open, a digest at scale) has hung
 STATUS_POLL_S = 0.0002
+WAL_MAX_BLOCKS = 50_000     # a WAL size aimed at that this many blocks never reach: the engine checkpoints anyway
 
 
 class LifeFailed(RuntimeError):
@@ -111,6 +112,15 @@ def process_tree(root: int) -> list[int]:
     return out
 
 
+def stop_tree(root: int) -> list[int]:
+    """SIGSTOP root and its descendants, again until no new one appears (a backend forked meanwhile)."""
+    stopped: set[int] = set()
+    while new := [p for p in process_tree(root) if p not in stopped]:
+        _signal_all(new, signal.SIGSTOP)
+        stopped.update(new)
+    return sorted(stopped)
+
+
 def _signal_all(pids: list[int], sig: int) -> None:
     for p in pids:
         try:
@@ -134,6 +144,13 @@ class Crasher:
         self.wal_bytes: int | None = None
         self.info: dict | None = None
         self.on_ack = lambda block: None     # the block file keeps generating ahead of the acknowledged block
+        self.life: Life | None = None
+
+    def end_life(self) -> None:
+        """Whatever stopped the run, no process of the engine outlives it."""
+        if self.life is not None and self.life.proc.poll() is None:
+            _signal_all(process_tree(self.life.proc.pid), signal.SIGKILL)
+            self.life.proc.wait(timeout=60)
 
     def aims(self) -> list[tuple[str, int | None]]:
         c = self.crash
@@ -166,16 +183,20 @@ class Crasher:
 
     def kill(self, life: Life, aim: str, wal_target: int | None) -> tuple[str, int, float]:
         """Run the life to its kill; SIGSTOP its whole tree, read where it was, SIGKILL it. (phase, block, s)."""
-        if wal_target is not None:
-            ev = self.pump(life, lambda e: e["event"] == "ack" and (e["wal_bytes"] or 0) >= wal_target)
-        else:
-            due = self.rng.randint(*self.crash.after_blocks)
-            n = [0]
+        due = None if wal_target is not None else self.rng.randint(*self.crash.after_blocks)
+        n = [0]
 
-            def counted(e):
-                n[0] += e["event"] == "ack"
+        def reached(e) -> bool:
+            if e["event"] != "ack":
+                return False
+            n[0] += 1
+            if due is not None:
                 return n[0] >= due
-            ev = self.pump(life, counted)
+            if n[0] > WAL_MAX_BLOCKS:
+                raise LifeFailed(f"the WAL never reached {wal_target} bytes in {WAL_MAX_BLOCKS} blocks (it holds "
+                                 f"{self.wal_bytes}): the engine checkpoints on its own at these settings")
+            return (e["wal_bytes"] or 0) >= wal_target
+        ev = self.pump(life, reached)
         if ev is None:
             raise LifeFailed(f"the engine's process ended before its kill; {life.log_path.name}: {life.tail()}")
         if aim in ("commit", "checkpoint"):
@@ -189,8 +210,7 @@ class Crasher:
             commit_ms = self.phase_ms["commit"][-20:]
             cycle_s = max(self.plan.workload.block_interval_ms, statistics.median(commit_ms) if commit_ms else 0) / 1000
             time.sleep(self.rng.uniform(0, cycle_s))
-        pids = process_tree(life.proc.pid)
-        _signal_all(pids, signal.SIGSTOP)          # nothing moves between reading the status and the kill
+        pids = stop_tree(life.proc.pid)            # nothing moves between reading the status and the kill
         where = self.status.get()
         _signal_all(pids, signal.SIGKILL)
         life.proc.wait(timeout=60)
@@ -247,6 +267,7 @@ def run_crash(plan: RunPlan) -> int:
     except KeyboardInterrupt:
         out.status, out.error = "error", "interrupted"
     finally:
+        c.end_life()
         if blocks:
             blocks.close()
         if cutter:
@@ -269,7 +290,7 @@ def _lives(plan: RunPlan, c: Crasher, blocks: BlockFile, env: dict, cg, out: Out
             evict(cutter.disk if cutter else Path(plan.data_dir), write_back=True)
         if cutter:
             cutter.up()
-        life = Life(plan, n, fresh=n == 0, env=env, cg=cg)
+        life = c.life = Life(plan, n, fresh=n == 0, env=env, cg=cg)
         opened = life.expect("open")
         if n == 0:
             c.info = opened.get("info")

@@ -4,8 +4,10 @@ driver where to go on, then apply blocks until killed (or, the last life, for ta
 digest). Every event goes to the driver as a JSON line on --events; the driver answers on stdin."""
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -17,8 +19,14 @@ from harness.engine_api import TABLES
 from harness.scenario.plan import RunPlan
 from harness.workload.digest import digest_rows
 
+_PR_SET_PDEATHSIG = 1
+
 
 def main(plan_path: str, events_fd: int, fresh: bool) -> int:
+    try:   # die with the driver, whatever kills it (a server engine's server is our child: it loses its client)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
     plan = RunPlan.read(Path(plan_path))
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     events = os.fdopen(events_fd, "w", buffering=1)

@@ -16,13 +16,18 @@ from harness.workload.dc import WRITE_MIXES
 from harness.workload.shapes import SHAPES
 
 
-def _check_thresholds(v: list[str]) -> list[str]:
-    for i, expr in enumerate(v):
+def _each(parse, v: list[str]) -> list[str]:
+    """Every item parsed; the first that is refused named by its index."""
+    for i, item in enumerate(v):
         try:
-            parse_threshold(expr)
+            parse(item)
         except ValueError as e:
             raise ValueError(f"[{i}] {e}") from None
     return v
+
+
+def _check_thresholds(v: list[str]) -> list[str]:
+    return _each(parse_threshold, v)
 
 
 ThresholdExprs = Annotated[list[str], AfterValidator(_check_thresholds)]
@@ -61,11 +66,7 @@ class DataCentres(Strict):
 
 
 def _sizes(v: list[str]) -> list[str]:
-    for i, s in enumerate(v):
-        try:
-            parse_size_bytes(s)
-        except ValueError as e:
-            raise ValueError(f"[{i}] {e}") from None
+    _each(parse_size_bytes, v)
     if [parse_size_bytes(s) for s in v] != sorted(parse_size_bytes(s) for s in v):
         raise ValueError("sizes in increasing order")
     return v

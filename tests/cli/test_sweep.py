@@ -279,3 +279,21 @@ def test_report_renders_in_headless_chromium(small_sweep):
     assert len(sizes) == len(list((small_sweep / "plots").iterdir())) >= 4
     assert all(w > 300 and h > 150 for w, h in sizes), sizes
     assert shot.stat().st_size > 50_000
+
+
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_a_crash_criterion_is_walked_like_any_other(tmp_path):
+    """A decision step may require no acknowledged block lost on a kill and a recovery bound."""
+    path = write_decision(tmp_path, "durable", ["count(lost_acked_blocks) == 0", "max(recovery_ms) < 30s"],
+                          engines=("sqlite",))
+    tree = json.loads(path.read_text())
+    tree["criteria"] = [{**tree["criteria"][0], "name": "crash", "scenario": "crash", "target": {"scale": 1.0}}]
+    path.write_text(json.dumps(tree))
+    p, v = run_verdict(tmp_path, path)
+    assert p.returncode == 0 and v["verdict"]["engine"] == "sqlite", p.stderr[-3000:]
+    cell = v["steps"][0]["cells"][0]
+    assert cell["scenario"] == "crash" and [t["passed"] for t in cell["thresholds"]] == [True, True]
+    assert v["caveats"] and "crash ran at scale 0.001; the criterion asks for scale 1" in " ".join(v["caveats"])
+    md = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
+    assert "crash durability and recovery" in md and "Kills of sqlite" in md
