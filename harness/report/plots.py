@@ -250,6 +250,9 @@ def recovery_by_wal(cells: list[CellData], title: str) -> str:
         pts = sorted((k.wal_bytes / MIB, k.recovery_s) for c in cells if c.engine == engine and c.result.crash
                      for k in c.result.crash.kills if k.aimed_at.startswith("wal ") and k.wal_bytes and k.recovery_s)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
+    # the other seeds' advice, for shape: a WAL under 100 MB for sub-second recovery
+    ax.axvline(100, color="grey", ls=":", lw=1, label="100 MB WAL, 1 s: the other seeds' sub-second advice")
+    ax.axhline(1, color="grey", ls=":", lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("WAL at the kill (MiB)")
