@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from harness.crash import powercut
@@ -121,6 +122,19 @@ def stop_tree(root: int) -> list[int]:
     return sorted(stopped)
 
 
+def _wait_gone(pids: list[int], timeout_s: float = 60.0) -> None:
+    """Until every killed process has exited (gone or a zombie): till then it may hold the data's files."""
+    deadline = time.monotonic() + timeout_s
+    for p in pids:
+        while time.monotonic() < deadline:
+            try:
+                if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            except (OSError, IndexError):
+                break
+            time.sleep(0.01)
+
+
 def _signal_all(pids: list[int], sig: int) -> None:
     for p in pids:
         try:
@@ -214,6 +228,7 @@ class Crasher:
         where = self.status.get()
         _signal_all(pids, signal.SIGKILL)
         life.proc.wait(timeout=60)
+        _wait_gone(pids)
         self.pump(life, lambda e: False)           # acknowledgements already sent count: the pipe held them
         return where
 
@@ -260,12 +275,15 @@ def run_crash(plan: RunPlan) -> int:
         if plan.workload.crash.mode == "power_cut":
             cutter = powercut.PowerCut(data_dir)
         out.status = _lives(plan, c, blocks, env, runner_cg, out, cutter)
-    except LifeFailed as e:
-        out.status, out.error = ("oom", f"OOM-killed at the {limits.data_limit_bytes}-byte memory limit: {e}") \
-            if db_cg and db_cg.oom_killed() else ("error", str(e))
-        log(plan, f"run failed: {out.error}")
+    except ConfigError:
+        raise
     except KeyboardInterrupt:
         out.status, out.error = "error", "interrupted"
+    except Exception as e:      # nothing is lost: the kills so far and what failed go into result.json
+        out.status, out.error = ("oom", f"OOM-killed at the {limits.data_limit_bytes}-byte memory limit: {e}") \
+            if db_cg and db_cg.oom_killed() else ("error", f"{type(e).__name__}: {e}" if not isinstance(e, LifeFailed) else str(e))
+        (run_dir / "runner.log").write_text(traceback.format_exc())
+        log(plan, f"run failed: {out.error}")
     finally:
         c.end_life()
         if blocks:

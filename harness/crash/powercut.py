@@ -235,7 +235,11 @@ class PowerCut:
         arm = Path(f"{self.report}.arm")
         if cut:
             arm.touch()
-        subprocess.run(["fusermount3", "-u", str(self.mount)], check=False, capture_output=True)
+        deadline = time.monotonic() + MOUNT_TIMEOUT_S
+        while (u := subprocess.run(["fusermount3", "-u", str(self.mount)], capture_output=True, text=True)).returncode:
+            if time.monotonic() > deadline:      # busy: a killed process has not let go of its files yet
+                raise RuntimeError(f"could not unmount the power-cut layer at {self.mount}: {u.stderr.strip()}")
+            time.sleep(0.05)
         self.proc.wait(timeout=120)
         self.proc = None
         arm.unlink(missing_ok=True)
