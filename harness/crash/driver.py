@@ -31,7 +31,7 @@ from harness.runner.outcome import Outcome, make_result
 from harness.runtime.local import _cgroup
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import NotEvaluable, evaluate, parse_threshold
-from harness.state.clone import evict
+from harness.state.clone import CLONE_RECORD, evict
 from harness.units import parse_size_bytes
 
 ACKS = "acks.log"
@@ -270,6 +270,9 @@ def run_crash(plan: RunPlan) -> int:
         out.environment.update(runner_limit_bytes_seen=cgroup.limit_bytes(runner_cg.path) if runner_cg else None,
                                memory_enforcement=runner_cg.enforcement if runner_cg else "none")
         (run_dir / "environment.json").write_text(json.dumps(out.environment, indent=2))
+        if (run_dir / CLONE_RECORD).exists():     # the cloned state, as a run's load records it
+            out.load = {"method": "state", "entities": plan.load_entities, "age_blocks": 0,
+                        **json.loads((run_dir / CLONE_RECORD).read_text())}
         blocks = BlockFile(plan, run_dir).start()
         c.on_ack = blocks.want
         if plan.workload.crash.mode == "power_cut":
