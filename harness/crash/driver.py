@@ -38,7 +38,7 @@ ACKS = "acks.log"
 AIM_TIMEOUT_S = 30.0        # a kill aimed at a phase the life never enters lands where it is after this
 EVENT_TIMEOUT_S = 900.0     # a life silent this long (an open, a digest at scale) has hung
 STATUS_POLL_S = 0.0002
-WAL_MAX_BLOCKS = 50_000     # a WAL size aimed at that this many blocks never reach: the engine checkpoints anyway
+WAL_MAX_BLOCKS = 50_000     # a WAL size that this many blocks never reach: the engine checkpoints anyway
 
 
 class LifeFailed(RuntimeError):
@@ -198,7 +198,7 @@ class Crasher:
     def kill(self, life: Life, aim: str, wal_target: int | None) -> tuple[str, int, float]:
         """Run the life to its kill; SIGSTOP its whole tree, read where it was, SIGKILL it. (phase, block, s)."""
         due = None if wal_target is not None else self.rng.randint(*self.crash.after_blocks)
-        n = [0]
+        n, wal = [0], [0]
 
         def reached(e) -> bool:
             if e["event"] != "ack":
@@ -206,10 +206,11 @@ class Crasher:
             n[0] += 1
             if due is not None:
                 return n[0] >= due
-            if n[0] > WAL_MAX_BLOCKS:
-                raise LifeFailed(f"the WAL never reached {wal_target} bytes in {WAL_MAX_BLOCKS} blocks (it holds "
-                                 f"{self.wal_bytes}): the engine checkpoints on its own at these settings")
-            return (e["wal_bytes"] or 0) >= wal_target
+            if (e["wal_bytes"] or 0) < wal[0] or n[0] > WAL_MAX_BLOCKS:
+                raise LifeFailed(f"the WAL never reached {wal_target} bytes (it held {wal[0]}, then {e['wal_bytes']} "
+                                 f"after {n[0]} blocks): the engine checkpoints on its own at these settings")
+            wal[0] = e["wal_bytes"] or 0
+            return wal[0] >= wal_target
         ev = self.pump(life, reached)
         if ev is None:
             raise LifeFailed(f"the engine's process ended before its kill; {life.log_path.name}: {life.tail()}")
