@@ -28,7 +28,6 @@ class BlockFile:
         self._prepare = registry.engine_class(plan.engine)().prepare_block
         self.offsets: dict[int, int] = {}
         self.digests: dict[int, dict] = {}
-        self.rows: dict[int, int] = {}
         self._load = None
         if plan.state:
             self.gen.restore(Path(plan.state.model))
@@ -77,7 +76,6 @@ class BlockFile:
                 self._f.write(data)
                 self._f.flush()
                 self.digests[b.number] = self.gen.model.digest.as_dict()
-                self.rows[b.number] = b.rows_written
                 self.offsets[b.number] = offset        # last: a life is told an offset only once it is whole
         except BaseException as e:
             self.error = e

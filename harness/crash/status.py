@@ -32,9 +32,6 @@ class Status:
         p, block, since = struct.unpack(_FMT, self._m[:SIZE])
         return PHASES[p] if p < len(PHASES) else "start", block, _now() - since
 
-    def close(self) -> None:
-        self._m.close()
-
 
 def _now() -> float:
     return time.clock_gettime(time.CLOCK_MONOTONIC)
