@@ -446,11 +446,10 @@ def write_crash_result(plan: RunPlan, c: Crasher, out: Outcome) -> Path:
     figures = figures.model_copy(update={"final_ok": out.integrity.ok})
     thresholds = [parse_threshold(t) for t in plan.thresholds]
     out.thresholds = [ThresholdResult(**t) for t in evaluate(thresholds, crash_source(c, figures))]
-    if out.status == "passed":
-        if failures:
-            out.status, out.error = "error", "; ".join(failures)
-        elif not all(t.passed for t in out.thresholds):
-            out.status = "failed"
+    if failures and out.status in ("passed", "error") and not out.error:   # a corrupt restart stops the lives
+        out.status, out.error = "error", "; ".join(failures)
+    elif out.status == "passed" and not all(t.passed for t in out.thresholds):
+        out.status = "failed"
     metrics = Metrics(service_time_ms=summary_ms(c.hist), blocks=c.acked, rows=c.rows)
     warnings = [] if plan.workload.crash.mode == "kill" else [
         "every file operation went through the power-cut layer (FUSE, in Python): commit latencies are that "

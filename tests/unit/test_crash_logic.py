@@ -1,4 +1,5 @@
 """The crash driver's judgement, apart from any engine: which block a restart holds, and what each kill cost."""
+from pathlib import Path
 from types import SimpleNamespace
 
 from harness.crash.blocks import match
@@ -54,3 +55,17 @@ def test_recovery_seconds_summarised_by_the_same_rank_rule_as_latencies():
     s = _seconds_summary([0.3, 0.1, 0.2, 0.4])
     assert (s.count, s.p50, s.max, s.mean) == (4, 0.2, 0.4, 0.25)
     assert _seconds_summary([]).count == 0
+
+
+def test_a_corrupt_restart_is_an_error_that_says_why(tmp_path):
+    from harness.crash.driver import Crasher, write_crash_result
+    from harness.results import load_result
+    from harness.runner.outcome import Outcome
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("crash", "sqlite", profile="smoke", results_root=tmp_path, data_root=tmp_path)
+    Path(plan.run_dir).mkdir(parents=True)
+    c = Crasher(plan)
+    c.kills.append(_kill(20, ("commit", 21, 0.01), None)[0])     # the rows matched no block
+    write_crash_result(plan, c, Outcome(environment={}, status="error"))
+    r = load_result(Path(plan.run_dir) / "result.json")
+    assert r.status == "error" and "match no block of the model" in r.error and r.crash.corrupt_restarts == 1
