@@ -24,11 +24,10 @@ from harness.environment import capture
 from harness.errors import EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.engine_api import EngineInfo
 from harness.platform import cgroup
-from harness.platform.cgroup import SERVER_CGROUP_ENV
 from harness.results import CrashFigures, Integrity, Kill, LatencySummary, Metrics, ThresholdResult, write_json
 from harness.runner.metrics import new_histogram, percentile_rank, summary_ms
-from harness.runner.outcome import Outcome, make_result
-from harness.runtime.local import _cgroup
+from harness.runner.outcome import Outcome, histogram_value, make_result
+from harness.runtime.local import limit_cgroups
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import NotEvaluable, evaluate, parse_threshold
 from harness.state.clone import CLONE_RECORD, evict
@@ -95,16 +94,22 @@ class Life:
             return "(no log)"
 
 
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command (state, ppid, ...); None: the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def process_tree(root: int) -> list[int]:
     """root and every descendant (a server engine's postmaster and backends are the life's)."""
     children: dict[int, list[int]] = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
+            stat = _stat(int(d.name))
+            if stat:
+                children.setdefault(int(stat[1]), []).append(int(d.name))
     out, todo = [], [root]
     while todo:
         p = todo.pop()
@@ -126,12 +131,7 @@ def _wait_gone(pids: list[int], timeout_s: float = 60.0) -> None:
     """Until every killed process has exited (gone or a zombie): till then it may hold the data's files."""
     deadline = time.monotonic() + timeout_s
     for p in pids:
-        while time.monotonic() < deadline:
-            try:
-                if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-            except (OSError, IndexError):
-                break
+        while time.monotonic() < deadline and (stat := _stat(p)) and stat[0] != "Z":
             time.sleep(0.01)
 
 
@@ -263,10 +263,7 @@ def run_crash(plan: RunPlan) -> int:
     out = Outcome(environment={})
     blocks = cutter = None
     try:
-        db_cg = runner_cg = _cgroup(plan.run_id, limits.data_limit_bytes, plan) if limits.data_limit_bytes else None
-        if limits.runner_is_client and db_cg:
-            env[SERVER_CGROUP_ENV] = str(db_cg.path)
-            runner_cg = _cgroup(f"{plan.run_id}-client", limits.runner_limit_bytes, plan)
+        db_cg, runner_cg = limit_cgroups(plan, env)
         out.environment = capture(data_dir, "local")
         out.environment.update(runner_limit_bytes_seen=cgroup.limit_bytes(runner_cg.path) if runner_cg else None,
                                memory_enforcement=runner_cg.enforcement if runner_cg else "none")
@@ -410,21 +407,15 @@ def crash_source(c: Crasher, figures: CrashFigures):
             raise NotEvaluable("a crash run has no windows")
         if metric == "lost_acked_blocks":
             return figures.lost_acked_blocks if agg == "count" else None
-        if metric in ("commit_ms", "service_ms", "recovery_ms"):
-            values = recovery_ms if metric == "recovery_ms" else None
-            if values is None:
-                h = c.hist
-                if not h.get_total_count():
-                    return None
-                if agg.startswith("p"):
-                    return h.get_value_at_percentile(float(agg[1:])) / 1000
-                return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
-                        "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
-            if not values:
+        if metric in ("commit_ms", "service_ms"):
+            return histogram_value(c.hist, agg) if c.hist.get_total_count() else None
+        if metric == "recovery_ms":
+            if not recovery_ms:
                 return None
             if agg.startswith("p"):
-                return values[percentile_rank(float(agg[1:]), len(values)) - 1]
-            return {"max": values[-1], "min": values[0], "mean": sum(values) / len(values), "count": len(values)}[agg]
+                return recovery_ms[percentile_rank(float(agg[1:]), len(recovery_ms)) - 1]
+            return {"max": recovery_ms[-1], "min": recovery_ms[0], "mean": sum(recovery_ms) / len(recovery_ms),
+                    "count": len(recovery_ms)}[agg]
         if metric in ("rows", "blocks") and agg == "count":
             return c.rows if metric == "rows" else c.acked
         raise NotEvaluable(f"{agg}({metric}) is not measured by a crash run")

@@ -65,8 +65,8 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
         engine.close(discard=True)
         return 0
     crash, ck = plan.workload.crash, plan.checkpoint
-    if crash.wal_bytes and plan.capabilities.checkpoint_modes:     # each WAL size from an empty WAL
-        engine.checkpoint(plan.capabilities.checkpoint_modes[-1])
+    if crash.wal_bytes and plan.capabilities.strongest_checkpoint:     # each WAL size from an empty WAL
+        engine.checkpoint(plan.capabilities.strongest_checkpoint)
     blocks = Reader(run_dir / cmd["file"], cmd["offset"])
     resumed = time.perf_counter()      # the first commit is timed from open without the harness's digest
     interval_s = plan.workload.block_interval_ms / 1000

@@ -39,6 +39,11 @@ class Capabilities(BaseModel):
                                                       "of its own, opened by reader_factory(), so readers and "
                                                       "writer share no GIL")
 
+    @property
+    def strongest_checkpoint(self) -> str | None:
+        """The strongest mode checkpoint() accepts (listed last), or None without manual checkpoints."""
+        return self.checkpoint_modes[-1] if self.checkpoint_modes else None
+
 
 @dataclass(frozen=True)
 class StorageStats:

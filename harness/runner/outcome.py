@@ -172,6 +172,14 @@ IO_FIGURES = {
 }
 
 
+def histogram_value(h, agg: str) -> float:
+    """A latency aggregate of an HdrHistogram in µs, in ms (count: a count)."""
+    if agg.startswith("p"):
+        return h.get_value_at_percentile(float(agg[1:])) / 1000
+    return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
+            "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
+
+
 def metric_source(state: RunState, metrics: Metrics | None = None):
     hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
             "read_ms": state.read.total}
@@ -191,10 +199,7 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
                     raise NotEvaluable(f"the measured phase ({state.measured_s():.1f} s) is shorter than "
                                        f"the {window_s} s window")
                 return worst
-            if agg.startswith("p"):
-                return h.get_value_at_percentile(float(agg[1:])) / 1000
-            return {"max": h.get_max_value() / 1000, "min": h.get_min_value() / 1000,
-                    "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
+            return histogram_value(h, agg)
         if metric in counters and agg == "rate%":
             rows = metrics.offered_rows_per_s * state.window_s() if metrics and metrics.offered_rows_per_s else state.rows
             offered = {"rows": rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]

@@ -121,7 +121,7 @@ def load_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState) -> dict:
         # with the strongest mode the engine has (listed last), so the clock starts on an empty WAL
         if plan.capabilities.checkpoint_modes:
             log(plan, "checkpointing the ageing blocks")
-            engine.checkpoint(plan.capabilities.checkpoint_modes[-1])
+            engine.checkpoint(plan.capabilities.strongest_checkpoint)
     else:
         log(plan, "settling after the load")
         engine.settle()

@@ -28,6 +28,19 @@ def _cgroup(name: str, limit: int, plan: RunPlan) -> MemoryCgroup:
                           "or drop MEM") from None
 
 
+def limit_cgroups(plan: RunPlan, env: dict) -> tuple[MemoryCgroup | None, MemoryCgroup | None]:
+    """(the data's cgroup, the runner's): one for an embedded engine; for a server engine the server's,
+    named in env for the runner to start it in, and the runner's own with the client limit."""
+    limits = plan.memory
+    db_cg = runner_cg = _cgroup(plan.run_id, limits.data_limit_bytes, plan) if limits.data_limit_bytes else None
+    if limits.runner_is_client and db_cg:
+        env[SERVER_CGROUP_ENV] = str(db_cg.path)
+        runner_cg = _cgroup(f"{plan.run_id}-client", limits.runner_limit_bytes, plan)
+    if runner_cg:
+        env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement
+    return db_cg, runner_cg
+
+
 def run_local(plan: RunPlan) -> int:
     run_dir = Path(plan.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -37,12 +50,7 @@ def run_local(plan: RunPlan) -> int:
     limits = plan.memory
     db_cg = runner_cg = None
     try:
-        db_cg = runner_cg = _cgroup(plan.run_id, limits.data_limit_bytes, plan) if limits.data_limit_bytes else None
-        if limits.runner_is_client:
-            env[SERVER_CGROUP_ENV] = str(db_cg.path)
-            runner_cg = _cgroup(f"{plan.run_id}-client", limits.runner_limit_bytes, plan)
-        if runner_cg:
-            env["ARKBENCH_MEM_ENFORCEMENT"] = runner_cg.enforcement
+        db_cg, runner_cg = limit_cgroups(plan, env)
         proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "_runner", str(plan_path)], env=env,
                                 preexec_fn=runner_cg.add_self if runner_cg else None)
         while True:

@@ -116,9 +116,9 @@ def with_durability(durability, settings_obj, asked: str | None):
 
 def _checkpoint(c: Checkpoint, caps: Capabilities) -> Checkpoint:
     """checkpoint.mode strongest as the engine's own (its capabilities list it last)."""
-    if c.mode != "strongest" or not caps.checkpoint_modes:
+    if c.mode != "strongest" or not caps.strongest_checkpoint:
         return c
-    return c.model_copy(update={"mode": caps.checkpoint_modes[-1]})
+    return c.model_copy(update={"mode": caps.strongest_checkpoint})
 
 
 def parse_overrides(items: list[str]) -> dict:
