@@ -32,6 +32,7 @@ SCALES ?=
 REPEATS ?=
 EARLY_ABORT ?=
 RUN ?=
+PLACE ?= local
 CELL_ARGS = --runtime $(RUNTIME) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) \
   $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
@@ -76,9 +77,9 @@ install: $(STAMP) ## create .venv and install the harness and its drivers
 run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|ratio|full] [MEM=512m] [POLICY=sized|stock] [DURABILITY=commit|checkpoint] [SCALE=] [DURATION=s] [EARLY_ABORT=1] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
 
-sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1]
+sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1] [PLACE=local|swarm]
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
-	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") --place $(PLACE) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s]
 	@$(HARNESS) matrix --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
@@ -90,9 +91,9 @@ experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratio
 compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file]
 	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD))
 
-verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1]
+verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1] [PLACE=local|swarm]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) \
-	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS)
+	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) --place $(PLACE) $(CELL_ARGS)
 
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \

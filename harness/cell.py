@@ -40,6 +40,13 @@ def start_state(plan):
     return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL))})
 
 
+def build_failed(plan, e: StateBuildFailed) -> int:
+    Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+    # the build ran outside the limit: its out-of-memory is no measurement of the cell's MEM
+    write_failed_result(plan, "build_failed", f"{str(e)}{' (out of memory)' if e.oom and 'memory' not in str(e).lower() else ''}")
+    return EXIT_RUN_FAILED
+
+
 def execute(plan) -> int:
     """The cell's exit code (docs/design.md); its result.json is in plan.run_dir."""
     if plan.workload.crash:
@@ -48,10 +55,7 @@ def execute(plan) -> int:
     try:
         plan = start_state(plan)
     except StateBuildFailed as e:
-        Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
-        # the build ran outside the limit: its out-of-memory is no measurement of the cell's MEM
-        write_failed_result(plan, "build_failed", f"{str(e)}{' (out of memory)' if e.oom and 'memory' not in str(e).lower() else ''}")
-        return EXIT_RUN_FAILED
+        return build_failed(plan, e)
     if plan.workload.crash:           # its own blocks and lives, no feed (harness/crash/)
         from harness.crash.driver import run_crash
         return run_crash(plan)

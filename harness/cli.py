@@ -31,6 +31,11 @@ def _overrides(p: argparse.ArgumentParser) -> None:
                    help="override a scenario field, e.g. engines.sqlite.cache_size=1GB (repeatable)")
 
 
+def _place_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--place", default="local", help="where the cells run: local (one after another, here) or swarm "
+                                                     "(a Docker Swarm's nodes, one cell per node; docs/placement.md)")
+
+
 def _add_run(sub) -> None:
     r = sub.add_parser("run", help="run a scenario against an engine")
     r.add_argument("--engine", required=True)
@@ -90,6 +95,7 @@ def _add_sweep(sub) -> None:
     add_cell_args(s)
     _overrides(s)
     s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
+    _place_arg(s)
     s.set_defaults(func=_cmd_sweep)
 
 
@@ -123,6 +129,7 @@ def _add_verdict(sub) -> None:
                    help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
     d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
     add_cell_args(d)
+    _place_arg(d)
     d.set_defaults(func=_cmd_verdict)
 
 

@@ -40,17 +40,19 @@ class CellOptions:
     runtime: str = "auto"
     keep_data: bool = False
     data_root: str = "data"
+    place: str = "local"              # harness/place/: this machine, one cell after another, or a swarm's nodes
 
     def asked(self) -> dict:
-        """What names the sweep (and its directory): not where files go."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root")}
+        """What names the sweep (and its directory): not where files go, nor what places the cells (a sweep
+        begun on one placement resumes on another: a cell's identity is its plan and images)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root", "place")}
 
     @classmethod
     def from_args(cls, args) -> "CellOptions":
         """From the command line of a walk over cells (add_cell_args)."""
         return cls(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
                    early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
-                   data_root=args.data)
+                   data_root=args.data, place=getattr(args, "place", "local"))
 
 
 def add_cell_args(p) -> None:
@@ -133,7 +135,11 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
                             mem=c.mem, keep_data=opts.keep_data, overrides=[*opts.overrides, *c.overrides],
                             thresholds=list(opts.thresholds) if opts.thresholds is not None else None,
                             early_abort=opts.early_abort)
-        runtime, _ = choose_runtime(opts.runtime, plan)
+        if opts.place == "local":
+            runtime, _ = choose_runtime(opts.runtime, plan)
+        else:
+            from harness.place import placed_runtime
+            runtime = placed_runtime(opts.place, opts.runtime, plan)
         name = cell_name(c, plan, repeats)
         if (c.scenario, name) in names:
             raise ConfigError(f"two cells would share the name {c.scenario}/{name}; check MEMS and SCALES for repeats")
@@ -176,14 +182,19 @@ def read_cell(path: Path) -> CellRecord | None:
 
 def completed(cr: CellRun) -> CellRecord | None:
     """The cell's record when it completed under the same identity, else None."""
-    rec = read_cell(cr.dir / "cell.json")
-    if rec and rec.cell_id == cr.cell_id and rec.state == "complete" and (cr.dir / "result.json").exists():
+    return completed_record(cr.dir, cr.cell_id)
+
+
+def completed_record(cell_dir: Path, cell_id: str) -> CellRecord | None:
+    rec = read_cell(cell_dir / "cell.json")
+    if rec and rec.cell_id == cell_id and rec.state == "complete" and (cell_dir / "result.json").exists():
         return rec
     return None
 
 
-def run_cell(cr: CellRun, label: str) -> CellRecord:
-    from harness.cell import execute
+def begin_cell(cr: CellRun, label: str, where: str | None = None) -> CellRecord:
+    """The cell's record: the completed one (skipped), else a new "running" one in a clean folder, the
+    partial or superseded attempt moved aside. where: what runs it, for the log (default its runtime)."""
     if (rec := completed(cr)) is not None:
         print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec.status}), skipped", file=sys.stderr, flush=True)
         return rec
@@ -199,7 +210,24 @@ def run_cell(cr: CellRun, label: str) -> CellRecord:
                      data_limit_bytes=cr.plan.memory.data_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
                      runtime=cr.plan.runtime, dir=cr.dir.name, state="running", started_utc=utc_now())
     write_json(cr.dir / "cell.json", rec)
-    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({cr.plan.runtime})", file=sys.stderr, flush=True)
+    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({where or cr.plan.runtime})", file=sys.stderr, flush=True)
+    return rec
+
+
+def end_cell(cr: CellRun, rec: CellRecord, rc: int, label: str, **extra) -> CellRecord:
+    """The record of a cell whose run ended (its result.json read back), written to cell.json."""
+    rec = rec.model_copy(update={"state": "complete", "exit_code": rc, "finished_utc": utc_now(),
+                                 **cell_summary(cr.dir), **extra})
+    write_json(cr.dir / "cell.json", rec)
+    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec.status}", file=sys.stderr, flush=True)
+    return rec
+
+
+def run_cell(cr: CellRun, label: str) -> CellRecord:
+    from harness.cell import execute
+    rec = begin_cell(cr, label)
+    if rec.state == "complete":
+        return rec
     try:
         rc = execute(cr.plan)
     except KeyboardInterrupt:
@@ -207,11 +235,7 @@ def run_cell(cr: CellRun, label: str) -> CellRecord:
     result = load_result(cr.dir / "result.json")
     if result is not None and result.error == "interrupted":
         raise SweepInterrupted(cr.dir.name)
-    rec = rec.model_copy(update={"state": "complete", "exit_code": rc, "finished_utc": utc_now(),
-                                 **cell_summary(cr.dir)})
-    write_json(cr.dir / "cell.json", rec)
-    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec.status}", file=sys.stderr, flush=True)
-    return rec
+    return end_cell(cr, rec, rc, label)
 
 
 def cell_summary(run_dir: Path) -> dict:
@@ -255,9 +279,13 @@ def write_sweep_json(path: Path, meta: dict, runs: list[CellRun]) -> SweepFile:
     return out
 
 
-def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None) -> SweepFile:
+def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None, place: str = "local") -> SweepFile:
     """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content.
-    stop(record) -> True ends the walk there: the cells after it are left unrun (no record)."""
+    stop(record) -> True ends the walk there: the cells after it are left unrun (no record). Placed on a
+    swarm, the cells run side by side, one per node, and all of them run (stop is not consulted)."""
+    if place == "swarm":
+        from harness.place.swarm import run_swarm
+        return run_swarm(runs, lambda: write_sweep_json(sweep_json, meta, runs))
     out = None
     for i, cr in enumerate(runs, 1):
         try:
@@ -293,7 +321,7 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
           file=sys.stderr, flush=True)
     meta = {"kind": "sweep", "spec": spec, "dir": str(root)}
     try:
-        out = run_cells(runs, root / "sweep.json", meta)
+        out = run_cells(runs, root / "sweep.json", meta, place=opts.place)
     except SweepInterrupted as e:
         print(f"[sweep] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED

@@ -31,6 +31,8 @@ class CellRecord(Model):
     scale: float
     repeat: int = 1
     runtime: str
+    place: str = "local"                 # what placed it: this machine, or an orchestrator (harness/place/)
+    node: Optional[str] = None           # the node it ran on, where an orchestrator chose it
     dir: str
     state: Literal["running", "complete", "partial"]
     started_utc: Optional[str] = None

@@ -122,25 +122,7 @@ def run_docker(plan: RunPlan) -> int:
         state = json.loads(_docker("inspect", "-f", "{{json .State}}", container).stdout or "{}")
         _save_logs(compose, env, container, run_dir)
         server_oom = [c for c in _project_containers(project) if c != container and _oom_killed(c)]
-        if server_oom:         # MEM is the server's: its OOM kill is the run's, whatever the runner saw
-            why = f"{server_oom[0]} was OOM-killed at the {plan.memory.data_limit_bytes}-byte container memory limit"
-            if (run_dir / "result.json").exists():
-                record_server_oom(run_dir, why)
-            else:
-                write_failed_result(plan, "oom", why)
-            return EXIT_RUN_FAILED
-        if state.get("OOMKilled") or rc == 137:
-            why = (f"OOM-killed at the {plan.memory.runner_limit_bytes}-byte container memory limit"
-                   if state.get("OOMKilled") else "the container was killed (exit 137)")
-            # a server engine's runner is its client: its own OOM is a harness failure, not the engine's
-            oom = (state.get("OOMKilled") or plan.memory.data_limit_bytes) and not plan.memory.runner_is_client
-            write_failed_result(plan, "oom" if oom else "error", why)
-            return EXIT_RUN_FAILED
-        if not (run_dir / "result.json").exists():
-            write_failed_result(plan, "error", f"the runner container exited with {rc} and wrote no result; "
-                                               "see container.log")
-            return EXIT_RUN_FAILED
-        return rc
+        return judge_exit(plan, rc, bool(state.get("OOMKilled")), server_oom[0] if server_oom else None)
     finally:
         _docker("rm", "-f", container)
         subprocess.run([*compose, "down", "--volumes", "--remove-orphans", "--timeout", "10"], env=env,
@@ -148,6 +130,31 @@ def run_docker(plan: RunPlan) -> int:
         _return_to_owner(run_dir, run_dir.parent)
         if not plan.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def judge_exit(plan: RunPlan, rc: int, oom_killed: bool, server_oom: str | None = None) -> int:
+    """The cell's exit code once its containers ended (here, or as swarm tasks): an OOM kill of what holds
+    MEM is the run's "oom", whatever the runner wrote; a runner that vanished wrote no result."""
+    run_dir = Path(plan.run_dir)
+    if server_oom:         # MEM is the server's: its OOM kill is the run's, whatever the runner saw
+        why = f"{server_oom} was OOM-killed at the {plan.memory.data_limit_bytes}-byte container memory limit"
+        if (run_dir / "result.json").exists():
+            record_server_oom(run_dir, why)
+        else:
+            write_failed_result(plan, "oom", why)
+        return EXIT_RUN_FAILED
+    if oom_killed or rc == 137:
+        why = (f"OOM-killed at the {plan.memory.runner_limit_bytes}-byte container memory limit"
+               if oom_killed else "the container was killed (exit 137)")
+        # a server engine's runner is its client: its own OOM is a harness failure, not the engine's
+        oom = (oom_killed or plan.memory.data_limit_bytes) and not plan.memory.runner_is_client
+        write_failed_result(plan, "oom" if oom else "error", why)
+        return EXIT_RUN_FAILED
+    if not (run_dir / "result.json").exists():
+        write_failed_result(plan, "error", f"the runner container exited with {rc} and wrote no result; "
+                                           "see container.log")
+        return EXIT_RUN_FAILED
+    return rc
 
 
 def _project_containers(project: str) -> list[str]:

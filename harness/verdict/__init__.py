@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.environment import utc_now
@@ -44,10 +44,22 @@ def ratio_mems(tree: DecisionTree, spec: RatioMems, profile: str, scale: float |
     return mems, basis
 
 
-def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
-            repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
-            all_cells: bool = False, drop_states: bool = False) -> int:
-    """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one."""
+@dataclass
+class Prepared:
+    """What a verdict walks, before any cell runs (also what its Kubernetes manifests place)."""
+    tree: DecisionTree
+    profile: str
+    mems: list[str]
+    memory_basis: str
+    plans: dict
+    criteria: list
+    notes: list[str]
+    opts: CellOptions
+    root: Path
+
+
+def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path, repeats: int = 1,
+            scale: float | None = None, decision_path: Path = DECISION_FILE, drop_states: bool = False) -> Prepared:
     tree = load_decision(decision_path)
     prof = profile or _default_profile(tree)
     opts = replace(opts, profile=prof)
@@ -58,7 +70,17 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     check_disk(list(plans.values()), drop_states)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
-    root = sweep_dir_for(results_root, "verdict", prof, spec)
+    return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,
+                    sweep_dir_for(results_root, "verdict", prof, spec))
+
+
+def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
+            repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
+            all_cells: bool = False, drop_states: bool = False) -> int:
+    """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one."""
+    pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states)
+    tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
+        pre.tree, pre.profile, pre.mems, pre.memory_basis, pre.plans, pre.criteria, pre.notes, pre.opts, pre.root)
     root.mkdir(parents=True, exist_ok=True)
     profile_scale = next(iter(plans.values())).scale
     ref = lambda m: at_reference(m, tree, profile_scale)  # noqa: E731

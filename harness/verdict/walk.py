@@ -113,23 +113,34 @@ class Walk:
             f"{cell.diagnosis}; tried {', '.join(tried)}: no option was enough"
         return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis}), records
 
+    def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
+                       option: Option | None = None) -> list:
+        """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each."""
+        over = as_overrides(engine, settings)
+        if option is not None:
+            base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
+                                duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
+            over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
+                                           flat_values(base.model_dump(mode="json", by_alias=True))))
+        cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag)
+                 for r in range(1, self.repeats + 1)]
+        return plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, self.repeats)
+
+    def every_cell(self) -> list:
+        """Every step's every criterion at every MEM, untuned (what --all-cells runs, and an orchestrator is
+        handed up front: the walk's choices are made afterwards from the cells' results)."""
+        return [cr for step in self.tree.steps for mem in self.mems for cp in self.criteria
+                for cr in self.criterion_runs(cp, step.engine, step.set, "", mem)]
+
     def engine_at(self, engine: str, settings: dict, tag: str, mem: str, option: Option | None = None) -> list[CellRecord]:
         """Every criterion at one MEM, in order; the first that does not pass ends the rest there. With a
         matrix option, its overrides come after the step's settings."""
         out = []
         for cp in self.criteria:
-            over = as_overrides(engine, settings)
-            if option is not None:
-                base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
-                                    duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
-                over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
-                                               flat_values(base.model_dump(mode="json", by_alias=True))))
-            cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag)
-                     for r in range(1, self.repeats + 1)]
-            runs = plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, self.repeats)
+            runs = self.criterion_runs(cp, engine, settings, tag, mem, option)
             done = run_cells(runs, self.root / f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}.json",
                              {"kind": "verdict-cells", "dir": str(self.root)},
-                             stop=None if self.all_cells else (lambda rec: rec.status != "passed"))
+                             stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
             self.cells_run += len(done.cells)
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})
