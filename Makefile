@@ -79,7 +79,7 @@ run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|rati
 
 sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1] [PLACE=local|swarm]
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
-	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") --place $(PLACE) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s]
 	@$(HARNESS) matrix --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
@@ -93,7 +93,7 @@ compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, signific
 
 verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1] [PLACE=local|swarm]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) \
-	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) --place $(PLACE) $(CELL_ARGS)
+	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS)
 
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \
@@ -104,9 +104,9 @@ v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGI
 	  --runtime $(RUNTIME) --results $(RESULTS) $(if $(DURATION),--duration $(DURATION)) \
 	  $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) $(foreach s,$(SET),--set $(s))
 
-report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir>
+report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir> [MIXED_NODES=1]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
-	@$(HARNESS) report $(RUN)
+	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
 
 state: $(STAMP) ## build (or find) a starting state: ENGINE= SCENARIO= [SCALE=] [PROFILE=] [STATES=dir]; prints its directory last
 	@$(HARNESS) state --engine $(ENGINE) --scenario $(SCENARIO) $(if $(PROFILE),--profile $(PROFILE)) \

@@ -34,6 +34,8 @@ def _overrides(p: argparse.ArgumentParser) -> None:
 def _place_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--place", default="local", help="where the cells run: local (one after another, here) or swarm "
                                                      "(a Docker Swarm's nodes, one cell per node; docs/placement.md)")
+    p.add_argument("--mixed-nodes", action="store_true",
+                   help="report cells from unlike nodes in one table anyway (the report says so)")
 
 
 def _add_run(sub) -> None:
@@ -173,6 +175,8 @@ def _add_states(sub) -> None:
 def _add_report(sub) -> None:
     rp = sub.add_parser("report", help="report.md and report.html for a run, sweep or verdict directory")
     rp.add_argument("run", type=Path)
+    rp.add_argument("--mixed-nodes", action="store_true",
+                    help="put cells from unlike nodes in one table anyway (the report says so)")
     rp.set_defaults(func=_cmd_report)
 
 
@@ -297,7 +301,7 @@ def _cmd_v1(args) -> int:
 
 def _cmd_report(args) -> int:
     from harness.report import write_report
-    for path in write_report(args.run):
+    for path in write_report(args.run, mixed_nodes=args.mixed_nodes):
         print(path)
     return 0
 

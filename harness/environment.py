@@ -13,6 +13,9 @@ from pathlib import Path
 from harness.platform import cgroup, pagecache
 from harness.provenance import git_commit, harness_version
 
+NODE_ENV = "ARKBENCH_NODE"          # the machine's hostname, given to a container by its runtime or orchestrator
+
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -143,6 +146,8 @@ def capture(data_dir: Path, runtime: str) -> dict:
         "platform": platform.platform(),
         "kernel": platform.release(),
         "hostname": platform.node(),
+        # the machine's own name: a container's hostname is its id (the runtime or orchestrator passes it)
+        "node": os.environ.get(NODE_ENV) or platform.node(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)),

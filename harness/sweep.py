@@ -16,17 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.environment import utc_now
-from harness.results import DONE_STATUSES, CellRecord, SweepFile, load_result, read_json, write_json
+from harness.records import Cell, CellRun, SweepInterrupted, begin_cell, completed, end_cell, read_cell
+
+from harness.results import DONE_STATUSES, CellRecord, SweepFile, load_result, write_json
 from harness.scenario.plan import RunPlan, resolve_plan
 
-
-
-class SweepInterrupted(Exception):
-    """Ctrl-C during a cell: its partial result is kept and redone on the next start."""
 
 
 @dataclass(frozen=True)
@@ -41,18 +37,20 @@ class CellOptions:
     keep_data: bool = False
     data_root: str = "data"
     place: str = "local"              # harness/place/: this machine, one cell after another, or a swarm's nodes
+    mixed_nodes: bool = False         # report cells from unlike nodes in one table (report/nodes.py)
 
     def asked(self) -> dict:
         """What names the sweep (and its directory): not where files go, nor what places the cells (a sweep
         begun on one placement resumes on another: a cell's identity is its plan and images)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root", "place")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root", "place", "mixed_nodes")}
 
     @classmethod
     def from_args(cls, args) -> "CellOptions":
         """From the command line of a walk over cells (add_cell_args)."""
         return cls(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
                    early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
-                   data_root=args.data, place=getattr(args, "place", "local"))
+                   data_root=args.data, place=getattr(args, "place", "local"),
+                   mixed_nodes=getattr(args, "mixed_nodes", False))
 
 
 def add_cell_args(p) -> None:
@@ -65,26 +63,6 @@ def add_cell_args(p) -> None:
     p.add_argument("--results", default="results", type=Path)
     p.add_argument("--data", default="data", help="where the cells' database files go")
     p.set_defaults(writes=True)
-
-
-@dataclass(frozen=True)
-class Cell:
-    scenario: str
-    engine: str
-    mem: str | None
-    scale: float | None
-    repeat: int = 1
-    overrides: tuple[str, ...] = ()   # this cell's own --set items, after the sweep's
-    tag: str = ""                     # names a cell whose overrides set it apart from the engine's others
-
-
-@dataclass
-class CellRun:
-    cell: Cell
-    plan: RunPlan
-    cell_id: str
-    dir: Path
-    record: CellRecord | None = None
 
 
 # ---- identity --------------------------------------------------------------------------------------
@@ -152,77 +130,6 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
     return runs
 
 
-def _set_aside(cell_dir: Path, why: str) -> Path:
-    """A partial or superseded cell is kept (nothing lost), out of the way of the new attempt."""
-    dest = cell_dir.parent / ".set-aside" / f"{cell_dir.name}-{why}-{time.strftime('%Y%m%d-%H%M%S')}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(cell_dir), str(dest))
-    return dest
-
-
-def _stop_leftovers(cell_dir: Path) -> None:
-    """A killed attempt in a container may still be running: stop it before its cell is run again."""
-    try:
-        old = RunPlan.read(cell_dir / "plan.yaml")
-    except (OSError, ValueError, yaml.YAMLError):
-        return
-    if old.runtime == "docker":
-        from harness.runtime.docker import remove_leftovers
-        if remove_leftovers(old.run_id):
-            print(f"[sweep] removed the still-running container of {old.run_id}", file=sys.stderr)
-
-
-def read_cell(path: Path) -> CellRecord | None:
-    raw = read_json(path)
-    try:
-        return CellRecord.model_validate(raw) if raw else None
-    except ValueError:
-        return None                  # unreadable: treated as a partial attempt (set aside, rerun)
-
-
-def completed(cr: CellRun) -> CellRecord | None:
-    """The cell's record when it completed under the same identity, else None."""
-    return completed_record(cr.dir, cr.cell_id)
-
-
-def completed_record(cell_dir: Path, cell_id: str) -> CellRecord | None:
-    rec = read_cell(cell_dir / "cell.json")
-    if rec and rec.cell_id == cell_id and rec.state == "complete" and (cell_dir / "result.json").exists():
-        return rec
-    return None
-
-
-def begin_cell(cr: CellRun, label: str, where: str | None = None) -> CellRecord:
-    """The cell's record: the completed one (skipped), else a new "running" one in a clean folder, the
-    partial or superseded attempt moved aside. where: what runs it, for the log (default its runtime)."""
-    if (rec := completed(cr)) is not None:
-        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: complete ({rec.status}), skipped", file=sys.stderr, flush=True)
-        return rec
-    if cr.dir.exists():
-        old = read_cell(cr.dir / "cell.json")
-        why = "superseded" if old and old.state == "complete" else "partial"
-        _stop_leftovers(cr.dir)
-        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {_set_aside(cr.dir, why)}",
-              file=sys.stderr)
-    shutil.rmtree(cr.plan.data_dir, ignore_errors=True)      # a killed attempt's database must not be reused
-    cr.dir.mkdir(parents=True)
-    rec = CellRecord(cell_id=cr.cell_id, scenario=cr.cell.scenario, engine=cr.cell.engine, mem=cr.cell.mem,
-                     data_limit_bytes=cr.plan.memory.data_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
-                     runtime=cr.plan.runtime, dir=cr.dir.name, state="running", started_utc=utc_now())
-    write_json(cr.dir / "cell.json", rec)
-    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({where or cr.plan.runtime})", file=sys.stderr, flush=True)
-    return rec
-
-
-def end_cell(cr: CellRun, rec: CellRecord, rc: int, label: str, **extra) -> CellRecord:
-    """The record of a cell whose run ended (its result.json read back), written to cell.json."""
-    rec = rec.model_copy(update={"state": "complete", "exit_code": rc, "finished_utc": utc_now(),
-                                 **cell_summary(cr.dir), **extra})
-    write_json(cr.dir / "cell.json", rec)
-    print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {rec.status}", file=sys.stderr, flush=True)
-    return rec
-
-
 def run_cell(cr: CellRun, label: str) -> CellRecord:
     from harness.cell import execute
     rec = begin_cell(cr, label)
@@ -236,19 +143,6 @@ def run_cell(cr: CellRun, label: str) -> CellRecord:
     if result is not None and result.error == "interrupted":
         raise SweepInterrupted(cr.dir.name)
     return end_cell(cr, rec, rc, label)
-
-
-def cell_summary(run_dir: Path) -> dict:
-    """The figures a sweep table and a verdict need, read back from the cell's result.json."""
-    r = load_result(run_dir / "result.json")
-    if r is None:
-        return {"status": "error", "error": "the cell wrote no result.json"}
-    m, c = r.metrics, r.metrics.commit_latency_ms
-    return {"status": r.status, "error": r.error, "p50_ms": c.p50, "p99_ms": c.p99, "max_ms": c.max,
-            "blocks": c.count, "rows_per_s": m.rows_per_s, "bloat_ratio": m.bloat_ratio,
-            "wal_bytes_max": m.wal_bytes_max, "checkpoints": m.checkpoints, "integrity_ok": r.integrity.ok,
-            "thresholds": r.thresholds, "early_abort": r.early_abort,
-            "load_digest": (r.load or {}).get("digest"), "load_row_counts": (r.load or {}).get("row_counts")}
 
 
 def starting_state(records: list[CellRecord]) -> dict:
@@ -330,7 +224,7 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
         if not v["same"]:
             print(f"warning: cells of {k} did not start from the same database (see sweep.json)", file=sys.stderr)
     from harness.report import write_report
-    _, html = write_report(root)
+    _, html = write_report(root, mixed_nodes=opts.mixed_nodes)
     print(root / "sweep.json")
     print(html)
     return 0 if all(c.status in ("passed", "failed", "oom") for c in out.cells) else EXIT_RUN_FAILED

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.results import CellRecord
 from harness.place.node import NODE_ENV, POD_ENV, READY, RUNNER_EXIT, RUNNER_PLAN, SKIP
 from harness.runtime.compose import image_tag
 from harness.state import store
@@ -159,7 +160,6 @@ def _configmap(name: str, data: dict[str, str], labels: dict) -> dict:
 
 def manifests(runs, walk_dir: Path, c: Cluster) -> list[dict]:
     """Every document for the walk's cells: the volumes, the state Jobs, and an Indexed Job per engine and MEM."""
-    from harness.sweep import CellRecord
     walk = walk_dir.name
     key = _dns(walk, 40)
     labels = {"app.kubernetes.io/part-of": PART_OF, "arkbench/walk": key}

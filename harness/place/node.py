@@ -20,12 +20,11 @@ import threading
 import time
 from pathlib import Path
 
-from harness.environment import utc_now
+from harness.environment import NODE_ENV, utc_now
 from harness.errors import EXIT_RUN_FAILED
 from harness.results import read_json, write_json
 from harness.scenario.plan import RunPlan
 
-NODE_ENV = "ARKBENCH_NODE"          # the node's hostname, from the orchestrator (a task's own is its id)
 POD_ENV = "ARKBENCH_POD"            # set in a Kubernetes pod (k8s.py): the channel is the pod's, not the driver's
 READY, RUNNER_EXIT, DONE = "node.ready", "runner.exit", "node.done"
 SKIP = "skip"                       # in a pod's channel: no runner (the cell is done, or has no state)
@@ -122,7 +121,7 @@ def pod_cell(cell_file: Path, channel: Path) -> int:
     A cell complete under the same identity is skipped (a Job applied again runs only what is missing)."""
     from harness.cell import build_failed
     from harness.results import CellRecord
-    from harness.sweep import _set_aside, cell_summary, completed_record
+    from harness.records import cell_summary, completed_record, set_aside
     doc = json.loads(cell_file.read_text())
     plan, rec = RunPlan.model_validate(doc["plan"]), CellRecord.model_validate(doc["record"])
     run_dir = Path(plan.run_dir)
@@ -131,7 +130,7 @@ def pod_cell(cell_file: Path, channel: Path) -> int:
         write_json(channel / READY, {"node": node_name()})
         return 0
     if run_dir.exists():
-        _set_aside(run_dir, "partial")
+        set_aside(run_dir, "partial")
     run_dir.mkdir(parents=True)
     rec = rec.model_copy(update={"place": "k8s", "node": node_name(), "started_utc": utc_now()})
     write_json(run_dir / "cell.json", rec)

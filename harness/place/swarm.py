@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.place.node import DONE, NODE_ENV, PLAN, READY, RUNNER_EXIT, RUNNER_PLAN
+from harness.records import SweepInterrupted, begin_cell, end_cell, read_cell
 from harness.results import CellRecord, read_json, write_json
 from harness.runner.outcome import write_failed_result
 from harness.runtime.compose import image_tag
@@ -217,7 +218,6 @@ def _images(runs) -> dict[str, str]:
 
 def run_swarm(runs, save) -> object:
     """Every cell of runs placed on the swarm; save() rewrites the walk's JSON (returns its content)."""
-    from harness.sweep import SweepInterrupted, begin_cell, read_cell
     here = nodes()
     ready = [n for n in here if n.ready]
     if not ready:
@@ -324,7 +324,6 @@ def _start_runner(sw: Swarm, p: Placed) -> None:
 
 
 def _follow(sw: Swarm, cells: list[Placed], save, by_id: dict[str, Node]) -> None:
-    from harness.sweep import begin_cell, end_cell
     last_status = time.monotonic()
     while any(p.phase != "done" for p in cells):
         time.sleep(POLL_S)
@@ -342,11 +341,11 @@ def _follow(sw: Swarm, cells: list[Placed], save, by_id: dict[str, Node]) -> Non
                 elif (run_dir / DONE).exists() or (t and t.state in ENDED):
                     p.phase = "ending"       # no runner: the state could not be cloned, or the node side failed
                 elif t and t.node_id in down:
-                    _lost(sw, p, "its node went down", begin_cell)
+                    _lost(sw, p, "its node went down")
             elif p.phase == "running":
                 t = _task(p.run_svc)
                 if t and t.state in LOST or (p.node_id in down):
-                    _lost(sw, p, f"its runner's task ended {t.state if t else 'with its node'}", begin_cell)
+                    _lost(sw, p, f"its runner's task ended {t.state if t else 'with its node'}")
                 elif t and t.state in ENDED:
                     sw.logs(p.run_svc, run_dir / "container.log")
                     write_json(run_dir / RUNNER_EXIT, {"exit_code": t.exit_code, "oom_killed": _oom_killed(t)})
@@ -376,11 +375,10 @@ def _follow(sw: Swarm, cells: list[Placed], save, by_id: dict[str, Node]) -> Non
 
 
 def read_cell_or(p: Placed) -> CellRecord:
-    from harness.sweep import read_cell
     return read_cell(p.cr.dir / "cell.json") or p.rec
 
 
-def _lost(sw: Swarm, p: Placed, why: str, begin_cell) -> None:
+def _lost(sw: Swarm, p: Placed, why: str) -> None:
     """A cell lost with its node: placed again once, then recorded as an error."""
     sw.remove(p.node_svc, p.run_svc)
     if p.placements >= PLACEMENTS:

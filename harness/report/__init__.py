@@ -5,13 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.collect import collect
-from harness.report.content import build
+from harness.report import nodes
+from harness.report.content import Block, build
 from harness.report.render import to_html, to_markdown
 
 
-def write_report(path: Path) -> tuple[Path, Path]:
+def write_report(path: Path, mixed_nodes: bool = False) -> tuple[Path, Path]:
+    """Raises ConfigError where the cells ran on unlike nodes, unless mixed_nodes (report/nodes.py)."""
     data = collect(path)
+    said = nodes.check(data.cells, mixed_nodes)
     doc = build(data)
+    if said:
+        doc.insert(1, Block("caveat", said))
     plots_dir = data.dir / "plots"
     plots_dir.mkdir(exist_ok=True)
     md, html = data.dir / "report.md", data.dir / "report.html"

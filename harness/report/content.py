@@ -226,7 +226,7 @@ def memory_text(m) -> str:
 
 
 def environment_table(cells: list[CellData]) -> Block:
-    headers = ["cell", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
+    headers = ["cell", "node", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
                "RAM", "fsync p50/p99 µs", "disk write MiB/s seq/random", "random 4 KiB read p50/p99 µs",
                "scale / entities", "starting database", "harness"]
     rows = []
@@ -236,7 +236,8 @@ def environment_table(cells: list[CellData]) -> Block:
         limit = memory_text(r.memory)
         settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
         version = "; ".join([r.engine_version or "-", *(f"{k} {v}" for k, v in r.engine_related_versions.items())])
-        rows.append([f"{c.scenario}/{c.run_dir.name}", version, settings or "-", limit,
+        rows.append([f"{c.scenario}/{c.run_dir.name}", env.get("node") or env.get("hostname") or "-", version,
+                     settings or "-", limit,
                      f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",

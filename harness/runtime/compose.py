@@ -7,8 +7,10 @@ network: `server`, whose limit is MEM, and `runner`, its client, under the plan'
 from __future__ import annotations
 
 import os
+import platform
 
 from harness import registry
+from harness.environment import NODE_ENV
 from harness.errors import ConfigError
 from harness.provenance import harness_version
 from harness.engine_api import server_contract
@@ -38,7 +40,7 @@ def compose_file(plan: RunPlan, image_id: str) -> dict:
     server = plan.capabilities.server
     runner = _container(image_tag(plan.engine), plan.memory.runner_limit_bytes, plan.run_dir, plan.data_dir)
     runner["environment"] = {
-        "ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": image_id,
+        "ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": image_id, NODE_ENV: platform.node(),
         # Engines' temporary files (SQLite's statement journals and sorters) beside the database, on the
         # data mount, as on a host: the container's own /tmp is on its storage driver, which is no database's disk.
         "TMPDIR": f"{CONTAINER_DATA_DIR}/.tmp"}

@@ -116,7 +116,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         "updated_utc": utc_now()})
     write_json(root / "verdict.json", out)
     from harness.report import write_report
-    _, html = write_report(root)
+    _, html = write_report(root, mixed_nodes=opts.mixed_nodes)
     return _summary(out, walk.cells_run, root, html)
 
 
