@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -104,6 +104,12 @@ v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGI
 	  --runtime $(RUNTIME) --results $(RESULTS) $(if $(DURATION),--duration $(DURATION)) \
 	  $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) $(foreach s,$(SET),--set $(s))
 
+SWEEP ?= sweep
+k8s-manifests: $(STAMP) ## a sweep's or verdict's cells as Kubernetes Indexed Jobs: SWEEP=sweep|verdict, the walk's own variables [REGISTRY=] [K8S_ARGS=]
+	@$(HARNESS) k8s-manifests --walk $(SWEEP) $(if $(filter sweep,$(SWEEP)),--scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE))) \
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(if $(SCALE),--scale $(SCALE)) \
+	  $(if $(REGISTRY),--registry $(REGISTRY)/) $(CELL_ARGS) $(foreach s,$(SET),--set $(s)) $(K8S_ARGS)
+
 report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir> [MIXED_NODES=1]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
@@ -134,14 +140,23 @@ bench-reads: $(STAMP) ## harness vs raw driver loop read QPS per engine: [ENGINE
 # The runtime dependencies at .venv's exact versions, as wheels, so image builds need no PyPI (the test
 # and report extras stay on the host).
 $(WHEELHOUSE)/requirements.txt: $(STAMP) docker/runtime-requirements.py
-	@rm -f $(WHEELHOUSE)/*.txt
+	@rm -rf $(WHEELHOUSE)/*.txt $(WHEELHOUSE)/core $(WHEELHOUSE)/engine-*/
 	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE)
 	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $@ || { rm -f $@; exit 1; }
 	@$(PY) -m harness.registry side-requirements | while read -r engine name req dir; do \
 	  $(VENV)/bin/pip wheel -q --no-deps -w $(WHEELHOUSE)/side "$$req" || { rm -f $@; exit 1; }; done
+	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE) --split || { rm -f $@; exit 1; }
 
-images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=]
-	@docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry names))"
+images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=] [REGISTRY=host:port to push them]
+	@REGISTRY=$(REGISTRY) docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry names))"
+
+IMAGES_TAR ?= build/arkbench-images-$(VERSION).tar
+images-save: images ## the engine images in one tarball, for nodes no registry serves: [IMAGES_TAR=]
+	@docker save -o $(IMAGES_TAR) $$(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E '^arkbench/[a-z_-]+:$(VERSION)$$')
+	@echo "$(IMAGES_TAR): load it on each node with \`make images-load IMAGES_TAR=...\` (or docker load -i)"
+
+images-load: ## load the engine images from a tarball `make images-save` wrote: [IMAGES_TAR=]
+	docker load -i $(IMAGES_TAR)
 
 validate: $(STAMP) ## validate every scenario under scenarios/
 	@$(HARNESS) validate scenarios/

@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
     for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling, _add_v1,
-                _add_states, _add_report, add_compare, _add_experiments):
+                _add_states, _add_report, add_compare, _add_experiments, _add_k8s):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)
@@ -36,6 +36,28 @@ def _place_arg(p: argparse.ArgumentParser) -> None:
                                                      "(a Docker Swarm's nodes, one cell per node; docs/placement.md)")
     p.add_argument("--mixed-nodes", action="store_true",
                    help="report cells from unlike nodes in one table anyway (the report says so)")
+
+
+def _add_k8s(sub) -> None:
+    k = sub.add_parser("k8s-manifests", help="a sweep's or a verdict's cells as Kubernetes Indexed Jobs "
+                                             "(kubectl apply -f); the walk's other arguments as for sweep or verdict")
+    k.add_argument("--walk", choices=["sweep", "verdict"], default="sweep")
+    k.add_argument("--scenario", help="sweep: the scenario")
+    k.add_argument("--engines", nargs="+", help="sweep: the engines")
+    k.add_argument("--mems", help="memory limits (a verdict: default decision.yaml's for the profile)")
+    k.add_argument("--scales", help="sweep: scales")
+    k.add_argument("--scale", type=float, help="verdict: every criterion's scale")
+    k.add_argument("--decision", type=Path, default=None, help="verdict: a decision tree file")
+    add_cell_args(k)
+    _overrides(k)
+    k.add_argument("--out", type=Path, default=Path("k8s"), help="where the manifests go (default k8s/)")
+    k.add_argument("--registry", default="", help="prefix of the images' names, e.g. registry.example:5000/")
+    k.add_argument("--storage-class", help="a ReadWriteMany storage class (default: the cluster's)")
+    k.add_argument("--runner-cpus", default="2", help="each runner's (and server's) CPU request = limit")
+    k.add_argument("--node-cpus", default="1", help="each cell's node side (the feed): CPU request = limit")
+    k.add_argument("--node-memory", default="4Gi", help="each cell's node side: memory request = limit")
+    k.add_argument("--parallelism", type=int, help="at most this many cells of a Job at once")
+    k.set_defaults(func=_cmd_k8s)
 
 
 def _add_run(sub) -> None:
@@ -297,6 +319,37 @@ def _cmd_v1(args) -> int:
         raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
     v1 = load_v1(Path(args.file)) if args.file else None
     return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1)
+
+
+def _cmd_k8s(args) -> int:
+    from dataclasses import replace
+    from harness.place import k8s
+    from harness.sweep import parse_list, sweep_cells
+    opts = replace(CellOptions.from_args(args), place="k8s")
+    if args.walk == "sweep":
+        if not args.scenario or not args.engines:
+            raise ConfigError("k8s-manifests: a sweep needs SCENARIO and ENGINE(S)")
+        _, root, runs = sweep_cells(args.scenario, args.engines, parse_list(args.mems, "MEMS"),
+                                    parse_list(args.scales, "SCALES", float), args.repeats, opts, args.results)
+    else:
+        from harness.scenario.decision import DECISION_FILE
+        from harness.verdict import prepare
+        from harness.verdict.walk import Walk
+        mems = [m for m in parse_list(args.mems, "MEMS") if m]
+        pre = prepare(args.profile, mems, replace(opts, early_abort=True), args.results, args.repeats, args.scale,
+                      args.decision or DECISION_FILE, here=False)
+        root = pre.root
+        runs = Walk(pre.tree, pre.mems, pre.criteria, pre.opts, root, args.repeats, args.scale, all_cells=True).every_cell()
+    cluster = k8s.Cluster(registry=args.registry, storage_class=args.storage_class, runner_cpus=args.runner_cpus,
+                          node_cpus=args.node_cpus, node_memory=args.node_memory, parallelism=args.parallelism)
+    path = k8s.write(runs, root, args.out, cluster)
+    if crash := sum(1 for cr in runs if cr.plan.workload.crash):
+        print(f"k8s-manifests: {crash} crash cells are not placed (they kill and restart their engine themselves): "
+              "the same walk run here runs them", file=sys.stderr)
+    print(f"k8s-manifests: {len(runs) - crash} cells of {root.name}: `kubectl apply -f {path}`; copy the results volume's "
+          f"{root.name}/ into {args.results}/ and run the same walk again to collect them", file=sys.stderr)
+    print(path)
+    return 0
 
 
 def _cmd_report(args) -> int:

@@ -177,26 +177,34 @@ def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None, plac
     """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content.
     stop(record) -> True ends the walk there: the cells after it are left unrun (no record). Placed on a
     swarm, the cells run side by side, one per node, and all of them run (stop is not consulted)."""
-    if place == "swarm":
+    everything, out = runs, None
+    here = [cr for cr in runs if cr.plan.workload.crash]      # a crash cell is never placed (place/__init__.py)
+    if place == "k8s" and len(here) < len(runs):
+        raise ConfigError("PLACE=k8s: arkbench does not drive a cluster; `make k8s-manifests` writes the walk's "
+                          "Jobs, `kubectl apply -f` runs them, and this command, run again with PLACE=local on the "
+                          "results copied back, finds their cells complete (docs/placement.md)")
+    if place == "swarm" and len(here) < len(runs):
         from harness.place.swarm import run_swarm
-        return run_swarm(runs, lambda: write_sweep_json(sweep_json, meta, runs))
-    out = None
+        out = run_swarm([cr for cr in runs if not cr.plan.workload.crash],
+                        lambda: write_sweep_json(sweep_json, meta, everything))
+        runs = here
     for i, cr in enumerate(runs, 1):
         try:
             cr.record = run_cell(cr, f"{i}/{len(runs)}")
         except SweepInterrupted:
             rec = read_cell(cr.dir / "cell.json")
             cr.record = rec.model_copy(update={"state": "partial"}) if rec else None
-            write_sweep_json(sweep_json, meta, runs)
+            write_sweep_json(sweep_json, meta, everything)
             raise
-        out = write_sweep_json(sweep_json, meta, runs)
+        out = write_sweep_json(sweep_json, meta, everything)
         if stop is not None and stop(cr.record):
             break
     return out
 
 
-def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,
-          opts: CellOptions, results_root: Path, fresh: bool = False) -> int:
+def sweep_cells(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,
+                opts: CellOptions, results_root: Path) -> tuple[dict, Path, list[CellRun]]:
+    """(what names the sweep, its directory, its cells planned): before anything runs."""
     if repeats < 1:
         raise ConfigError(f"REPEATS: must be >= 1, got {repeats}")
     spec = {"scenario": scenario, "engines": engines, "mems": mems, "scales": scales, "repeats": repeats,
@@ -204,9 +212,14 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
     root = sweep_dir_for(results_root, "sweep", Path(scenario).stem, spec)
     cells = [Cell(scenario, e, m, s, r) for e in engines for m in mems for s in scales for r in range(1, repeats + 1)]
     try:
-        runs = plan_cells(cells, opts, root, repeats)
+        return spec, root, plan_cells(cells, opts, root, repeats)
     except ConfigError as e:
         raise ConfigError(f"sweep: {e}") from None
+
+
+def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,
+          opts: CellOptions, results_root: Path, fresh: bool = False) -> int:
+    spec, root, runs = sweep_cells(scenario, engines, mems, scales, repeats, opts, results_root)
     if fresh and root.exists():
         shutil.move(str(root), f"{root}.{time.strftime('%Y%m%d-%H%M%S')}")
     root.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from harness.scenario.plan import RunPlan
 def main(argv: list[str]) -> int:
     plan = RunPlan.read(Path(argv[1]))
     s = Settings.model_validate(plan.engine_settings)
-    server = PostgresServer(Path(plan.data_dir), s.server_conf(), s.bin_dir, s.os_user, listen="*",
+    server = PostgresServer(Path(plan.data_dir), s.server_conf(), s.bin_dir, s.os_user, listen=server_contract.listen(),
                             password=server_contract.password())
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -11,6 +11,9 @@ from pathlib import Path
 SERVER_HOST = "server"                                 # the server's compose service name
 HOST_ENV = "ARKBENCH_SERVER_HOST"                      # set in the runner's container
 PASSWORD_ENV = "ARKBENCH_SERVER_PASSWORD"              # set in both containers
+PASSWORD_FILE_ENV = "ARKBENCH_SERVER_PASSWORD_FILE"    # or a file both read (a Kubernetes pod's, in memory)
+LISTEN_ENV = "ARKBENCH_SERVER_LISTEN"                  # where the server listens: its network ("*"), or a
+                                                       # pod's loopback, which its runner shares
 ENVIRONMENT_FILE = "server-environment.json"           # in the run folder
 ENVIRONMENT_FILE_ENV = "ARKBENCH_SERVER_ENV"           # the runner's path to it
 READY_FILE = Path("/tmp/arkbench-server-ready")        # inside the server's container
@@ -19,11 +22,17 @@ READY_FILE = Path("/tmp/arkbench-server-ready")        # inside the server's con
 def external_server() -> tuple[str, str] | None:
     """(host, password) when this runner's server runs in a container of its own, else None."""
     host = os.environ.get(HOST_ENV)
-    return (host, os.environ.get(PASSWORD_ENV, "")) if host else None
+    return (host, password() or "") if host else None
 
 
 def password() -> str | None:
+    if os.environ.get(PASSWORD_FILE_ENV):
+        return Path(os.environ[PASSWORD_FILE_ENV]).read_text().strip() or None
     return os.environ.get(PASSWORD_ENV) or None
+
+
+def listen() -> str:
+    return os.environ.get(LISTEN_ENV) or "*"
 
 
 def announce_ready(run_dir: Path, data_limit_bytes_seen: int | None) -> None:

@@ -6,23 +6,19 @@ from __future__ import annotations
 
 from harness.errors import ConfigError
 
-PLACES = ("local", "swarm")
+PLACES = ("local", "swarm", "k8s")
 
 
 def placed_runtime(place: str, runtime: str, plan) -> str:
-    """The runtime of a cell an orchestrator places: its containers, always."""
-    if place == "k8s":
-        raise ConfigError("PLACE=k8s: arkbench does not drive a cluster; `make k8s-manifests` writes the Jobs "
-                          "and `kubectl apply -f` runs them (docs/placement.md)")
+    """The runtime of a cell an orchestrator places: its containers, always; a crash cell stays here."""
     if place not in PLACES:
-        raise ConfigError(f"PLACE: {place!r} is not one of {', '.join(PLACES)} (or k8s, for the manifests)")
+        raise ConfigError(f"PLACE: {place!r} is not one of {', '.join(PLACES)}")
     if runtime not in ("auto", "docker"):
         raise ConfigError(f"PLACE={place}: a placed cell runs in the engine's containers; RUNTIME={runtime} "
                           "cannot be placed (give RUNTIME=docker or auto)")
     if plan.workload.crash:
-        raise ConfigError(f"PLACE={place}: a crash run kills and restarts the engine's processes itself, on "
-                          "this machine; use PLACE=local")
-    if plan.capabilities.server:
-        raise ConfigError(f"PLACE={place}: {plan.engine} is a server engine; its server and client containers "
-                          "are not placed on a swarm yet (use PLACE=local)")
+        return "local"        # it kills and restarts the engine's processes itself: here, never placed
+    if plan.capabilities.server and place == "swarm":
+        raise ConfigError(f"PLACE=swarm: {plan.engine} is a server engine; its server and client containers "
+                          "are not placed on a swarm yet (use PLACE=local, or k8s's manifests)")
     return "docker"

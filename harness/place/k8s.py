@@ -26,8 +26,11 @@ from pathlib import Path
 
 import yaml
 
+from harness.errors import ConfigError
 from harness.results import CellRecord
-from harness.place.node import NODE_ENV, POD_ENV, READY, RUNNER_EXIT, RUNNER_PLAN, SKIP
+from harness.engine_api import server_contract
+from harness.environment import NODE_ENV
+from harness.place.node import PASSWORD, POD_ENV, READY, RUNNER_EXIT, RUNNER_PLAN, SKIP
 from harness.runtime.compose import image_tag
 from harness.state import store
 
@@ -91,9 +94,16 @@ def _index_env() -> list[dict]:
         "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}]
 
 
-def _cells_job(name: str, image: str, mem_bytes: int | None, count: int, configmap: str, walk_labels: dict,
-               claims: dict, c: Cluster) -> dict:
+def _resources(cpu: str, mem_bytes: int | None) -> dict:
+    """requests = limits (Guaranteed QoS): the memory limit is the cgroup's."""
+    limits = {"cpu": cpu, **({"memory": _k8s_quantity(mem_bytes)} if mem_bytes else {})}
+    return {"requests": dict(limits), "limits": limits}
+
+
+def _cells_job(name: str, engine: str, plan, count: int, configmap: str, walk_labels: dict, claims: dict,
+               c: Cluster) -> dict:
     labels = {**walk_labels, "app.kubernetes.io/component": "cell"}
+    image = c.registry + image_tag(engine)
     channel = [{"name": "channel", "mountPath": CHANNEL}]
     mounts = [{"name": "results", "mountPath": RESULTS_MOUNT}, {"name": "data", "mountPath": DATA_MOUNT}]
     env = [{"name": "TMPDIR", "value": f"{DATA_MOUNT}/.tmp"},
@@ -107,18 +117,34 @@ def _cells_job(name: str, image: str, mem_bytes: int | None, count: int, configm
                       "limits": {"cpu": c.node_cpus, "memory": c.node_memory}},
         "startupProbe": {"exec": {"command": ["test", "-f", f"{CHANNEL}/{READY}"]}, "periodSeconds": 5,
                          "failureThreshold": 100000},            # the clone and a state job's build take long
-        "volumeMounts": [*mounts, *channel, {"name": "states", "mountPath": STATES_MOUNT, "readOnly": False},
+        "volumeMounts": [*mounts, *channel, {"name": "states", "mountPath": STATES_MOUNT},
                          {"name": "cells", "mountPath": CELLS_MOUNT, "readOnly": True}],
         "securityContext": _security()}
+    sidecars = [node]
     run = (f"[ -f {CHANNEL}/{SKIP} ] && exit 0; python -m harness.cli _runner {CHANNEL}/{RUNNER_PLAN}; "
            f"echo $? > {CHANNEL}/{RUNNER_EXIT}.part && mv {CHANNEL}/{RUNNER_EXIT}.part {CHANNEL}/{RUNNER_EXIT}")
-    limits = {"cpu": c.runner_cpus, **({"memory": _k8s_quantity(mem_bytes)} if mem_bytes else {})}
-    runner = {"name": "runner", "image": image, "command": ["sh", "-c", run],
-              "env": [*env, {"name": "ARKBENCH_MEM_ENFORCEMENT", "value": "docker"}],
-              "resources": {"requests": dict(limits), "limits": limits},
+    runner_env = [*env, {"name": "ARKBENCH_MEM_ENFORCEMENT", "value": "docker"}]
+    if plan.capabilities.server:
+        # MEM is the server's: a second sidecar, started once the node side has cloned its data, on the pod's
+        # loopback (which only its runner shares), with the password the node side made in memory
+        secret = {"name": server_contract.PASSWORD_FILE_ENV, "value": f"{CHANNEL}/{PASSWORD}"}
+        sidecars.append({
+            "name": "server", "image": c.registry + image_tag(engine, "server"), "restartPolicy": "Always",
+            "args": [f"{CHANNEL}/{RUNNER_PLAN}"],
+            "env": [*env, secret, {"name": server_contract.LISTEN_ENV, "value": "127.0.0.1"}],
+            "resources": _resources(c.runner_cpus, plan.memory.data_limit_bytes),
+            "startupProbe": {"exec": {"command": ["sh", "-c", f"[ -f {CHANNEL}/{SKIP} ] || "
+                                                              f"test -f {server_contract.READY_FILE}"]},
+                             "periodSeconds": 2, "failureThreshold": 900},
+            "volumeMounts": [*mounts, *channel], "securityContext": _security()})
+        runner_env += [secret, {"name": server_contract.HOST_ENV, "value": "127.0.0.1"},
+                       {"name": server_contract.ENVIRONMENT_FILE_ENV,
+                        "value": f"{CHANNEL}/{server_contract.ENVIRONMENT_FILE}"}]
+    runner = {"name": "runner", "image": image, "command": ["sh", "-c", run], "env": runner_env,
+              "resources": _resources(c.runner_cpus, plan.memory.runner_limit_bytes),
               "volumeMounts": [*mounts, *channel], "securityContext": _security()}
     pod = {"metadata": {"labels": labels},
-           "spec": {"restartPolicy": "Never", "initContainers": [node], "containers": [runner],
+           "spec": {"restartPolicy": "Never", "initContainers": sidecars, "containers": [runner],
                     "securityContext": {"fsGroup": UID}, "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -169,10 +195,12 @@ def manifests(runs, walk_dir: Path, c: Cluster) -> list[dict]:
     states: dict[str, dict[str, object]] = defaultdict(dict)        # engine -> state id -> plan
     groups: dict[tuple[str, int | None], list] = defaultdict(list)
     for cr in runs:
+        if cr.plan.workload.crash:        # kills and restarts its engine itself: run here (place/__init__.py)
+            continue
         plan = _relocate(cr.plan, walk)
         if plan.load.method == "state" and (plan.load_entities or plan.workload.dc):
             states[plan.engine].setdefault(store.inputs_for(cr.plan).id, plan)
-        groups[(plan.engine, plan.memory.runner_limit_bytes)].append((cr, plan))
+        groups[(plan.engine, plan.memory.data_limit_bytes)].append((cr, plan))
     for engine, by_id in sorted(states.items()):
         name = _dns(f"ark-{key}-states-{engine}")
         data = {f"state-{i}.yaml": yaml.safe_dump(p.model_dump(mode="json", by_alias=True), sort_keys=False)
@@ -189,11 +217,16 @@ def manifests(runs, walk_dir: Path, c: Cluster) -> list[dict]:
             data[f"cell-{i}.json"] = json.dumps({"record": rec.model_dump(mode="json"),
                                                  "plan": plan.model_dump(mode="json", by_alias=True)}, indent=1)
         docs += [_configmap(name, data, labels),
-                 _cells_job(name, c.registry + image_tag(engine), mem_bytes, len(members), name, labels, claims, c)]
+                 _cells_job(name, engine, members[0][1], len(members), name, labels, claims, c)]
     return docs
 
 
 def write(runs, walk_dir: Path, out_dir: Path, c: Cluster) -> Path:
+    from harness.runtime.docker import image_id
+    missing = sorted({t for cr in runs for t in (image_tag(cr.plan.engine),) if image_id(t) is None})
+    if missing:
+        raise ConfigError(f"k8s-manifests: image {missing[0]} is not built here (`make images`): a cell's identity "
+                          "names the image it runs, as the cluster will pull it")
     docs = manifests(runs, walk_dir, c)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{walk_dir.name}.yaml"

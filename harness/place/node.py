@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import secrets
 import shutil
 import signal
 import sys
@@ -27,6 +28,7 @@ from harness.scenario.plan import RunPlan
 
 POD_ENV = "ARKBENCH_POD"            # set in a Kubernetes pod (k8s.py): the channel is the pod's, not the driver's
 READY, RUNNER_EXIT, DONE = "node.ready", "runner.exit", "node.done"
+PASSWORD = "server-password"        # in a pod's channel (memory): the per-cell server password
 SKIP = "skip"                       # in a pod's channel: no runner (the cell is done, or has no state)
 PLAN = "plan.yaml"
 RUNNER_PLAN = "plan.container.yaml"
@@ -132,6 +134,12 @@ def pod_cell(cell_file: Path, channel: Path) -> int:
     if run_dir.exists():
         set_aside(run_dir, "partial")
     run_dir.mkdir(parents=True)
+    if plan.capabilities.server:      # the pod's server and runner share a password made here, in memory
+        from harness.engine_api import server_contract
+        pw = channel / PASSWORD
+        pw.write_text(secrets.token_urlsafe(24))
+        pw.chmod(0o600)
+        (channel / server_contract.ENVIRONMENT_FILE).symlink_to(run_dir / server_contract.ENVIRONMENT_FILE)
     rec = rec.model_copy(update={"place": "k8s", "node": node_name(), "started_utc": utc_now()})
     write_json(run_dir / "cell.json", rec)
     plan.write(run_dir / PLAN)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import subprocess
 import sys
 import time
@@ -144,8 +145,10 @@ class Swarm:
         self.services.add(name)
 
     def network(self, name: str) -> str:
+        """A new internal network (named afresh: one a killed walk left may still be on its way out)."""
+        name = f"{name}-{secrets.token_hex(3)}"
         r = _docker("network", "create", "-d", "overlay", "--internal", "--label", f"{LABEL}={self.key}", name)
-        if r.returncode and "already exists" not in r.stderr:
+        if r.returncode:
             raise ConfigError(f"docker network create {name} failed: {r.stderr.strip()}")
         return name
 
@@ -187,6 +190,7 @@ class Placed:
     rec: CellRecord
     label: str
     name: str
+    net: str = ""                        # its network, shared by its node side and its runner
     phase: str = "queued"
     node_id: str | None = None
     node: str | None = None
@@ -309,9 +313,10 @@ def _place(sw: Swarm, p: Placed) -> None:
     _give_to_container_user(data_parent)
     plan.write(run_dir / PLAN)
     root = store.root_dir()
+    p.net = sw.network(p.name)
     sw.create(p.node_svc, image_tag(plan.engine), ["cell", str(run_dir)], entrypoint="python -m harness.place.node",
-              mounts=[run_dir, data_parent, root], env={store.STATES_ENV: str(root)},
-              network=sw.network(p.name), reserve_cpu=sw.cpus)
+              mounts=[run_dir, data_parent, root], env={store.STATES_ENV: str(root)}, network=p.net,
+              reserve_cpu=sw.cpus)
 
 
 def _start_runner(sw: Swarm, p: Placed) -> None:
@@ -320,7 +325,7 @@ def _start_runner(sw: Swarm, p: Placed) -> None:
     sw.create(p.run_svc, tag, [str(Path(plan.run_dir) / RUNNER_PLAN)], mounts=[Path(plan.run_dir), Path(plan.data_dir)],
               env={"ARKBENCH_MEM_ENFORCEMENT": "docker", "ARKBENCH_IMAGE_ID": sw.images[tag],
                    "TMPDIR": f"{plan.data_dir}/.tmp"},
-              network=p.name, mem_bytes=plan.memory.runner_limit_bytes, node=p.node_id)
+              network=p.net, mem_bytes=plan.memory.runner_limit_bytes, node=p.node_id)
 
 
 def _follow(sw: Swarm, cells: list[Placed], save, by_id: dict[str, Node]) -> None:

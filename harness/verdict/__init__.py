@@ -59,7 +59,9 @@ class Prepared:
 
 
 def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path, repeats: int = 1,
-            scale: float | None = None, decision_path: Path = DECISION_FILE, drop_states: bool = False) -> Prepared:
+            scale: float | None = None, decision_path: Path = DECISION_FILE, drop_states: bool = False,
+            here: bool = True) -> Prepared:
+    """here: the walk runs on this machine (its disk is checked); not for a cluster's manifests."""
     tree = load_decision(decision_path)
     prof = profile or _default_profile(tree)
     opts = replace(opts, profile=prof)
@@ -67,7 +69,8 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     plans = _first_plans(tree, mems, scale, opts)
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
     notes = [n for cp in criteria for n in cp.notes]
-    check_disk(list(plans.values()), drop_states)
+    if here:
+        check_disk(list(plans.values()), drop_states)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,
