@@ -195,7 +195,6 @@ class Placed:
     node_id: str | None = None
     node: str | None = None
     placements: int = 1
-    started: float = field(default_factory=time.monotonic)
 
     @property
     def node_svc(self) -> str:
@@ -245,7 +244,7 @@ def run_swarm(runs, save) -> object:
         for p in cells:
             if p.phase == "queued":
                 _place(sw, p)
-        _follow(sw, cells, save, {n.id: n for n in here})
+        _follow(sw, cells, save)
     except KeyboardInterrupt:
         log("interrupted: removing the walk's services (each runner is stopped with SIGINT)")
         for p in cells:
@@ -328,7 +327,7 @@ def _start_runner(sw: Swarm, p: Placed) -> None:
               network=p.net, mem_bytes=plan.memory.runner_limit_bytes, node=p.node_id)
 
 
-def _follow(sw: Swarm, cells: list[Placed], save, by_id: dict[str, Node]) -> None:
+def _follow(sw: Swarm, cells: list[Placed], save) -> None:
     last_status = time.monotonic()
     while any(p.phase != "done" for p in cells):
         time.sleep(POLL_S)

@@ -11,7 +11,7 @@ PROBE_RATIO = 2.0         # a probe within 2x of another node's is noise on a bu
 
 def identity(env: dict) -> dict:
     fs = env.get("filesystem") or {}
-    return {"node": env.get("node") or env.get("hostname") or "?", "cpu_model": env.get("cpu_model"),
+    return {"node": env.get("node") or env.get("hostname"), "cpu_model": env.get("cpu_model"),
             "cpus": env.get("cpus_usable", env.get("cpu_count")), "ram_gib": round((env.get("ram_bytes") or 0) / 2**30),
             "filesystem": fs.get("fstype"), "fsync_p50_us": (env.get("fsync_floor") or {}).get("p50_us"),
             "write_mib_s": (env.get("disk_write") or {}).get("sequential_write_mib_per_s")}
@@ -27,11 +27,13 @@ def differences(a: dict, b: dict) -> list[str]:
 
 
 def by_node(cells) -> dict[str, dict]:
-    """Each node's identity, from the first cell that ran there."""
+    """Each node's identity, from the first cell that ran there (a runner killed before it looked around,
+    an OOM at start-up say, says nothing of its node)."""
     out: dict[str, dict] = {}
     for c in cells:
         ident = identity(c.result.environment)
-        out.setdefault(ident["node"], ident)
+        if ident["node"] and ident["cpu_model"]:
+            out.setdefault(ident["node"], ident)
     return out
 
 

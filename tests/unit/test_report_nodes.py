@@ -30,5 +30,10 @@ def test_unlike_nodes_are_refused_unless_mixed(other):
     assert "unlike nodes are compared side by side" in nodes.check([cell("a"), other], mixed_nodes=True)
 
 
+def test_a_runner_that_died_before_looking_around_names_no_node():
+    died = SimpleNamespace(result=SimpleNamespace(environment={"memory_enforcement": "none"}))
+    assert nodes.check([cell("a"), died], mixed_nodes=False) is None
+
+
 def test_a_containers_id_is_not_its_node():
     assert nodes.identity(cell("node-7").result.environment)["node"] == "node-7"
