@@ -37,6 +37,7 @@ context() {   # IMAGE ENGINE: the folder a core or runner image is built from, l
   local ctx=build/context/$1 engine=$2
   rm -rf "$ctx"
   mkdir -p "$ctx/tmp"
+  chmod 1777 "$ctx/tmp"          # COPY gives the image's /tmp the context's mode: keep it everyone's
   cp -l docker/install-runner.sh "$ctx/tmp/"
   if [ "$engine" = core ]; then cp -al build/wheelhouse/core "$ctx/tmp/wheelhouse"; echo "$ctx"; return; fi
   mkdir -p "$ctx/opt/arkbench/src/scenarios"
