@@ -226,6 +226,7 @@ def run_swarm(runs, save) -> object:
     if not ready:
         raise ConfigError("PLACE=swarm: no node of the swarm is ready and active (docker node ls)")
     sw = Swarm(_walk_key(runs), min(n.cpus for n in ready), _images(runs))
+    _give_to_container_user(store.root_dir())      # the containers' user makes its states' lock files there
     if (n := sw.leftovers()):
         log(f"removed {n} services a killed walk left; their cells run again")
     log(f"{len(ready)} node(s) ready ({', '.join(n.hostname for n in ready)}); each cell reserves {sw.cpus:g} CPUs")
@@ -271,7 +272,6 @@ def _build_states(sw: Swarm, cells: list[Placed]) -> None:
                 groups.setdefault(inputs.id, []).append(p)
     if not groups:
         return
-    _give_to_container_user(root)
     jobs = {}
     for sid, ps in groups.items():
         plan = ps[0].cr.plan

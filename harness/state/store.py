@@ -186,12 +186,16 @@ def write_failure(root: Path, inputs: StateInputs, why: str, oom: bool) -> None:
 def lock(root: Path, state_id: str):
     """One builder per state: a second process asking for it waits, then finds it built."""
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{state_id}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    # read-only: flock needs no write access, so another user (a container's) can wait on a lock root made
+    fd = os.open(root / f".{state_id}.lock", os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def find(root: Path, inputs: StateInputs) -> tuple[Path, StateManifest] | None:
