@@ -348,8 +348,10 @@ def _follow(sw: Swarm, cells: list[Placed], save) -> None:
                     _lost(sw, p, "its node went down")
             elif p.phase == "running":
                 t = _task(p.run_svc)
-                if t and t.state in LOST or (p.node_id in down):
-                    _lost(sw, p, f"its runner's task ended {t.state if t else 'with its node'}")
+                if p.node_id in down:
+                    _lost(sw, p, "its node went down")
+                elif t and t.state in LOST:
+                    _lost(sw, p, f"its runner's task ended {t.state}")
                 elif t and t.state in ENDED:
                     sw.logs(p.run_svc, run_dir / "container.log")
                     write_json(run_dir / RUNNER_EXIT, {"exit_code": t.exit_code, "oom_killed": _oom_killed(t)})
