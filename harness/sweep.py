@@ -177,16 +177,18 @@ def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None, plac
     """Run (or skip) each cell in order, rewriting sweep.json after each one; return its last content.
     stop(record) -> True ends the walk there: the cells after it are left unrun (no record). Placed on a
     swarm, the cells run side by side, one per node, and all of them run (stop is not consulted)."""
+    from harness.place import why_here
     everything, out = runs, None
-    here = [cr for cr in runs if cr.plan.workload.crash]      # a crash cell is never placed (place/__init__.py)
+    here = [cr for cr in runs if why_here(place, cr.plan)]
     if place == "k8s" and len(here) < len(runs):
         raise ConfigError("PLACE=k8s: arkbench does not drive a cluster; `make k8s-manifests` writes the walk's "
                           "Jobs, `kubectl apply -f` runs them, and this command, run again with PLACE=local on the "
                           "results copied back, finds their cells complete (docs/placement.md)")
     if place == "swarm" and len(here) < len(runs):
         from harness.place.swarm import run_swarm
-        out = run_swarm([cr for cr in runs if not cr.plan.workload.crash],
-                        lambda: write_sweep_json(sweep_json, meta, everything))
+        out = run_swarm([cr for cr in runs if not why_here(place, cr.plan)], lambda: write_sweep_json(sweep_json, meta, everything))
+    if place != "local" and here:
+        print(f"[sweep] {len(here)} cells run here, not placed: {why_here(place, here[0].plan)}", file=sys.stderr)
         runs = here
     for i, cr in enumerate(runs, 1):
         try:

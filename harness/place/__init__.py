@@ -9,16 +9,23 @@ from harness.errors import ConfigError
 PLACES = ("local", "swarm", "k8s")
 
 
+def why_here(place: str, plan) -> str | None:
+    """Why a cell of a placed walk runs on this machine instead, or None when it is placed."""
+    if plan.workload.crash:
+        return "a crash cell kills and restarts its engine's processes itself"
+    if plan.capabilities.server and place == "swarm":
+        return "a server engine's server and client are not placed on a swarm yet"
+    return None
+
+
 def placed_runtime(place: str, runtime: str, plan) -> str:
-    """The runtime of a cell an orchestrator places: its containers, always; a crash cell stays here."""
+    """The runtime of a cell an orchestrator places: its containers, always; a cell kept here, its own."""
     if place not in PLACES:
         raise ConfigError(f"PLACE: {place!r} is not one of {', '.join(PLACES)}")
     if runtime not in ("auto", "docker"):
         raise ConfigError(f"PLACE={place}: a placed cell runs in the engine's containers; RUNTIME={runtime} "
                           "cannot be placed (give RUNTIME=docker or auto)")
-    if plan.workload.crash:
-        return "local"        # it kills and restarts the engine's processes itself: here, never placed
-    if plan.capabilities.server and place == "swarm":
-        raise ConfigError(f"PLACE=swarm: {plan.engine} is a server engine; its server and client containers "
-                          "are not placed on a swarm yet (use PLACE=local, or k8s's manifests)")
+    if why_here(place, plan):
+        from harness.runtime.docker import choose_runtime
+        return choose_runtime(runtime, plan)[0]
     return "docker"

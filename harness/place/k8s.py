@@ -30,6 +30,7 @@ from harness.errors import ConfigError
 from harness.results import CellRecord
 from harness.engine_api import server_contract
 from harness.environment import NODE_ENV
+from harness.place import why_here
 from harness.place.node import PASSWORD, POD_ENV, READY, RUNNER_EXIT, RUNNER_PLAN, SKIP
 from harness.runtime.compose import image_tag
 from harness.state import store
@@ -195,7 +196,7 @@ def manifests(runs, walk_dir: Path, c: Cluster) -> list[dict]:
     states: dict[str, dict[str, object]] = defaultdict(dict)        # engine -> state id -> plan
     groups: dict[tuple[str, int | None], list] = defaultdict(list)
     for cr in runs:
-        if cr.plan.workload.crash:        # kills and restarts its engine itself: run here (place/__init__.py)
+        if why_here("k8s", cr.plan):       # kills and restarts its engine itself: run here
             continue
         plan = _relocate(cr.plan, walk)
         if plan.load.method == "state" and (plan.load_entities or plan.workload.dc):
