@@ -187,9 +187,9 @@ def run_cells(runs: list[CellRun], sweep_json: Path, meta: dict, stop=None, plac
     if place == "swarm" and len(here) < len(runs):
         from harness.place.swarm import run_swarm
         out = run_swarm([cr for cr in runs if not why_here(place, cr.plan)], lambda: write_sweep_json(sweep_json, meta, everything))
+        runs = here
     if place != "local" and here:
         print(f"[sweep] {len(here)} cells run here, not placed: {why_here(place, here[0].plan)}", file=sys.stderr)
-        runs = here
     for i, cr in enumerate(runs, 1):
         try:
             cr.record = run_cell(cr, f"{i}/{len(runs)}")
