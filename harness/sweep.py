@@ -19,10 +19,8 @@ from pathlib import Path
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.environment import utc_now
 from harness.records import Cell, CellRun, SweepInterrupted, begin_cell, completed, end_cell, read_cell
-
 from harness.results import DONE_STATUSES, CellRecord, SweepFile, load_result, write_json
 from harness.scenario.plan import RunPlan, resolve_plan
-
 
 
 @dataclass(frozen=True)
