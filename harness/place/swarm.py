@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from harness.records import SweepInterrupted, begin_cell, end_cell, read_cell
 from harness.results import CellRecord, read_json, write_json
 from harness.runner.outcome import write_failed_result
 from harness.runtime.compose import image_tag
-from harness.runtime.docker import _give_to_container_user, _return_to_owner, image_id
+from harness.runtime.docker import _docker, _give_to_container_user, _oom_killed, _return_to_owner, image_id
 from harness.state import store
 
 LABEL = "org.arkbench.walk"
@@ -57,10 +56,6 @@ class Task:
     node_id: str
     container: str | None
     error: str
-
-
-def _docker(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", *args], capture_output=True, text=True)
 
 
 def nodes() -> list[Node]:
@@ -93,14 +88,6 @@ def _task(service: str) -> Task | None:
     cs = st.get("ContainerStatus") or {}
     return Task(st["State"], cs.get("ExitCode") if st["State"] in ENDED else None, t.get("NodeID", ""),
                 cs.get("ContainerID"), st.get("Err", ""))
-
-
-def _oom_killed(task: Task) -> bool:
-    """Docker's own flag where the task's container is on this engine; elsewhere the exit code speaks (137)."""
-    if not task.container:
-        return False
-    out = _docker("inspect", "-f", "{{.State.OOMKilled}}", task.container)
-    return out.returncode == 0 and out.stdout.strip() == "true"
 
 
 def _mount(path: Path, readonly: bool = False) -> list[str]:
@@ -354,7 +341,9 @@ def _follow(sw: Swarm, cells: list[Placed], save) -> None:
                     _lost(sw, p, f"its runner's task ended {t.state}")
                 elif t and t.state in ENDED:
                     sw.logs(p.run_svc, run_dir / "container.log")
-                    write_json(run_dir / RUNNER_EXIT, {"exit_code": t.exit_code, "oom_killed": _oom_killed(t)})
+                    # Docker's own flag where the task's container is on this engine; elsewhere exit 137 speaks
+                    oom = bool(t.container) and _oom_killed(t.container)
+                    write_json(run_dir / RUNNER_EXIT, {"exit_code": t.exit_code, "oom_killed": oom})
                     p.phase = "ending"
             if p.phase == "ending":
                 t = _task(p.node_svc)
@@ -369,7 +358,7 @@ def _follow(sw: Swarm, cells: list[Placed], save) -> None:
                                                             f"(exit {t.exit_code if t else '-'}: {t.error if t else ''}) "
                                                             "with no result; see node.log")
                 rc = done["exit_code"] if done else 3
-                p.cr.record = end_cell(p.cr, read_cell_or(p), rc, p.label, place="swarm", node=p.node)
+                p.cr.record = end_cell(p.cr, read_cell(p.cr.dir / "cell.json") or p.rec, rc, p.label, place="swarm", node=p.node)
                 p.phase = "done"
                 save()
         if time.monotonic() - last_status > STATUS_EVERY_S:
@@ -378,10 +367,6 @@ def _follow(sw: Swarm, cells: list[Placed], save) -> None:
             queued = [p.cr.dir.name for p in cells if p.phase == "queued"]
             log(f"running: {', '.join(running) or '-'}; queued: {', '.join(queued) or '-'}")
     sw.drop_networks()
-
-
-def read_cell_or(p: Placed) -> CellRecord:
-    return read_cell(p.cr.dir / "cell.json") or p.rec
 
 
 def _lost(sw: Swarm, p: Placed, why: str) -> None:
