@@ -20,7 +20,7 @@ import json
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
@@ -46,7 +46,6 @@ class Node:
     hostname: str
     ready: bool
     cpus: float
-    memory_bytes: int
 
 
 @dataclass
@@ -71,7 +70,7 @@ def nodes() -> list[Node]:
     for n in json.loads(_docker("node", "inspect", *ids).stdout or "[]"):
         d = n["Description"]
         out.append(Node(n["ID"], d["Hostname"], n["Status"]["State"] == "ready" and n["Spec"]["Availability"] == "active",
-                        d["Resources"]["NanoCPUs"] / 1e9, d["Resources"]["MemoryBytes"]))
+                        d["Resources"]["NanoCPUs"] / 1e9))
     return out
 
 
@@ -100,7 +99,6 @@ class Swarm:
     key: str
     cpus: float                          # the smallest node's: its whole CPU is what a cell reserves
     images: dict[str, str]               # tag -> the image id here (what the cells' identities name)
-    services: set[str] = field(default_factory=set)
 
     def create(self, name: str, image: str, command: list[str], *, entrypoint: str | None = None,
                mounts: list[Path] = (), env: dict[str, str] | None = None, network: str | None = None,
@@ -129,7 +127,6 @@ class Swarm:
         r = _docker(*args, image, *command)
         if r.returncode:
             raise ConfigError(f"docker service create {name} failed: {r.stderr.strip()[-1000:]}")
-        self.services.add(name)
 
     def network(self, name: str) -> str:
         """A new internal network (named afresh: one a killed walk left may still be on its way out)."""
@@ -143,7 +140,6 @@ class Swarm:
         names = [n for n in names if n]
         if names:
             _docker("service", "rm", *names)
-            self.services.difference_update(names)
 
     def logs(self, service: str, path: Path) -> None:
         r = _docker("service", "logs", "--raw", "--no-task-ids", service)
