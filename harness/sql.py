@@ -45,11 +45,11 @@ class BlockSQL:
                    terminate={t: terminate_sql(variant, t) for t in TABLES})
 
 
-def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool = False) -> None:
+def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool = False) -> int:
     """ONE transaction on a DB-API connection in autocommit mode: executemany per statement (the
     reference's experiment 4 found it equal to arkiv's per-row execute; per_row runs that instead), rolled
-    back on any error. The adapters and the bench-overhead control loops of the SQLite family both write
-    through this."""
+    back on any error. Returns when its COMMIT began (perf_counter_ns): the statements' end. The adapters and
+    the bench-overhead control loops of the SQLite family both write through this."""
     conn.execute(begin_sql)
     if per_row:
         conn = _PerRow(conn)
@@ -62,7 +62,9 @@ def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool
                 conn.executemany(sql.terminate[table], params)
         for table, rows in block.inserts.items():
             conn.executemany(sql.insert[table], rows)
+        statements_end_ns = time.perf_counter_ns()
         conn.execute("COMMIT")
+        return statements_end_ns
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
@@ -71,8 +72,9 @@ def prepare(block: Block) -> Prepared:
         inserts={t: table(t, schema.columns(v, t), rows) for t, rows in block.inserts.items() if rows})
 
 
-def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) -> None:
-    """ONE transaction: the adapter and the bench-overhead control loop both write with it."""
+def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) -> int:
+    """ONE transaction: the adapter and the bench-overhead control loop both write with it. Returns when its
+    COMMIT began (perf_counter_ns)."""
     con.execute("BEGIN TRANSACTION")
     try:
         for t, pk in p.deletes.items():
@@ -85,7 +87,9 @@ def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) ->
         for t, rows in p.inserts.items():
             con.register("_ins", rows)
             con.execute(q.insert[t])
+        statements_end_ns = time.perf_counter_ns()
         con.execute("COMMIT")
+        return statements_end_ns
     except BaseException:
         try:
             con.execute("ROLLBACK")
@@ -113,6 +117,7 @@ class DuckDBEngine(EngineBase):
         self._ckpt_lock = threading.Lock()
         self._checkpoints = 0
         self._wal_seen = self._wal_size()
+        self._phases: dict[str, float] | None = None
 
     def create_schema(self, variant: str, indexes=None) -> None:
         self.con.execute(registry.ddl(self.name, variant, indexes))
@@ -152,8 +157,15 @@ class DuckDBEngine(EngineBase):
         return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
-        write_block(self.con, self._sql, p)
+        t0 = time.perf_counter_ns()
+        t1 = write_block(self.con, self._sql, p)
+        # an automatic checkpoint runs inside DuckDB's COMMIT (WAL past checkpoint_threshold): it stays in
+        # `commit`; counters() counts the WAL truncations (automatic and manual checkpoints)
+        self._phases = {"statements": (t1 - t0) / 1e6, "commit": (time.perf_counter_ns() - t1) / 1e6}
         self._observe_wal()
+
+    def block_phases(self) -> dict[str, float] | None:
+        return self._phases
 
     def _wal_size(self) -> int:
         try:
@@ -202,7 +214,9 @@ class DuckDBEngine(EngineBase):
         """DuckDB's own account of its memory (duckdb_memory(): buffer manager use by tag), so the runner's
         RSS can be told apart into the engine's share and the harness's."""
         (used,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()
-        return EngineCounters(counters={}, gauges={"engine_heap_bytes": int(used)})
+        with self._ckpt_lock:
+            done = self._checkpoints
+        return EngineCounters(counters={"wal_truncations": done}, gauges={"engine_heap_bytes": int(used)})
 
     def info(self) -> EngineInfo:
         eff = {n: self.con.execute(f"SELECT current_setting('{n}')").fetchone()[0]

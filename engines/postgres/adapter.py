@@ -15,7 +15,7 @@ import psycopg
 from engines.postgres.server import ExternalServer, PostgresServer, ServerError
 from engines.postgres.settings import Settings
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, EngineInfo, StorageStats
+from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats
 from harness.engine_api import server_contract
 from harness.workload import schema
 from harness.workload.block import Block
@@ -71,9 +71,11 @@ def prepare(block: Block) -> Prepared:
                     inserts={t: [list(c) for c in zip(*rows)] for t, rows in block.inserts.items() if rows})
 
 
-def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> None:
-    """ONE transaction, pipelined: the adapter and the bench-overhead control loop both write with it."""
-    with conn.pipeline(), conn.transaction():
+def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
+    """ONE transaction, pipelined: the adapter and the bench-overhead control loop both write with it. The
+    statements' results are awaited (a sync) before the COMMIT is sent, so the two are timed apart at the cost
+    of one loopback round trip; returns when that wait ended (perf_counter_ns)."""
+    with conn.pipeline() as pipeline, conn.transaction():
         cur = conn.cursor()
         for t, cols in p.deletes.items():
             cur.execute(q.delete[t], cols)
@@ -83,6 +85,24 @@ def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> None:
                 cur.execute(q.terminate[t], params)
         for t, cols in p.inserts.items():
             cur.execute(q.insert[t], cols)
+        pipeline.sync()
+        statements_end_ns = time.perf_counter_ns()
+    return statements_end_ns
+
+
+# The server's account of the measured phase's writes (counters(); PostgreSQL 15-16 views, 17's where they
+# moved): WAL records, full-page images, bytes, writes and syncs with their time (track_wal_io_timing), the
+# checkpoints and the buffers they wrote, buffers written by backends themselves (the checkpointer and the
+# background writer fell behind). Times are in µs (counters are integers).
+SERVER_STATS_SQL = ("SELECT wal_records, wal_fpi, wal_bytes::bigint, wal_buffers_full, wal_write, wal_sync, "
+                    "(wal_write_time * 1000)::bigint, (wal_sync_time * 1000)::bigint FROM pg_stat_wal")
+SERVER_STATS = ("wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_writes", "wal_syncs",
+                "wal_write_time_us", "wal_sync_time_us")
+BGWRITER_SQL = ("SELECT checkpoints_timed + checkpoints_req, checkpoints_req, (checkpoint_write_time * 1000)::bigint, "
+                "(checkpoint_sync_time * 1000)::bigint, buffers_checkpoint, buffers_clean, buffers_backend, "
+                "buffers_backend_fsync FROM pg_stat_bgwriter")
+BGWRITER = ("checkpoints", "checkpoints_requested", "checkpoint_write_time_us", "checkpoint_sync_time_us",
+            "buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync")
 
 
 class PostgresEngine(EngineBase):
@@ -106,6 +126,7 @@ class PostgresEngine(EngineBase):
         self._stats_lock = threading.Lock()
         self.settings_names = list(s.server_conf())
         self.variant: str | None = None
+        self._phases: dict[str, float] | None = None
         self._ckpt_at_open = self._checkpoint_counter()
 
     def create_schema(self, variant: str, indexes=None) -> None:
@@ -147,7 +168,25 @@ class PostgresEngine(EngineBase):
         return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
-        write_block(self.conn, self._sql, p)
+        t0 = time.perf_counter_ns()
+        t1 = write_block(self.conn, self._sql, p)
+        self._phases = {"statements": (t1 - t0) / 1e6, "commit": (time.perf_counter_ns() - t1) / 1e6}
+
+    def block_phases(self) -> dict[str, float] | None:
+        return self._phases
+
+    def counters(self) -> EngineCounters:
+        """The server's WAL and checkpoint statistics (SERVER_STATS, BGWRITER), cumulative since the cluster
+        began; a view a version lacks is left out."""
+        out = {}
+        with self._stats_lock:
+            for query, names in ((SERVER_STATS_SQL, SERVER_STATS), (BGWRITER_SQL, BGWRITER)):
+                try:
+                    row = self._stats_conn.execute(query).fetchone()
+                except psycopg.errors.UndefinedColumn:       # 17+: pg_stat_checkpointer and pg_stat_io
+                    continue
+                out.update({n: int(v) for n, v in zip(names, row) if v is not None})
+        return EngineCounters(counters=out, gauges={})
 
     def reader(self) -> "PostgresReader":
         return self.reader_factory()()

@@ -29,6 +29,9 @@ class Settings(BaseModel):
     full_page_writes: Literal["on", "off"] = "on"
     autovacuum: Literal["on", "off"] = "on"
     fsync: Literal["on", "off"] = "on"
+    # on: pg_stat_wal times every WAL write and sync (a block's commit split, harness/runner/phases.py); a
+    # clock read per WAL write, against a write or an fsync
+    track_wal_io_timing: Literal["on", "off"] = "on"
     bin_dir: Optional[str] = Field(None, description="PostgreSQL's bin directory; default: the newest under /usr/lib/postgresql",
                                    json_schema_extra=HARNESS_SIDE)
     os_user: str = Field("arkbench", description="the non-root user the server runs as (created if missing)",

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
 
@@ -45,6 +46,13 @@ SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE = 1006     # sqlite3.h; APSW's Connection.confi
 class SQLiteEngine(EngineBase):
     name: ClassVar[str] = "sqlite"
     db_filename: ClassVar[str] = "arkiv.db"
+    # The writer runs the automatic checkpoint itself, timed: SQLite's own runs inside COMMIT (its WAL hook,
+    # once the WAL holds wal_autocheckpoint frames: a PASSIVE checkpoint), where no timer can tell it from the
+    # commit. The same threshold, the same mode, right after the same COMMIT: the same behaviour, measured.
+    # Off for an engine that keeps no wal-index to read the frame count from (turso).
+    harness_autocheckpoint: ClassVar[bool] = True
+    _phases: dict[str, float] | None = None     # the last block's (block_phases); none in libsql's server mode
+    _auto_frames = 0
 
     # --- what the SQLite family (libsql, turso) overrides; the control loop uses the same ------------
     @classmethod
@@ -87,6 +95,12 @@ class SQLiteEngine(EngineBase):
         for stmt in self.pragma_sql(self.settings, writer=True):
             self.conn.execute(stmt).fetchall()   # fetched: pyturso runs a pragma only when its rows are read
         self._begin = self.begin_sql(self.settings)
+        self._auto_frames = 0         # the harness's autocheckpoint threshold (frames); 0: SQLite's own or none
+        frames = int(self.settings.get("wal_autocheckpoint") or 0)
+        if self.harness_autocheckpoint and frames and str(self.settings.get("journal_mode")).upper() == "WAL":
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
+            self._auto_frames = frames
+        self._auto_ckpts = 0
         self.variant: str | None = None
         self._ckpt_lock = threading.Lock()
         self._shm_fd: int | None = None       # the -shm, held open (see _wal_bytes_in_use)
@@ -134,7 +148,18 @@ class SQLiteEngine(EngineBase):
         self._sql = sql.BlockSQL.generic(variant)
 
     def apply_block(self, block: Block) -> None:
-        sql.write_block(self.conn, self._begin, self._sql, block, self.settings.get("insert_mode") == "execute")
+        t0 = time.perf_counter_ns()
+        t1 = sql.write_block(self.conn, self._begin, self._sql, block, self.settings.get("insert_mode") == "execute")
+        t2 = time.perf_counter_ns()
+        self._phases = {"statements": (t1 - t0) / 1e6, "commit": (t2 - t1) / 1e6}
+        if self._auto_frames:
+            if self._wal_frames() >= self._auto_frames:
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self._auto_ckpts += 1
+            self._phases["checkpoint"] = (time.perf_counter_ns() - t2) / 1e6
+
+    def block_phases(self) -> dict[str, float] | None:
+        return self._phases
 
     def reader(self) -> sql.QueryReader:
         return self.reader_factory()()
@@ -155,7 +180,8 @@ class SQLiteEngine(EngineBase):
         where the binding exposes them (APSW; bindings.py says what each one is)."""
         status = self.status(self.conn, self.settings)
         counts = {k: v for k, v in status.items() if k in bindings.COUNTER_NAMES}
-        return EngineCounters(counters={**self._manual, **counts},
+        auto = {"autocheckpoints_in_commit": self._auto_ckpts} if self._auto_frames else {}
+        return EngineCounters(counters={**self._manual, **auto, **counts},
                               gauges={k: v for k, v in status.items() if k not in counts})
 
     def settle(self) -> None:
@@ -205,6 +231,8 @@ class SQLiteEngine(EngineBase):
             eff[p] = row[0] if row is not None else None
         if "library" in self.settings:
             eff["library"] = _binding(self.settings).name
+        if self._auto_frames:        # the threshold holds; the writer runs it (harness_autocheckpoint)
+            eff["wal_autocheckpoint"] = self._auto_frames
         return EngineInfo(library=self.library(), driver=self.driver(self.settings), settings=eff,
                           related={"sqlite": self.sqlite_version()})
 
@@ -229,19 +257,28 @@ class SQLiteEngine(EngineBase):
         any close() of any descriptor of that file in this process drops. Reading it through a fresh
         descriptor each second released the engine's own locks; another process opening the database
         then truncated the wal-index under the engine's mapping (SIGBUS)."""
-        with self._ckpt_lock:
-            if self._shm_fd is None:
-                try:
-                    self._shm_fd = os.open(f"{self.path}-shm", os.O_RDONLY)
-                except OSError:
-                    return 0
-            hdr = os.pread(self._shm_fd, 48, 0)
-        if len(hdr) < 48:
+        hdr = self._wal_index_header()
+        if hdr is None:
             return 0
         page = struct.unpack_from("=H", hdr, 14)[0]
         page = 65536 if page == 1 else page
         (mx_frame,) = _SHM_MXFRAME.unpack_from(hdr, 16)
         return 32 + mx_frame * (page + 24) if mx_frame else 0
+
+    def _wal_frames(self) -> int:
+        """Frames in the WAL after the last commit: what SQLite's WAL hook compares with the threshold."""
+        hdr = self._wal_index_header()
+        return _SHM_MXFRAME.unpack_from(hdr, 16)[0] if hdr is not None else 0
+
+    def _wal_index_header(self) -> bytes | None:
+        with self._ckpt_lock:
+            if self._shm_fd is None:
+                try:
+                    self._shm_fd = os.open(f"{self.path}-shm", os.O_RDONLY)
+                except OSError:
+                    return None
+            hdr = os.pread(self._shm_fd, 48, 0)
+        return hdr if len(hdr) >= 48 else None
 
     def _wal_checkpoint_seq(self) -> int | None:
         try:

@@ -14,6 +14,8 @@ from engines.sqlite.adapter import SQLiteEngine
 
 class TursoEngine(SQLiteEngine):
     name: ClassVar[str] = "turso"
+    # turso keeps no -shm wal-index and checkpoints on its own inside its commit: that time stays in `commit`
+    harness_autocheckpoint: ClassVar[bool] = False
 
     @classmethod
     def connect(cls, path: Path, settings: Mapping[str, object], read_only: bool = False):

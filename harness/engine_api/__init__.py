@@ -119,6 +119,12 @@ class EngineBase:
         the timed path; apply_block receives the (unpickled) result. Must not touch a connection."""
         return block
 
+    def block_phases(self) -> dict[str, float] | None:
+        """The last apply_block's phases as the adapter timed them, in ms: `statements` (BEGIN to the last
+        write), `commit` (the COMMIT itself), `checkpoint` (a checkpoint that ran inside the commit); the
+        runner records them per block (harness/runner/phases.py). None: the engine times none."""
+        return None
+
     def counters(self) -> EngineCounters | None:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from harness import registry
+from harness.results.phases import PHASE_LABELS, describe
 
 
 def print_summary(path: Path) -> None:
@@ -34,6 +35,9 @@ def print_summary(path: Path) -> None:
             print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
                   f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}"
                   + (f"{fmt(k.checked):>9}{fmt(k.wrong):>7}" if checked else ""), file=sys.stderr)
+    phases = phase_line(m.block_phases)
+    if phases and not r.crash:
+        print(f"  block phases: {phases}", file=sys.stderr)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)
     mem = r.memory
@@ -66,6 +70,16 @@ def print_summary(path: Path) -> None:
               f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
     for w in r.warnings:
         print(f"  warning: {w}", file=sys.stderr)
+
+
+def phase_line(split) -> str | None:
+    """Where a measured block's time went (result v9 metrics.block_phases), with each phase's p50/p99."""
+    if split is None:
+        return None
+    ph = split.phases
+    spread = ", ".join(f"{PHASE_LABELS[p]} p50 {ph[p].p50_ms:,.1f} p99 {ph[p].p99_ms:,.1f}"
+                       for p in ph if ph[p].share >= 0.01)
+    return f"{describe(split)} [ms: {spread}; biggest: {PHASE_LABELS[split.biggest]}]"
 
 
 def kills_table(x) -> tuple[list[str], list[list]]:

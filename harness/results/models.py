@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 8
+RESULT_VERSION = 9
 
 
 class Model(BaseModel):
@@ -169,6 +169,29 @@ class IoFigures(Model):
         return ", ".join(parts) or "no I/O figures here"
 
 
+class PhaseFigure(Model):
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+    share: float                  # of the measured blocks' summed service time
+
+
+class CpuFigure(Model):
+    user_mean_ms: float           # the engine's processes' CPU per block (harness/runner/phases.CpuProbe)
+    sys_mean_ms: float
+    share: float                  # (user + sys) / service time, summed over the blocks: ~1 CPU-bound, ~0 waiting
+
+
+class BlockPhaseFigures(Model):
+    """v9: where the measured blocks' service time went (harness/runner/phases.py)."""
+    blocks: int
+    service_mean_ms: float
+    phases: dict[str, PhaseFigure]    # statements, commit, checkpoint (inside the commit), other
+    timed: list[str] = []             # the phases the engine timed apart; the rest of its time is in `other`
+    biggest: str
+    cpu: Optional[CpuFigure] = None   # None: the engine's processes are not visible to the runner
+
+
 class Metrics(Model):
     partial: bool = False                # rebuilt from what a killed runner left behind
     phase_reached: Optional[str] = None  # partial results: where the runner died
@@ -205,6 +228,7 @@ class Metrics(Model):
     reads_by_kind: Optional[dict[str, ReadKind]] = None    # per entry of the readers' mix
     engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
     io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
+    block_phases: Optional[BlockPhaseFigures] = None   # v9; None: no measured block
 
 
 class Kill(Model):
@@ -246,7 +270,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

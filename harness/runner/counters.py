@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from harness.engine_api import EngineCounters
 from harness.platform import cgroup
 from harness.runner.metrics import BlockLog, KindStats, Recorder
+from harness.runner.phases import CpuProbe, PhaseLog
 
 
 @dataclass
@@ -43,6 +44,8 @@ class RunState:
     logical_bytes_written: int = 0    # values' bytes of the rows the measured blocks wrote (inserts, rewrites)
     logical_bytes_seen: int = 0       # the feed's running total as of the last block applied
     block_log: BlockLog = field(default_factory=BlockLog)
+    phase_log: PhaseLog = field(default_factory=PhaseLog)   # each measured block's phases and engine CPU
+    cpu_probe: CpuProbe | None = None  # the engine's processes' CPU, read around each block
     readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
     answer_checks: dict = field(default_factory=dict)   # mix entry -> reads.dc_check.KindCheck, after the clock
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)

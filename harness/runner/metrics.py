@@ -194,11 +194,18 @@ class BlockLog:
     def __len__(self) -> int:
         return len(self.end_s)
 
-    def write_csv(self, f: IO[str]) -> None:
-        f.write("block_index,kind,due_s,start_s,end_s,commit_ms,service_ms,rows\n")
+    def service_ms(self) -> list[float]:
+        return [(e - s) * 1000 for s, e in zip(self.start_s, self.end_s)]
+
+    def write_csv(self, f: IO[str], extra=None) -> None:
+        """extra: more columns per block (runner/phases.PhaseLog: CSV_COLUMNS and csv_fields(i))."""
+        more = "," + ",".join(extra.CSV_COLUMNS) if extra is not None else ""
+        f.write(f"block_index,kind,due_s,start_s,end_s,commit_ms,service_ms,rows{more}\n")
         for i in range(len(self)):
             d, s, e = self.due_s[i], self.start_s[i], self.end_s[i]
-            f.write(f"{i},{self.kinds[i]},{d:.6f},{s:.6f},{e:.6f},{(e - d) * 1000:.3f},{(e - s) * 1000:.3f},{self.rows[i]}\n")
+            tail = "," + extra.csv_fields(i) if extra is not None else ""
+            f.write(f"{i},{self.kinds[i]},{d:.6f},{s:.6f},{e:.6f},{(e - d) * 1000:.3f},{(e - s) * 1000:.3f},"
+                    f"{self.rows[i]}{tail}\n")
 
     def worst_window_percentile_ms(self, percentile: float, window_s: float, metric: str,
                                    phase_start_s: float) -> float | None:

@@ -10,6 +10,7 @@ from harness.results import (EngineCounterFigures, HarnessShare, Integrity, IoFi
                              Metrics, RunResult, Spool, ThresholdResult, read_json, write_json)
 from harness.runner.metrics import summary_from_hlog, summary_ms
 from harness.runner.counters import RunState
+from harness.runner.phases import summarise as summarise_phases
 from harness.scenario.thresholds import NotEvaluable
 
 MIN_BLOCKS_FOR_TAIL = 100        # below this a p99 is barely more than the max
@@ -94,7 +95,8 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
         manual_checkpoint_ms={"count": len(state.checkpoint_ms),
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
-        harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state), io=io)
+        harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state), io=io,
+        block_phases=summarise_phases(state.phase_log, state.block_log.service_ms()))
     if state.reads or state.read_errors or state.reads_empty or state.reads_late:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
                  # over the window: the reads counted are those due in it (readers.ReadSink)

@@ -29,6 +29,7 @@ from harness.runner.io_watch import IoWatch, io_figures
 from harness.runner.feed_client import BlockFeed
 from harness.runner.metrics import percentile_rank
 from harness.runner.readers import ReaderPool
+from harness.runner.phases import CpuProbe
 from harness.runner.outcome import FinalStorage, Outcome, build_metrics, metric_source, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.counters import RunState
@@ -298,6 +299,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                                f"which sees {info.data_limit_bytes_seen}")
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
     state.io_watch = watch = IoWatch.for_plan(plan, data_memory_dir(plan))
+    state.cpu_probe = CpuProbe(data_memory_dir(plan), plan.capabilities.server)
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",
                       plan.phases.warmup_s + plan.phases.measure_s, mem_dir=data_memory_dir(plan))
     sampler.start()       # from the start, so a run killed during the load keeps its time series
@@ -340,6 +342,6 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         log(plan, "read answers checked: " + ", ".join(f"{k} {c.checked - c.wrong}/{c.checked} right"
                                                       for k, c in state.answer_checks.items()))
     with open(run_dir / "blocks.csv", "w") as f:
-        state.block_log.write_csv(f)
+        state.block_log.write_csv(f, state.phase_log)
     write_result(plan, out, state, judge(plan, state, out, thresholds, abort))
     return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(out.status, EXIT_RUN_FAILED)
