@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -98,6 +98,11 @@ verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ra
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+
+AXIS ?=
+knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [PROFILE=] [SET=]
+	@$(HARNESS) knee --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  --axis $(AXIS) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGINE= [PROFILE=quick|smoke|ratio] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) v1 --engine $(ENGINE) $(if $(MEM),--mem $(MEM)) --profile $(if $(PROFILE),$(PROFILE),quick) \

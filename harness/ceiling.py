@@ -11,10 +11,10 @@ step's end is recorded. ceiling.json holds every step and the knee; thresholds o
 (ceiling.thresholds, e.g. `knee_read_qps >= 1000`) decide the exit code."""
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
+from harness.bracket import Bracket, Verdict, verdict_of, walk
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import load_result, write_json
@@ -59,36 +59,10 @@ def _failed_on(r, status: str) -> list[str]:
     return missed or [f"the run: {status}" + (f" ({r.error})" if r is not None and r.error else "")]
 
 
-class Search:
-    """The rates to try, from the steps run so far: first the fixed steps, then doubling, then bisection."""
-
-    def __init__(self, steps_qps: list[float], max_qps: float, resolution: float) -> None:
-        self.fixed, self.max_qps, self.resolution = sorted(steps_qps), max_qps, resolution
-        self.passed: set[float] = set()
-        self.failed: set[float] = set()
-
-    def record(self, qps: float, ok: bool) -> None:
-        (self.passed if ok else self.failed).add(qps)
-
-    def bounds(self) -> tuple[float | None, float | None]:
-        """(the highest passing rate below every failure, the lowest failure)."""
-        hi = min(self.failed, default=None)
-        lo = max((q for q in self.passed if hi is None or q < hi), default=None)
-        return lo, hi
-
-    def next_qps(self) -> float | None:
-        lo, hi = self.bounds()
-        for q in self.fixed:                       # the fixed steps up to the first failure
-            if q not in self.passed and q not in self.failed and (hi is None or q < hi):
-                return q
-        if hi is None:                             # everything passed: double, up to max_qps itself
-            base = lo or self.fixed[-1]
-            return min(2 * base, self.max_qps) if base < self.max_qps else None
-        if lo is None:                             # the lowest step failed: no rate to stand on
-            return None
-        if hi / lo <= 1 + self.resolution:
-            return None
-        return float(round(math.sqrt(lo * hi)))    # geometric: rates span decades
+def ceiling_bracket(steps_qps: list[float], max_qps: float, resolution: float) -> Bracket:
+    """The rates to try: the fixed steps, then doubling up to max_qps, then bisection (harness/bracket.py);
+    nothing below the lowest fixed step."""
+    return Bracket(steps_qps, min(steps_qps), max_qps, resolution)
 
 
 def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None) -> int:
@@ -103,11 +77,12 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), writes every {probe.workload.block_interval_ms:g} ms "
          f"x {probe.workload.rows_per_block} rows; reads stepped {', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS "
          f"then doubled and bisected to {cfg.resolution:.0%}")
-    search = Search(cfg.steps_qps, cfg.max_qps, cfg.resolution)
+    bracket = ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
     out = _head(probe, engine, mem, steps)
 
-    def run_step(qps: float, repeat: int) -> dict:
+    def run_step(qps: float, confirming: bool) -> Verdict:
+        repeat = sum(s["offered_qps"] == qps for s in steps) + 1
         cell = Cell(scenario, engine, mem, None, repeat, (f"readers.rate_per_s={qps:g}",), tag=f"q{qps:g}")
         [cr] = plan_cells([cell], opts, root, repeats=2)
         label = f"step {len(steps) + 1}: {qps:g} QPS" + (" (repeat)" if repeat > 1 else "")
@@ -117,11 +92,12 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         _log(f"{label}: {'pass' if s['passed'] else 'FAIL'}; reads {s['achieved_qps']}/s p99 {s['read_p99_ms']} ms, "
              f"write p99 {s['write_p99_ms']} ms, db {s['db_bytes']} B")
         write_json(root / CEILING_FILE, out)       # after every step: an interrupted search loses nothing
-        return s
+        return verdict_of(s["status"])
 
     try:
-        knee, out["converged"] = _search(search, run_step, steps)
-        out["complete"] = True
+        w = walk(bracket, run_step, MAX_STEPS, snap=lambda q: float(round(q)))
+        knee, out["converged"], out["complete"] = w.knee, w.converged, True
+        out["inconclusive_at_qps"] = w.inconclusive_at
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
@@ -143,24 +119,6 @@ def _head(probe, engine: str, mem: str | None, steps: list[dict]) -> dict:
                        "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,
             "criteria": probe.thresholds, "search": probe.ceiling.model_dump(), "started_utc": utc_now(),
             "steps": steps, "knee": None, "complete": False}
-
-
-def _search(search: Search, run_step, steps: list[dict]) -> tuple[float | None, bool]:
-    """(the knee, converged): steps until the search has no next rate; a knee stands only if its repeat passes
-    too, and a refuted one moves the search below it, within MAX_STEPS."""
-    while len(steps) < MAX_STEPS:
-        qps = search.next_qps()
-        if qps is None:
-            lo, _ = search.bounds()
-            if lo is None:                 # not even the lowest step passed
-                return None, True
-            if run_step(lo, 2)["passed"]:
-                return lo, True
-            search.passed.discard(lo)      # refuted: the search goes on below it
-            search.record(lo, False)
-            continue
-        search.record(qps, run_step(qps, 1)["passed"])
-    return None, False
 
 
 def _finish(root: Path, out: dict, steps: list[dict], knee: float | None, knee_thresholds) -> int:
@@ -201,6 +159,8 @@ def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
 def sentence(out: dict) -> str:
     k = out["knee"]
     where = f"{out['engine']} at scale {out['scale']:g}" + (f" under {out['mem']}" if out["mem"] else "")
+    if out.get("inconclusive_at_qps") is not None:
+        return f"{where}: inconclusive: the step at {out['inconclusive_at_qps']:g} QPS errored twice (see its cell)"
     if k is None and not out.get("converged"):
         return f"{where}: no knee confirmed within {MAX_STEPS} steps; the steps show where it wavered"
     if k is None:

@@ -17,7 +17,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description="arkbench: one scenario, one engine, honest numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling, _add_v1,
+    for add in (_add_run, _add_validate, _add_benches, _add_sweep, _add_matrix, _add_verdict, _add_ceiling, _add_knee, _add_v1,
                 _add_states, _add_report, add_compare, _add_experiments, _add_k8s):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
@@ -173,6 +173,14 @@ def _add_ceiling(sub) -> None:
     c.add_argument("--scenario", default="combined")
 
 
+def _add_knee(sub) -> None:
+    c = _step_walk(sub, "knee", "how far from passing: the knee along rows per block, MEM or database size; "
+                   "resumable", _cmd_knee)
+    c.add_argument("--scenario", default="p99_5x")
+    c.add_argument("--axis", required=True, choices=["rows", "mem", "scale"])
+    c.add_argument("--scale", type=float, help="the database's scale (AXIS=scale: where the search starts)")
+
+
 def _add_v1(sub) -> None:
     c = _step_walk(sub, "v1", "the reference's V1 go/no-go on the Data Center model (scenarios/v1.yaml); resumable",
                    _cmd_v1)
@@ -310,6 +318,14 @@ def _cmd_ceiling(args) -> int:
     if args.repeats != 1:
         raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
     return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+
+
+def _cmd_knee(args) -> int:
+    from harness.knee import knee
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
+    return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
+                scale=args.scale)
 
 
 def _cmd_v1(args) -> int:

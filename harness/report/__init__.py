@@ -6,7 +6,8 @@ from pathlib import Path
 
 from harness.report.collect import collect
 from harness.report import nodes
-from harness.report.content import Block, build
+from harness.report.blocks import Block
+from harness.report.content import build
 from harness.report.render import to_html, to_markdown
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.results import CellRecord, LatencySummary, RunResult, load_result, load_sweep, load_verdict, read_json
+from harness.results import CellRecord, LatencySummary, RunResult, load_knee, load_result, load_sweep, load_verdict, read_json
 from harness.stats import summarize
 from harness.units import format_bytes
 
@@ -127,6 +127,10 @@ def collect(path: Path) -> ReportData:
         raise ConfigError(f"RUN={path}: not a directory; give a run, sweep or verdict directory under results/")
     if (v1 := read_json(path / "v1.json")) is not None:       # its searches have reports of their own
         return ReportData("v1", path, v1)
+    if (k := load_knee(path / "knee.json")) is not None:
+        cells = [CellData(path / s.cell, r, s.repeat) for s in k.steps
+                 if (r := load_result(path / s.cell / "result.json")) is not None]
+        return ReportData("knee", path, k, cells)
     if (c := read_json(path / "ceiling.json")) is not None:
         cells = [CellData(path / s["cell"], r, s["repeat"]) for s in c["steps"]
                  if (r := load_result(path / s["cell"] / "result.json")) is not None]

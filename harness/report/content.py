@@ -2,30 +2,15 @@
 through the tree, a table per scenario (engine × memory), the plots, warnings, and every cell's environment."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from harness.report import plots
 from harness.report.collect import CellData, ReportData, group_stats
+from harness.report.blocks import Block, _f, plots_block
+from harness.report.knee_report import knee_blocks
 from harness.report.io_tables import index_residency_table, io_table
 from harness.report.summary import kills_table
 from harness.scenario.thresholds import parse_threshold
 from harness.stats import NOISY_SPREAD
 from harness.units import format_bytes
-
-
-@dataclass
-class Block:
-    kind: str                   # h1 h2 h3 p verdict caveat alarm list table plot
-    text: str = ""
-    headers: list = field(default_factory=list)
-    rows: list = field(default_factory=list)
-    items: list = field(default_factory=list)
-    name: str = ""              # plot file name
-    svg: str = ""
-
-
-def _f(v, digits: int = 1) -> str:
-    return "-" if v is None else f"{v:,.{digits}f}"
 
 
 def first_line(data: ReportData) -> Block:
@@ -341,7 +326,7 @@ def _v1_reads(p: dict) -> str:
 
 def build(data: ReportData) -> list[Block]:
     title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run",
-             "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go"}[data.kind]
+             "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go", "knee": "arkbench knee"}[data.kind]
     doc = [first_line(data), Block("h1", f"{title}: {data.dir.name}")]
     if data.kind == "v1":
         return doc + v1_blocks(data.meta)
@@ -352,8 +337,10 @@ def build(data: ReportData) -> list[Block]:
         return doc
     if data.kind == "ceiling":
         doc += ceiling_blocks(data)
+    if data.kind == "knee":
+        doc += knee_blocks(data)
     body, noisy = [], []
-    for scenario in data.scenarios() if data.kind != "ceiling" else ():     # a ceiling's steps are its table
+    for scenario in data.scenarios() if data.kind not in ("ceiling", "knee") else ():   # their steps are their table
         cells = [c for c in data.cells if c.scenario == scenario]
         if any(c.result.crash for c in cells):
             body += [Block("h2", f"Scenario {scenario}: crash durability and recovery"), *crash_blocks(cells, scenario)]
@@ -394,10 +381,6 @@ def build(data: ReportData) -> list[Block]:
             Block("p", "Each cell's result.json, plan.yaml, blocks.csv and timeseries.csv sit in its directory "
                        "under this one.")]
     return doc
-
-
-def plots_block(svg: str, name: str, caption: str) -> Block:
-    return Block("plot", text=caption, name=name, svg=svg)
 
 
 def crash_blocks(cells: list[CellData], scenario: str) -> list[Block]:

@@ -197,6 +197,31 @@ def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float |
     return _svg(fig)
 
 
+def knee_curve(points: list[tuple], knee: float | None, limit_ms: float | None, axis_label: str, title: str) -> str:
+    """points: (axis value, p99 ms, service p50 ms, verdict) per step; the criterion and the knee as lines."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for i, label, color in ((1, "commit p99", "tab:red"), (2, "service p50", "tab:blue")):
+        pts = sorted((p[0], p[i], p[3]) for p in points if p[i] is not None)
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1, color=color, label=label)
+        for verdict, style in (("pass", {"color": color}), ("fail", {"facecolors": "none", "edgecolors": color}),
+                               ("error", {"color": color, "marker": "x"})):
+            sel = [p for p in pts if p[2] == verdict]
+            ax.scatter([p[0] for p in sel], [p[1] for p in sel], s=24, **style)
+    if limit_ms:
+        ax.axhline(limit_ms, color="tab:red", ls=":", lw=1, label=f"criterion {limit_ms:g} ms")
+    if knee is not None:
+        ax.axvline(knee, color="green", lw=1, label=f"knee {knee:,.4g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(axis_label)
+    ax.set_ylabel("ms")
+    ax.legend(fontsize=7)
+    ax.set_title(title)
+    return _svg(fig)
+
+
 def v1_frontier(frontier: list[dict], need: dict, title: str) -> str:
     """Writes/s against the highest passing reads/s, per write rate; V1's corner shaded."""
     fig, ax = plt.subplots(figsize=(6, 3.6))

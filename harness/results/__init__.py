@@ -20,6 +20,7 @@ from harness.results.walks import (  # noqa: F401
                                    CellRecord, ControlRun, LibraryVersion, MATRIX_VERSION, MatrixCell, MatrixFile,
                                    MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
+from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
 
 SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
 
@@ -77,6 +78,10 @@ def record_server_oom(run_dir: Path, why: str) -> None:
 
 def load_sweep(path: Path) -> SweepFile | None:
     return _load(path, SweepFile, SWEEP_VERSION)
+
+
+def load_knee(path: Path) -> KneeFile | None:
+    return _load(path, KneeFile, KNEE_VERSION)
 
 
 def load_verdict(path: Path) -> VerdictFile | None:

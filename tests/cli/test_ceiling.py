@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.ceiling import Search, knee_figures, sentence
+from harness.ceiling import ceiling_bracket, knee_figures, sentence
 from tests.conftest import ROOT, harness_cmd
 
 
 def test_the_search_steps_then_doubles_then_bisects():
-    s = Search([100, 1000, 5000], max_qps=100_000, resolution=0.1)
+    s = ceiling_bracket([100, 1000, 5000], max_qps=100_000, resolution=0.1)
     tried = []
     capacity = 7000
-    while (q := s.next_qps()) is not None:
+    while (q := s.next()) is not None:
         tried.append(q)
         s.record(q, q <= capacity)
     assert tried[:4] == [100, 1000, 5000, 10000]           # fixed steps, then doubling past the last
@@ -22,19 +22,19 @@ def test_the_search_steps_then_doubles_then_bisects():
 
 
 def test_the_search_stops_at_the_first_fixed_step_that_fails_and_at_max_qps():
-    s = Search([100, 1000, 5000], max_qps=100_000, resolution=0.1)
+    s = ceiling_bracket([100, 1000, 5000], max_qps=100_000, resolution=0.1)
     s.record(100, True)
     s.record(1000, False)
-    assert 100 < s.next_qps() < 1000                        # 5000 is not tried above a failure
-    s = Search([100], max_qps=300, resolution=0.1)
+    assert 100 < s.next() < 1000                        # 5000 is not tried above a failure
+    s = ceiling_bracket([100], max_qps=300, resolution=0.1)
     s.record(100, True)
     s.record(200, True)
-    assert s.next_qps() == 300                               # doubling stops at max_qps, which is tried
+    assert s.next() == 300                               # doubling stops at max_qps, which is tried
     s.record(300, True)
-    assert s.next_qps() is None
-    s = Search([100], max_qps=300, resolution=0.1)
+    assert s.next() is None
+    s = ceiling_bracket([100], max_qps=300, resolution=0.1)
     s.record(100, False)
-    assert s.next_qps() is None and s.bounds() == (None, 100)
+    assert s.next() is None and s.bounds() == (None, 100)
 
 
 def _step(qps, passed, repeat=1, failed_on=()):

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 FLOORS = [
-    {"errors", "units", "validation", "stats", "provenance", "platform"},
+    {"errors", "units", "validation", "stats", "provenance", "platform", "bracket"},
     {"workload"},
     {"reads", "engine_api", "sql", "environment", "results"},
     {"registry"},
@@ -20,7 +20,7 @@ FLOORS = [
     {"cell", "records"},
     {"place"},
     {"sweep", "bench", "compare"},
-    {"verdict", "ceiling", "matrix", "experiments"},
+    {"verdict", "ceiling", "knee", "matrix", "experiments"},
     {"v1"},
     {"cli"},
 ]

@@ -1,0 +1,109 @@
+"""One search for a knee along any axis (read rate, rows per block, MEM, database size): the largest value
+of a monotone pass/fail whose cell passes. Values are stepped in *difficulty*: an axis where more is easier
+(MEM) is searched on its reciprocal, so one bracket serves every axis. First the fixed steps (up to the first
+failure), then doubling (up from a pass) or halving (down from a failure) within the axis's bounds, then
+geometric bisection down to the resolution. The knee is confirmed by a run of its own; a refuted one moves the
+search below it. A step that errors is neither a pass nor a fail: it is run once more, and a second error at
+the same value ends the search there, inconclusive."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+Verdict = Literal["pass", "fail", "error"]
+
+
+def verdict_of(status: str) -> Verdict:
+    """A cell's status as a step: an oom is its answer (MEM too small); an error or a state that could not be
+    built measured nothing."""
+    return "pass" if status == "passed" else "fail" if status in ("failed", "oom") else "error"
+
+
+class Bracket:
+    """The values to try next, in difficulty (larger: harder), from the outcomes so far."""
+
+    def __init__(self, fixed: list[float], floor: float, ceiling: float, resolution: float) -> None:
+        self.fixed, self.floor, self.ceiling, self.resolution = sorted(fixed), floor, ceiling, resolution
+        self.passed: set[float] = set()
+        self.failed: set[float] = set()
+
+    def record(self, x: float, ok: bool) -> None:
+        (self.passed if ok else self.failed).add(x)
+
+    def refute(self, x: float) -> None:
+        """A knee whose confirmation failed: it is a failure now."""
+        self.passed.discard(x)
+        self.failed.add(x)
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(the hardest pass below every failure, the easiest failure)."""
+        hi = min(self.failed, default=None)
+        lo = max((x for x in self.passed if hi is None or x < hi), default=None)
+        return lo, hi
+
+    def next(self) -> float | None:
+        lo, hi = self.bounds()
+        for x in self.fixed:                       # the fixed steps up to the first failure
+            if x not in self.passed and x not in self.failed and (hi is None or x < hi):
+                return x
+        if hi is None:                             # everything passed: double, up to the ceiling itself
+            base = lo if lo is not None else self.fixed[-1]
+            return min(2 * base, self.ceiling) if base < self.ceiling else None
+        if lo is None:                             # everything failed: halve, down to the floor itself
+            return max(hi / 2, self.floor) if hi > self.floor else None
+        if hi / lo <= 1 + self.resolution:
+            return None
+        return math.sqrt(lo * hi)
+
+
+@dataclass
+class Walk:
+    """What a search found: the knee (in difficulty), whether it converged, and where it stopped on errors."""
+    knee: float | None = None
+    converged: bool = False
+    inconclusive_at: float | None = None
+    verdicts: list[tuple[float, Verdict, bool]] = field(default_factory=list)   # (x, verdict, a confirmation)
+
+
+def walk(bracket: Bracket, run_step: Callable[[float, bool], Verdict], max_steps: int,
+         snap: Callable[[float], float] = lambda x: x) -> Walk:
+    """Run steps (run_step(x, confirming) -> pass | fail | error) until the bracket has no next value, then
+    confirm its knee. snap rounds a value to what the axis can run (whole rows, MiB)."""
+    out = Walk()
+
+    def step(x: float, confirming: bool) -> Verdict:
+        v = run_step(x, confirming)
+        out.verdicts.append((x, v, confirming))
+        return v
+
+    errors: dict[float, int] = {}
+    while len(out.verdicts) < max_steps:
+        x = bracket.next()
+        if x is None:
+            lo, _ = bracket.bounds()
+            if lo is None:                         # not even the easiest value passed
+                out.converged = True
+                return out
+            v = step(lo, True)
+            if v == "pass":
+                out.knee, out.converged = lo, True
+                return out
+            if v == "error":
+                out.inconclusive_at = lo
+                return out
+            bracket.refute(lo)                     # refuted: the search goes on below it
+            continue
+        x = snap(x)
+        if x in bracket.passed or x in bracket.failed:    # snapping met a value already run: converged
+            bracket.resolution = math.inf
+            continue
+        v = step(x, False)
+        if v == "error":
+            errors[x] = errors.get(x, 0) + 1
+            if errors[x] >= 2:
+                out.inconclusive_at = x
+                return out
+            continue                               # the same value next: run once more
+        bracket.record(x, v == "pass")
+    return out

@@ -1,0 +1,45 @@
+"""A knee search's section of the report (knee.json, harness/knee.py): its answer, every step, the curve."""
+from __future__ import annotations
+
+from harness.report import plots
+from harness.report.blocks import Block, _f, plots_block
+from harness.scenario.thresholds import parse_threshold
+from harness.units import format_bytes
+
+AXIS_LABELS = {"rows": "rows per block", "mem": "MEM (MiB)", "scale": "database scale (fraction of 1x)"}
+
+
+def axis_value(axis: str, v: float) -> float:
+    """The value as the curve's axis shows it (MEM in MiB)."""
+    return v / 2**20 if axis == "mem" else v
+
+
+def knee_blocks(data) -> list[Block]:
+    k = data.meta
+    doc = [Block("verdict", k.sentence or "the search has not finished; run the same make knee again to resume it."),
+           Block("p", f"{k.engine}, {k.scenario} ({k.profile}), scale {k.scale:g}"
+                      + (f", MEM {k.mem}" if k.mem and k.axis != "mem" else "")
+                      + f": the knee of {AXIS_LABELS[k.axis]} searched within [{_v(k.axis, k.floor)}, "
+                        f"{_v(k.axis, k.ceiling)}] to {k.resolution:.0%}, from {_v(k.axis, k.start)}. A step passes "
+                        "when its cell passes: " + "; ".join(k.criteria) + ". Steps stop early once a criterion "
+                        "can no longer pass and check integrity by row counts; the knee is confirmed by a cell of its "
+                        "own that checks every row. An errored step is neither a pass nor a fail."
+                      + (f" Wall time {k.wall_s / 60:.1f} min." if k.wall_s else ""))]
+    rows = [[i, _v(k.axis, s.value) + (" (confirm)" if s.confirming else ""), s.status, s.verdict, _f(s.p99_ms, 0),
+             _f(s.service_p50_ms, 0), _f(s.rows_per_s, 0), format_bytes(s.db_bytes), s.phases or "-",
+             "; ".join(s.failed_on) or "-"] for i, s in enumerate(k.steps, 1)]
+    doc += [Block("h2", "Steps"),
+            Block("table", headers=["step", AXIS_LABELS[k.axis], "status", "as a step", "p99 ms", "service p50 ms",
+                                    "rows/s", "db size at end", "where a block's time went", "failed on"], rows=rows)]
+    limits = [parse_threshold(t).limit for t in k.criteria if parse_threshold(t).metric == "commit_ms"]
+    pts = [(axis_value(k.axis, s.value), s.p99_ms, s.service_p50_ms, s.verdict) for s in k.steps]
+    doc.append(plots_block(plots.knee_curve(pts, axis_value(k.axis, k.knee) if k.knee is not None else None,
+                                            min(limits, default=None), AXIS_LABELS[k.axis],
+                                            f"{k.engine}: p99 and service p50 against {AXIS_LABELS[k.axis]}"),
+                           f"knee-{k.axis}", "Commit p99 (from the intended start) and service p50 per step (open "
+                           "markers: failed steps, x: errored), the criterion dotted, the knee in green."))
+    return doc
+
+
+def _v(axis: str, v: float) -> str:
+    return f"{int(v) >> 20} MiB" if axis == "mem" else f"{v:,.0f}" if axis == "rows" else f"{v:g}"
