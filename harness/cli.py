@@ -152,6 +152,8 @@ def _add_verdict(sub) -> None:
     d.add_argument("--no-early-abort", action="store_true",
                    help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
     d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
+    d.add_argument("--knees", action="store_true", help="then each failing engine's write knee at each MEM it "
+                   "failed, and its memory knee")
     add_cell_args(d)
     _place_arg(d)
     d.set_defaults(func=_cmd_verdict)
@@ -310,7 +312,7 @@ def _cmd_verdict(args) -> int:
     mems = [m for m in parse_list(args.mems, "MEMS") if m]
     return verdict(args.profile, mems, replace(CellOptions.from_args(args), early_abort=not args.no_early_abort),
                    args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
-                   all_cells=args.all_cells, drop_states=args.drop_states)
+                   all_cells=args.all_cells, drop_states=args.drop_states, knees=args.knees)
 
 
 def _cmd_ceiling(args) -> int:

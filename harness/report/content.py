@@ -5,7 +5,8 @@ from __future__ import annotations
 from harness.report import plots
 from harness.report.collect import CellData, ReportData, group_stats
 from harness.report.blocks import Block, _f, plots_block
-from harness.report.knee_report import knee_blocks
+from harness.report.knee_report import knee_blocks, verdict_knee_blocks
+from harness.report.phase_table import phase_table
 from harness.report.io_tables import index_residency_table, io_table
 from harness.report.summary import kills_table
 from harness.scenario.thresholds import parse_threshold
@@ -331,7 +332,7 @@ def build(data: ReportData) -> list[Block]:
     if data.kind == "v1":
         return doc + v1_blocks(data.meta)
     if data.kind == "verdict":
-        doc += verdict_blocks(data.meta)
+        doc += verdict_blocks(data.meta) + verdict_knee_blocks(data.dir)
     if not data.cells:
         doc.append(Block("alarm", "no cell of this directory has a result yet."))
         return doc
@@ -359,7 +360,9 @@ def build(data: ReportData) -> list[Block]:
                                 f"{scenario}-sizes", "Database (solid) and WAL (dashed) size over the whole run."))
         if (t := reads_by_kind_table(cells)) is not None:
             body += [Block("h3", "Reads by query kind"), t]
-        for title, table_of in (("I/O over the measured phase (device: the data's whole disk)", io_table),
+        for title, table_of in (("Where a block's time went (mean per measured block; '-': not timed apart)",
+                                 phase_table),
+                                ("I/O over the measured phase (device: the data's whole disk)", io_table),
                                 ("Page-cache residency per table and index", index_residency_table)):
             if (t := table_of(cells)) is not None:
                 body += [Block("h3", title), Block("table", headers=t[0], rows=t[1])]

@@ -1,8 +1,11 @@
 """A knee search's section of the report (knee.json, harness/knee.py): its answer, every step, the curve."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.report import plots
 from harness.report.blocks import Block, _f, plots_block
+from harness.results import load_knee
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes
 
@@ -43,3 +46,22 @@ def knee_blocks(data) -> list[Block]:
 
 def _v(axis: str, v: float) -> str:
     return f"{int(v) >> 20} MiB" if axis == "mem" else f"{v:,.0f}" if axis == "rows" else f"{v:g}"
+
+
+def verdict_knee_blocks(root: Path) -> list[Block]:
+    """A verdict's knee searches (KNEES=1, under its knees/ folder): each failing engine's write knee at a MEM,
+    in rows per block and rows/s, with where its blocks' time went; its memory knee."""
+    found = [k for p in sorted(root.glob("knees/*/knee.json")) if (k := load_knee(p)) is not None]
+    if not found:
+        return []
+    rows = []
+    for k in found:
+        at = [s for s in k.steps if k.knee is not None and s.value == k.knee and s.verdict == "pass"]
+        rows.append([k.engine, {"rows": "write (rows per block)", "mem": "memory"}.get(k.axis, k.axis),
+                     k.mem if k.axis != "mem" else "-", _v(k.axis, k.knee) if k.knee is not None else "none",
+                     _f(min((s.rows_per_s or 0 for s in at), default=None), 0) if at else "-",
+                     (at[0].phases if at else None) or (k.steps[0].phases if k.steps else None) or "-",
+                     k.sentence or "unfinished"])
+    return [Block("h2", "How far from passing (knee searches)"),
+            Block("table", headers=["engine", "knee of", "MEM", "knee", "rows/s there", "where a block's time went "
+                                    "(at the knee, else the first step)", "answer"], rows=rows)]

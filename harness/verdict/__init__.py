@@ -79,8 +79,9 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
 
 def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
             repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
-            all_cells: bool = False, drop_states: bool = False) -> int:
-    """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one."""
+            all_cells: bool = False, drop_states: bool = False, knees: bool = False) -> int:
+    """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one.
+    knees: then search how far each failing engine is from passing (verdict/knees.py)."""
     pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states)
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
         pre.tree, pre.profile, pre.mems, pre.memory_basis, pre.plans, pre.criteria, pre.notes, pre.opts, pre.root)
@@ -109,6 +110,13 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
     save(walk)
+    if knees:
+        from harness.verdict.knees import run_knees
+        try:
+            run_knees(tree.criteria[0].scenario, walk.matrix, opts, root)
+        except SweepInterrupted as e:
+            print(f"[verdict] interrupted in a knee search ({e}); run the same command again to resume", file=sys.stderr)
+            return EXIT_RUN_FAILED
     out = _versions(tree, out, steps, root)
     answers = out.answers
     engines = {a.engine for a in answers}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.errors import ENGINE_OOM
 from harness.results import CellRecord, MatrixCell, MemAnswer, RunResult, VerdictStep, load_result
+from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes
@@ -31,8 +32,10 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
     if blind:
         return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
     # a crash run's blocks are no latency measurement: its thresholds say why
-    return (None if r.crash else _saturated(r) or _stalls(r, run_dir)) or "failed: " + "; ".join(
+    why = (None if r.crash else _saturated(r) or _stalls(r, run_dir)) or "failed: " + "; ".join(
         f"{t.expr} measured {t.value:g}" for t in r.thresholds if not t.passed and t.value is not None)
+    phases = None if r.crash else describe(r.metrics.block_phases)
+    return f"{why}; {phases}" if phases else why
 
 
 def _saturated(r: RunResult) -> str | None:

@@ -20,7 +20,8 @@ FLOORS = [
     {"cell", "records"},
     {"place"},
     {"sweep", "bench", "compare"},
-    {"verdict", "ceiling", "knee", "matrix", "experiments"},
+    {"knee"},
+    {"verdict", "ceiling", "matrix", "experiments"},
     {"v1"},
     {"cli"},
 ]

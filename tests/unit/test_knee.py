@@ -1,0 +1,91 @@
+"""The knee search's logic over a fake engine whose pass/fail is known (harness/bracket.py, harness/knee.py):
+it finds the known knee on every axis, to within the resolution; an errored step is neither a pass nor a fail."""
+import pytest
+
+from harness.bracket import Bracket, verdict_of, walk
+from harness.knee import KneeFile, axis_for, scaled_thresholds, sentence
+from harness.results import KneeStep
+
+
+class FakeProbe:
+    scale = 1.0
+
+
+def _search(axis, start, passes, errors=()):
+    """Walk the axis with a fake cell: passes(value) says pass or fail; values in `errors` error once each."""
+    errored, seen = set(errors), []
+
+    def run_step(x, confirming):
+        v = axis.from_x(x)
+        seen.append((v, confirming))
+        if v in errored:
+            errored.discard(v)
+            return "error"
+        return "pass" if passes(v) else "fail"
+    return walk(axis.bracket(start), run_step, 30, snap=axis.snap_x), seen
+
+
+def test_rows_knee_is_the_largest_passing_block_within_ten_percent():
+    axis = axis_for("rows", FakeProbe(), 12000)
+    w, seen = _search(axis, 12000, lambda rows: rows <= 5300)
+    knee = axis.from_x(w.knee)
+    assert w.converged and knee <= 5300 and 5300 / knee < 1.1
+    assert seen[0] == (12000, False) and seen[-1] == (knee, True)     # the start first, the knee confirmed last
+
+
+def test_mem_knee_is_the_smallest_passing_mem_and_nowhere_is_an_answer():
+    axis = axis_for("mem", FakeProbe(), 1241 << 20)
+    w, seen = _search(axis, 1241 << 20, lambda mem: mem >= 7000 << 20)
+    knee = axis.from_x(w.knee)
+    assert knee >= 7000 << 20 and knee / (7000 << 20) < 1.1 and int(knee) % (1 << 20) == 0
+    assert seen[0][0] == 1241 << 20
+    w, seen = _search(axis, 1241 << 20, lambda mem: False)
+    assert w.knee is None and w.converged and seen[-1][0] == axis.ceiling    # tried up to the machine's bound
+
+
+def test_an_error_step_is_neither_a_pass_nor_a_fail():
+    axis = axis_for("rows", FakeProbe(), 1000)
+    # 1000 errors once: run again, not taken as a failure (which would send the search down)
+    w, seen = _search(axis, 1000, lambda rows: rows <= 3000, errors=[1000])
+    assert [v for v, _ in seen[:3]] == [1000, 1000, 2000] and 3000 / axis.from_x(w.knee) < 1.1
+    b = Bracket([1000], 10, 16000, 0.1)
+    calls = []
+    w = walk(b, lambda x, c: calls.append(x) or "error", 10)
+    assert w.inconclusive_at == 1000 and w.knee is None and calls == [1000, 1000]
+    assert not b.passed and not b.failed
+    assert [verdict_of(s) for s in ("passed", "failed", "oom", "error", "build_failed")] == \
+        ["pass", "fail", "fail", "error", "error"]
+
+
+def test_a_knee_refuted_by_its_confirmation_moves_the_search_below_it():
+    b = Bracket([100], 1, 100, 0.1)
+    outcomes = {100: ["pass", "fail"]}        # passes as a step, fails its confirmation
+    w = walk(b, lambda x, c: outcomes[x].pop(0) if x in outcomes else ("pass" if x <= 60 else "fail"), 30,
+             snap=round)
+    assert w.knee is not None and 60 / 1.1 <= w.knee <= 60
+
+
+def test_a_rows_step_keeps_the_rate_criterion_as_a_share_of_the_offered_rate():
+    assert scaled_thresholds(["p99(commit_ms) < 500", "rate(rows) > 5000", "rate(rows) >= 90%"], 0.5) == \
+        ("p99(commit_ms) < 500", "rate(rows) > 2500", "rate(rows) >= 90%")
+
+
+def _file(axis, steps, knee, **kw):
+    return KneeFile(axis=axis, unit="-", scenario="p99_5x", profile="ratio", engine="sqlite", mem="2482m", scale=1.0,
+                    criteria=["p99(commit_ms) < 500"], floor=kw.get("floor", 187), ceiling=kw.get("ceiling", 192000),
+                    start=12000, resolution=0.1, started_utc="x", steps=steps, knee=knee, converged=True)
+
+
+def _s(value, verdict, confirming=False, **kw):
+    return KneeStep(value=value, confirming=confirming, repeat=1, status={"pass": "passed"}.get(verdict, "failed"),
+                    verdict=verdict, p99_ms=kw.get("p99", 400.0), rows_per_s=value / 2, cell="c",
+                    failed_on=[] if verdict == "pass" else ["p99(commit_ms) < 500 (measured 900)"])
+
+
+@pytest.mark.parametrize("axis,steps,knee,says", [
+    ("rows", [_s(12000, "fail"), _s(6000, "pass"), _s(6000, "pass", True)], 6000,
+     "carries up to 6,000 rows/block, 3,000 rows/s (p99 400 ms); fails at 12,000 rows/block"),
+    ("rows", [_s(12000, "fail"), _s(187, "fail")], None, "passes nowhere, not even at 187 rows/block"),
+])
+def test_the_sentence_says_the_knee_and_what_bounded_it(axis, steps, knee, says):
+    assert says in sentence(_file(axis, steps, knee))
