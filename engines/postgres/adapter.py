@@ -72,21 +72,29 @@ def prepare(block: Block) -> Prepared:
 
 
 def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
-    """ONE transaction, pipelined: the adapter and the bench-overhead control loop both write with it. The
-    statements' results are awaited (a sync) before the COMMIT is sent, so the two are timed apart at the cost
-    of one loopback round trip; returns when that wait ended (perf_counter_ns)."""
-    with conn.pipeline() as pipeline, conn.transaction():
-        cur = conn.cursor()
-        for t, cols in p.deletes.items():
-            cur.execute(q.delete[t], cols)
-        if p.block.terminate_keys:
-            params = {"b": p.block.number, "keys": p.block.terminate_keys}
-            for t in TABLES:
-                cur.execute(q.terminate[t], params)
-        for t, cols in p.inserts.items():
-            cur.execute(q.insert[t], cols)
-        pipeline.sync()
+    """ONE transaction, its statements pipelined: the adapter and the bench-overhead control loop both write
+    with it. BEGIN, the statements in a pipeline whose end awaits their results, then COMMIT on its own, so the
+    two are timed apart (two loopback round trips more than one pipeline for all). A sync in the middle of a
+    pipeline (Pipeline.sync) was seen to hang psycopg 3.3 with a 1x block's arrays; a pipeline's exit does not.
+    Returns when the statements' results were all in (perf_counter_ns)."""
+    conn.execute("BEGIN")
+    try:
+        with conn.pipeline():
+            cur = conn.cursor()
+            for t, cols in p.deletes.items():
+                cur.execute(q.delete[t], cols)
+            if p.block.terminate_keys:
+                params = {"b": p.block.number, "keys": p.block.terminate_keys}
+                for t in TABLES:
+                    cur.execute(q.terminate[t], params)
+            for t, cols in p.inserts.items():
+                cur.execute(q.insert[t], cols)
         statements_end_ns = time.perf_counter_ns()
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        raise
     return statements_end_ns
 
 
