@@ -97,6 +97,7 @@ def begin_cell(cr: CellRun, label: str, where: str | None = None) -> CellRecord:
     cr.dir.mkdir(parents=True)
     rec = CellRecord(cell_id=cr.cell_id, scenario=cr.cell.scenario, engine=cr.cell.engine, mem=cr.cell.mem,
                      data_limit_bytes=cr.plan.memory.data_limit_bytes, scale=cr.plan.scale, repeat=cr.cell.repeat,
+                     variant=cr.cell.tag or " ".join(cr.cell.overrides) or None,
                      runtime=cr.plan.runtime, dir=cr.dir.name, state="running", started_utc=utc_now())
     write_json(cr.dir / "cell.json", rec)
     print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: running ({where or cr.plan.runtime})", file=sys.stderr, flush=True)

@@ -3,6 +3,8 @@ with its result.json and the paths of its per-block and per-second files."""
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,12 +14,17 @@ from harness.stats import summarize
 from harness.units import format_bytes
 
 
+# a plan's fields that differ between attempts of one cell (sweep.py's cell identity leaves them out too)
+PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data")
+
+
 @dataclass
 class CellData:
     run_dir: Path
     result: RunResult
     repeat: int = 1
     build: str = ""          # set when one report holds one engine at two library builds (a control)
+    variant: str = ""        # what sets it apart from the engine's other cells (an option, SET items)
 
     @property
     def engine(self) -> str:
@@ -38,11 +45,23 @@ class CellData:
     @property
     def label(self) -> str:
         rep = f" #{self.repeat}" if self.repeat > 1 else ""
-        return f"{self.engine} {self.mem_label} s{self.result.scale:g}{rep}"
+        return f"{self.name} {self.mem_label} s{self.result.scale:g}{rep}"
+
+    @property
+    def name(self) -> str:
+        """The engine, and what sets this cell apart from the engine's others."""
+        return f"{self.engine} [{self.variant}]" if self.variant else self.engine
+
+    @property
+    def settings_key(self) -> str:
+        """The resolved plan, less what differs between attempts: cells that share it are repeats."""
+        plan = {k: v for k, v in self.result.plan.items() if k not in PER_ATTEMPT}
+        return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     @property
     def group_key(self) -> tuple:
-        return (self.scenario, self.engine, self.data_limit_bytes, self.result.scale)
+        """Repeats are cells that differ in nothing but the repeat: same plan (settings, thresholds, scale)."""
+        return (self.scenario, self.engine, self.data_limit_bytes, self.result.scale, self.settings_key)
 
     @property
     def status(self) -> str:
@@ -104,8 +123,26 @@ def _cells_from(root: Path, records: list[CellRecord]) -> list[CellData]:
         run_dir = root / rec.scenario / rec.dir
         result = load_result(run_dir / "result.json")
         if result is not None:
-            out.append(CellData(run_dir, result, rec.repeat))
-    return out
+            out.append(CellData(run_dir, result, rec.repeat, variant=rec.variant or ""))
+    return _name_variants(out)
+
+
+def _name_variants(cells: list[CellData]) -> list[CellData]:
+    """Cells of one engine, MEM and scale at several settings whose records name no variant (a walk recorded
+    before records did) are named by their settings' key, so no two settings share a label. Where some do,
+    the unnamed one is the engine's own settings, the baseline."""
+    keys: dict[tuple, set] = {}
+    named: set[tuple] = set()
+    for c in cells:
+        at = (c.scenario, c.engine, c.data_limit_bytes, c.result.scale)
+        keys.setdefault(at, set()).add(c.settings_key)
+        if c.variant:
+            named.add(at)
+    for c in cells:
+        at = (c.scenario, c.engine, c.data_limit_bytes, c.result.scale)
+        if not c.variant and len(keys[at]) > 1 and at not in named:
+            c.variant = f"settings {c.settings_key[:6]}"
+    return cells
 
 
 def _name_builds(cells: list[CellData]) -> list[CellData]:

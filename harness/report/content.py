@@ -7,6 +7,7 @@ from harness.report.collect import CellData, ReportData, group_stats
 from harness.report.blocks import Block, _f, plots_block
 from harness.report.knee_report import knee_blocks, verdict_knee_blocks
 from harness.report.phase_table import phase_table
+from harness.report.tuning_table import tuning_blocks
 from harness.report.io_tables import index_residency_table, io_table
 from harness.report.summary import kills_table
 from harness.scenario.thresholds import parse_threshold
@@ -136,14 +137,14 @@ def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
         else:
             rep = f"{len(group)} ({spread:.0%}{' NOISY' if st['noisy'] else ''})" if spread is not None else str(len(group))
         if st["noisy"]:
-            noisy.append(f"{scenario} {c.engine} {c.mem_label}: p99 spread {_pct(st['p99']['spread'])}, "
+            noisy.append(f"{scenario} {c.name} {c.mem_label}: p99 spread {_pct(st['p99']['spread'])}, "
                          f"rows/s spread {_pct(st['rows_per_s']['spread'])} over {len(group)} repeats")
         p99 = st["p99"]["median"] if len(group) > 1 else c.commit_ms.p99
         rate = st["rows_per_s"]["median"] if len(group) > 1 else m.rows_per_s
         status = "/".join(sorted({g.status for g in group}))
         if c.result.early_abort:
             status += " (early abort)"
-        rows.append([c.engine, memory_given(c), start_text(c.result.load or {}), durability_text(c.result.plan),
+        rows.append([c.name, memory_given(c), start_text(c.result.load or {}), durability_text(c.result.plan),
                      f"{c.result.scale:g}", status, _f(c.commit_ms.p50),
                      _f(p99), _f(c.commit_ms.max), _f(rate, 0), _f(m.bloat_ratio, 2),
                      format_bytes(m.wal_bytes_max), m.checkpoints if m.checkpoints is not None else "-",
@@ -332,7 +333,7 @@ def build(data: ReportData) -> list[Block]:
     if data.kind == "v1":
         return doc + v1_blocks(data.meta)
     if data.kind == "verdict":
-        doc += verdict_blocks(data.meta) + verdict_knee_blocks(data.dir)
+        doc += verdict_blocks(data.meta) + tuning_blocks(data.meta, data.cells) + verdict_knee_blocks(data.dir)
     if not data.cells:
         doc.append(Block("alarm", "no cell of this directory has a result yet."))
         return doc
@@ -396,10 +397,10 @@ def crash_blocks(cells: list[CellData], scenario: str) -> list[Block]:
     for c in cells:
         x = c.result.crash
         if x is None:           # died before its first life
-            rows.append([c.engine, c.mem_label, durability_text(c.result.plan), "-", "-", c.status, "-", "-", "-",
+            rows.append([c.name, c.mem_label, durability_text(c.result.plan), "-", "-", c.status, "-", "-", "-",
                          "-", "-", "-", "-", _thresholds_text(c)])
             continue
-        rows.append([c.engine, c.mem_label, durability_text(c.result.plan), x.survives, "yes" if x.promised else "no",
+        rows.append([c.name, c.mem_label, durability_text(c.result.plan), x.survives, "yes" if x.promised else "no",
                      c.status + (f" ({c.result.error})" if c.result.error else ""),
                      f"{len(x.kills)} ({', '.join(f'{k} {n}' for k, n in sorted(x.landed.items()))})",
                      x.acknowledged_blocks, x.lost_acked_blocks, x.unacked_blocks, x.corrupt_restarts,
@@ -414,7 +415,7 @@ def crash_blocks(cells: list[CellData], scenario: str) -> list[Block]:
         out += [Block("h3", "Recovery time by WAL size"),
                 Block("table", headers=["engine", "WAL aimed at", "WAL at the kill", "recovery s", "WAL MB/s replayed",
                                         "open s", "first commit s"],
-                      rows=[[c.engine, k.aimed_at[4:], format_bytes(k.wal_bytes), _f(k.recovery_s, 3),
+                      rows=[[c.name, k.aimed_at[4:], format_bytes(k.wal_bytes), _f(k.recovery_s, 3),
                              _f(k.wal_bytes / 1e6 / k.recovery_s, 0) if k.wal_bytes and k.recovery_s else "-",
                              _f(k.open_s, 3), _f(k.first_commit_s, 3)] for c, k in wal]),
                 plots_block(plots.recovery_by_wal(cells, f"{scenario}: recovery time by WAL size"),

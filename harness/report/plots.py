@@ -120,12 +120,12 @@ def p99_vs_memory(cells: list[CellData], title: str) -> str:
     """p99 per engine against its memory limit; an OOM-killed or failed-to-run cell is an x on the axis."""
     fig, ax = plt.subplots(figsize=(8, 3.2))
     every, dead = [], []
-    for engine in dict.fromkeys(c.engine for c in cells):
+    for engine in dict.fromkeys(c.name for c in cells):
         pts = sorted((c.data_limit_bytes / MIB, c.commit_ms.p99) for c in cells
-                     if c.engine == engine and c.data_limit_bytes and c.status in ("passed", "failed"))
+                     if c.name == engine and c.data_limit_bytes and c.status in ("passed", "failed"))
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
         every += [p[1] for p in pts]
-        dead.append((engine, line[0].get_color(), [c.data_limit_bytes / MIB for c in cells if c.engine == engine
+        dead.append((engine, line[0].get_color(), [c.data_limit_bytes / MIB for c in cells if c.name == engine
                                                    and c.data_limit_bytes and c.status not in ("passed", "failed")]))
     mems = sorted({c.data_limit_bytes / MIB for c in cells if c.data_limit_bytes})
     ax.set_xscale("log", base=2)
@@ -251,10 +251,10 @@ def v1_frontier(frontier: list[dict], need: dict, title: str) -> str:
 def reads_vs_size(cells: list[CellData], title: str) -> str:
     """The degradation curve: read p99 and reads per second against the database's size, per engine."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.2))
-    for engine in dict.fromkeys(c.engine for c in cells):
+    for engine in dict.fromkeys(c.name for c in cells):
         pts = sorted((c.result.metrics.db_bytes_final / MIB, c.result.metrics.read_latency_ms.p99,
                       c.result.metrics.reads_per_s) for c in cells
-                     if c.engine == engine and c.result.metrics.read_latency_ms and c.result.metrics.db_bytes_final)
+                     if c.name == engine and c.result.metrics.read_latency_ms and c.result.metrics.db_bytes_final)
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
             ax2.plot([p[0] for p in pts], [p[2] for p in pts], marker="o", lw=1.2, label=engine)
@@ -271,8 +271,8 @@ def reads_vs_size(cells: list[CellData], title: str) -> str:
 def recovery_by_wal(cells: list[CellData], title: str) -> str:
     """Recovery seconds against the WAL at the kill, per engine, both axes logarithmic."""
     fig, ax = plt.subplots(figsize=(8, 3.2))
-    for engine in dict.fromkeys(c.engine for c in cells):
-        pts = sorted((k.wal_bytes / MIB, k.recovery_s) for c in cells if c.engine == engine and c.result.crash
+    for engine in dict.fromkeys(c.name for c in cells):
+        pts = sorted((k.wal_bytes / MIB, k.recovery_s) for c in cells if c.name == engine and c.result.crash
                      for k in c.result.crash.kills if k.aimed_at.startswith("wal ") and k.wal_bytes and k.recovery_s)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1.2, label=engine)
     # the other seeds' advice, for shape: a WAL under 100 MB for sub-second recovery

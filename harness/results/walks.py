@@ -30,6 +30,8 @@ class CellRecord(Model):
         return data
     scale: float
     repeat: int = 1
+    variant: Optional[str] = None        # what sets it apart from the engine's other cells: an option's name, or
+                                         # its SET items (None: the engine's own settings); repeats share it
     runtime: str
     place: str = "local"                 # what placed it: this machine, or an orchestrator (harness/place/)
     node: Optional[str] = None           # the node it ran on, where an orchestrator chose it
