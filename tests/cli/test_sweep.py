@@ -167,7 +167,8 @@ def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
         # every block is over 0.01 ms, so the typical block alone is too slow, never a stall: within the 50 ms
         # cadence ("slow"), or over it on a slower machine ("saturated": seen here, a p50 of 0.05 s)
         assert cell["diagnosis"].startswith(("slow: service p50 ", "saturated: service p50 ")), cell["diagnosis"]
-        assert cell["diagnosis"].endswith("; stopped early after 1 measured block"), cell["diagnosis"]
+        assert "; stopped early after 1 measured block; mean block " in cell["diagnosis"], cell["diagnosis"]
+        assert " engine CPU " in cell["diagnosis"]              # where the block's time went, and the CPU
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
     assert "1 run(s) of sqlite (criterion × limit × repeat) implied by a failure at a larger limit" in report
     assert "Implied cells rest on one assumption" in report and "| sqlite | ✘ fail | ✘ implied |" in report
@@ -210,7 +211,8 @@ def test_a_step_that_passes_where_the_one_before_failed_gets_its_control(tmp_pat
     assert "the same sqlite, so this step measures libsql itself" in libsql_step["version_note"]
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
     assert "## The sqlite each engine runs" in report and "Control (would a newer SQLite" in report
-    assert f"| sqlite ({versions[('sqlite', 'apsw-newest')]['library']}) |" in report, "control cells shown by build"
+    # control cells shown by build, and by what else sets them apart (their tag: the control's settings)
+    assert f"| sqlite ({versions[('sqlite', 'apsw-newest')]['library']}) [apsw-newest-1000] |" in report
 
 
 @pytest.fixture(scope="module")
