@@ -52,10 +52,10 @@ def verdict_blocks(meta) -> list[Block]:
                          "matrix were implied, not run." if meta.walk_s is not None else "")),
            Block("h2", "Path through the decision tree")]
     for step in meta.steps:
-        failing = [f"{c.scenario} @ {c.mem}: {t.expr} measured {_f(t.value, 3)}"
+        failing = [f"{c.scenario} @ {c.mem}{_cell_variant(c)}: {t.expr} measured {_f(t.value, 3)}"
                    + (f" ({t.error})" if t.error else "") + (" (early abort)" if t.early_abort else "")
                    for c in step.cells for t in c.thresholds if not t.passed]
-        dead = [f"{c.scenario} @ {c.mem}: {c.status}" + (f" ({c.error.strip().splitlines()[0]})" if c.error else "")
+        dead = [f"{c.scenario} @ {c.mem}{_cell_variant(c)}: {c.status}" + (f" ({c.error.strip().splitlines()[0]})" if c.error else "")
                 for c in step.cells if c.status not in ("passed", "failed")]
         out.append(Block("p", f"{step.engine}{_with(step.set)}: {step.outcome.upper()}"
                               + (f" → {step.decision}" if step.passed else "")))
@@ -73,6 +73,11 @@ def verdict_blocks(meta) -> list[Block]:
             out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
                                             for x in c.cells]))
     return out + library_versions_blocks(meta)
+
+
+def _cell_variant(rec) -> str:
+    """A walk's cell record as the path names it: its option or SET items, and its repeat."""
+    return (f" [{rec.variant}]" if rec.variant else "") + (f" #{rec.repeat}" if rec.repeat > 1 else "")
 
 
 _OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "implied": "✘ implied", "error": "! error", "not run": "–"}
