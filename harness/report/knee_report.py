@@ -24,7 +24,8 @@ def knee_blocks(data) -> list[Block]:
                       + (f", MEM {k.mem}" if k.mem and k.axis != "mem" else "")
                       + f": the knee of {AXIS_LABELS[k.axis]} searched within [{_v(k.axis, k.floor)}, "
                         f"{_v(k.axis, k.ceiling)}] to {k.resolution:.0%}, from {_v(k.axis, k.start)}. A step passes "
-                        "when its cell passes: " + "; ".join(k.criteria) + ". Steps stop early once a criterion "
+                        "when its cell passes: " + "; ".join(k.criteria) + (" (an absolute rate of rows scaled with the step's "
+                        "block, so it keeps its share of the offered rate)" if k.axis == "rows" else "") + ". Steps stop early once a criterion "
                         "can no longer pass and check integrity by row counts; the knee is confirmed by a cell of its "
                         "own that checks every row. An errored step is neither a pass nor a fail."
                       + (f" Wall time {k.wall_s / 60:.1f} min." if k.wall_s else ""))]
