@@ -45,7 +45,8 @@ class RunState:
     logical_bytes_seen: int = 0       # the feed's running total as of the last block applied
     block_log: BlockLog = field(default_factory=BlockLog)
     phase_log: PhaseLog = field(default_factory=PhaseLog)   # each measured block's phases and engine CPU
-    cpu_probe: CpuProbe | None = None  # the engine's processes' CPU, read around each block
+    # the engine's processes' CPU, read around each block; until the runner sets it, one that sees nothing
+    cpu_probe: CpuProbe = field(default_factory=lambda: CpuProbe(None, server=True))
     readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
     answer_checks: dict = field(default_factory=dict)   # mix entry -> reads.dc_check.KindCheck, after the clock
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)

@@ -46,6 +46,13 @@ class CpuProbe:
         return user * CLOCK_TICK_S, sys_ * CLOCK_TICK_S
 
 
+def cpu_delta_ms(before: tuple[float, float] | None, after: tuple[float, float] | None) -> tuple[float, float] | None:
+    """(user, system) ms between two CpuProbe.read()s; None where either was not visible."""
+    if before is None or after is None:
+        return None
+    return (after[0] - before[0]) * 1000, (after[1] - before[1]) * 1000
+
+
 class PhaseLog:
     """Per measured block: each phase (ms) and the engine's CPU (ms; NaN where not visible)."""
 

@@ -283,6 +283,13 @@ def run(plan: RunPlan) -> int:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def check_server_limit(plan: RunPlan, info) -> None:
+    """A server engine's server must see MEM (its own cgroup or container): refuse rather than mislabel."""
+    seen, limit = info.data_limit_bytes_seen, plan.memory.data_limit_bytes
+    if plan.memory.runner_is_client and (seen is None or seen > limit):
+        raise LimitNotEnforced(f"a {limit}-byte limit was asked for the {plan.engine} server, which sees {seen}")
+
+
 def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     run_dir = Path(plan.run_dir)
     preloaded = preload_phase(plan) if plan.state and plan.load.preload else {"preload": False}
@@ -291,12 +298,8 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         engine.use_schema(plan.workload.variant)
     else:
         engine.create_schema(plan.workload.variant, plan.workload.indexes)
-    out.engine = info = engine.info()
-    limit = plan.memory.data_limit_bytes
-    if plan.memory.runner_is_client and (
-            info.data_limit_bytes_seen is None or info.data_limit_bytes_seen > limit):
-        raise LimitNotEnforced(f"a {limit}-byte limit was asked for the {plan.engine} server, "
-                               f"which sees {info.data_limit_bytes_seen}")
+    out.engine = engine.info()
+    check_server_limit(plan, out.engine)
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
     state.io_watch = watch = IoWatch.for_plan(plan, data_memory_dir(plan))
     state.cpu_probe = CpuProbe(data_memory_dir(plan), plan.capabilities.server)

@@ -9,6 +9,7 @@ from harness.runner.abort import EarlyAbort
 from harness.feed.protocol import Built
 from harness.runner.feed_client import BlockFeed
 from harness.runner.counters import RunState
+from harness.runner.phases import cpu_delta_ms
 
 
 def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float, warmup_s: float,
@@ -31,7 +32,6 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     if state.phase == "measure":
         start_measure(t0)
     last: Built | None = None
-    probe = state.cpu_probe
     i, due = 0, t0
     while True:
         if interval_ns:
@@ -51,19 +51,17 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
             time.sleep((due - now) / 1e9)
         elif state.phase == "measure" and waited > 0 and now > due:
             state.generator_wait_s += min(waited, now - due) / 1e9   # only waits that made us late
-        cpu0 = probe.read() if probe else None
+        cpu0 = state.cpu_probe.read()
         start = time.monotonic_ns()
         engine.apply_block(built.prepared)
         end_ns = time.monotonic_ns()
-        cpu1 = probe.read() if probe else None
+        cpu1 = state.cpu_probe.read()
         last = built
         if built.read_sample:      # drawn after this block: the readers' parameters once it is committed
             pre.read_sample = built.read_sample
         _record(state, built, due, start, end_ns, run0)
         if state.phase == "measure":
-            cpu_ms = ((cpu1[0] - cpu0[0]) * 1000, (cpu1[1] - cpu0[1]) * 1000) if cpu0 and cpu1 else None
-            state.phase_log.add((end_ns - start) / 1e6, engine.block_phases(), cpu_ms)
-        if state.phase == "measure":
+            state.phase_log.add((end_ns - start) / 1e6, engine.block_phases(), cpu_delta_ms(cpu0, cpu1))
             if abort and abort.check((end_ns - run0) / 1e9, (end_ns - due) / 1e6, (end_ns - start) / 1e6,
                                      (end_ns - state.measure_start_ns) / 1e9, state.blocks):
                 state.window_end_ns = min(end, end_ns)
