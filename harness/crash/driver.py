@@ -1,6 +1,7 @@
 """The crash run's driver, outside MEM: lives started in the run's memory cgroup as the local runtime starts
 its runner, every acknowledgement logged with fsync (acks.log), each kill aimed and landed, each restart
-timed and checked against the model, and result.json (v8, its `crash` section) written whatever happens."""
+timed and checked against the model, and result.json (figures.py) written whatever happens. The lives'
+processes are procs.py's."""
 from __future__ import annotations
 
 import json
@@ -10,140 +11,36 @@ import random
 import shutil
 import signal
 import statistics
-import subprocess
-import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 
 from harness.crash import powercut
 from harness.crash.blocks import FILE as BLOCKS_FILE, BlockFile, match
+from harness.crash.figures import write_crash_result
+from harness.crash.procs import Life, LifeFailed, log, process_tree, signal_all, stop_tree, wait_gone
 from harness.crash.status import FILE as STATUS_FILE, Status
 from harness.environment import capture
 from harness.errors import EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.engine_api import EngineInfo
 from harness.platform import cgroup
-from harness.results import CrashFigures, Integrity, Kill, LatencySummary, Metrics, ThresholdResult, write_json
-from harness.runner.metrics import new_histogram, percentile_rank, summary_ms
-from harness.runner.outcome import Outcome, histogram_value, make_result
+from harness.results import Integrity, Kill
+from harness.runner.metrics import new_histogram
+from harness.runner.outcome import Outcome
 from harness.runtime.local import limit_cgroups
 from harness.scenario.plan import RunPlan
-from harness.scenario.thresholds import NotEvaluable, evaluate, parse_threshold
 from harness.state.clone import CLONE_RECORD, evict
 from harness.units import parse_size_bytes
 
 ACKS = "acks.log"
 AIM_TIMEOUT_S = 30.0        # a kill aimed at a phase the life never enters lands where it is after this
-EVENT_TIMEOUT_S = 900.0     # a life silent this long (an open, a digest at scale) has hung
 STATUS_POLL_S = 0.0002
 WAL_MAX_BLOCKS = 50_000     # a WAL size that this many blocks never reach: the engine checkpoints anyway
 
 
-class LifeFailed(RuntimeError):
-    pass
-
-
-def log(plan: RunPlan, msg: str) -> None:
-    print(f"[{plan.scenario}/{plan.engine}] {msg}", file=sys.stderr, flush=True)
-
-
-class Life:
-    """One process lifetime of the engine: its events on a pipe, read by a thread into a queue."""
-
-    def __init__(self, plan: RunPlan, n: int, fresh: bool, env: dict, cg) -> None:
-        r, w = os.pipe()
-        self.log_path = Path(plan.run_dir) / f"life-{n}.log"
-        with open(self.log_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.crash.life", str(Path(plan.run_dir) / "plan.yaml"), str(w),
-                 "fresh" if fresh else "restart"], stdin=subprocess.PIPE, stdout=err, stderr=err, pass_fds=(w,),
-                env=env, text=True, preexec_fn=cg.add_self if cg else None)
-        os.close(w)
-        self.events: queue.Queue = queue.Queue()
-        self._r = os.fdopen(r)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self._r:
-            self.events.put(json.loads(line))
-        self.events.put(None)         # EOF: the life is gone
-
-    def next(self, timeout_s: float = EVENT_TIMEOUT_S) -> dict | None:
-        try:
-            return self.events.get(timeout=timeout_s)
-        except queue.Empty:
-            raise LifeFailed(f"no word from the engine's process for {timeout_s:.0f} s") from None
-
-    def expect(self, kind: str) -> dict:
-        ev = self.next()
-        if ev is None or ev["event"] != kind:
-            self.proc.wait(timeout=60)
-            raise LifeFailed(f"the engine's process ended (exit {self.proc.returncode}) before '{kind}'; "
-                             f"{self.log_path.name}: {self.tail()}")
-        return ev
-
-    def send(self, cmd: dict) -> None:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-
-    def tail(self, n: int = 6) -> str:
-        try:
-            return " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-n:])
-        except OSError:
-            return "(no log)"
-
-
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat's fields after the command (state, ppid, ...); None: the process is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def process_tree(root: int) -> list[int]:
-    """root and every descendant (a server engine's postmaster and backends are the life's)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            stat = _stat(int(d.name))
-            if stat:
-                children.setdefault(int(stat[1]), []).append(int(d.name))
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, ()))
-    return out
-
-
-def stop_tree(root: int) -> list[int]:
-    """SIGSTOP root and its descendants, again until no new one appears (a backend forked meanwhile)."""
-    stopped: set[int] = set()
-    while new := [p for p in process_tree(root) if p not in stopped]:
-        _signal_all(new, signal.SIGSTOP)
-        stopped.update(new)
-    return sorted(stopped)
-
-
-def _wait_gone(pids: list[int], timeout_s: float = 60.0) -> None:
-    """Until every killed process has exited (gone or a zombie): till then it may hold the data's files."""
-    deadline = time.monotonic() + timeout_s
-    for p in pids:
-        while time.monotonic() < deadline and (stat := _stat(p)) and stat[0] != "Z":
-            time.sleep(0.01)
-
-
-def _signal_all(pids: list[int], sig: int) -> None:
-    for p in pids:
-        try:
-            os.kill(p, sig)
-        except ProcessLookupError:
-            pass
-
-
 class Crasher:
+    """What the lives acknowledged (acks.log, the commit histogram), where each kill is aimed and where it landed."""
+
     def __init__(self, plan: RunPlan) -> None:
         self.plan, self.crash = plan, plan.workload.crash
         self.run_dir, self.data_dir = Path(plan.run_dir), Path(plan.data_dir)
@@ -163,7 +60,7 @@ class Crasher:
     def end_life(self) -> None:
         """Whatever stopped the run, no process of the engine outlives it."""
         if self.life is not None and self.life.proc.poll() is None:
-            _signal_all(process_tree(self.life.proc.pid), signal.SIGKILL)
+            signal_all(process_tree(self.life.proc.pid), signal.SIGKILL)
             self.life.proc.wait(timeout=60)
 
     def aims(self) -> list[tuple[str, int | None]]:
@@ -227,9 +124,9 @@ class Crasher:
             time.sleep(self.rng.uniform(0, cycle_s))
         pids = stop_tree(life.proc.pid)            # nothing moves between reading the status and the kill
         where = self.status.get()
-        _signal_all(pids, signal.SIGKILL)
+        signal_all(pids, signal.SIGKILL)
         life.proc.wait(timeout=60)
-        _wait_gone(pids)
+        wait_gone(pids)
         self.pump(life, lambda e: False)           # acknowledgements already sent count: the pipe held them
         return where
 
@@ -374,81 +271,3 @@ def _kill_record(c: Crasher, life: int, aim: str, where, found: int | None, open
     c.last_acked = found
     return Kill(**rec, lost_acked_blocks=max(0, last - found), in_flight_kept=in_flight is not None and found == in_flight,
                 unacked_blocks=max(0, found - sent))
-
-
-def crash_figures(plan: RunPlan, c: Crasher) -> CrashFigures:
-    survives = plan.survives
-    promised = survives in (("process_kill", "power_cut") if plan.workload.crash.mode == "kill" else ("power_cut",))
-    rec = [k.recovery_s for k in c.kills if k.recovery_s is not None]
-    landed: dict[str, int] = {}
-    for k in c.kills:
-        landed[k.landed_in] = landed.get(k.landed_in, 0) + 1
-    return CrashFigures(
-        mode=plan.workload.crash.mode, durability=plan.durability, survives=survives, promised=promised,
-        kills=c.kills, acknowledged_blocks=c.acked, lost_acked_blocks=sum(k.lost_acked_blocks for k in c.kills),
-        unacked_blocks=sum(k.unacked_blocks for k in c.kills), corrupt_restarts=sum(k.corrupt for k in c.kills),
-        recovery_s=_seconds_summary(rec), landed=landed)
-
-
-def _seconds_summary(values: list[float]) -> LatencySummary:
-    if not values:
-        return LatencySummary()
-    s = sorted(values)
-    at = lambda p: s[percentile_rank(p, len(s)) - 1]        # noqa: E731
-    return LatencySummary(count=len(s), p50=at(50), p95=at(95), p99=at(99), p999=at(99.9), max=s[-1],
-                          mean=round(sum(s) / len(s), 4))
-
-
-def crash_source(c: Crasher, figures: CrashFigures):
-    recovery_ms = sorted(k.recovery_s * 1000 for k in c.kills if k.recovery_s is not None)
-
-    def source(agg: str, metric: str, window_s):
-        if window_s is not None:
-            raise NotEvaluable("a crash run has no windows")
-        if metric == "lost_acked_blocks":
-            return figures.lost_acked_blocks if agg == "count" else None
-        if metric in ("commit_ms", "service_ms"):
-            return histogram_value(c.hist, agg) if c.hist.get_total_count() else None
-        if metric == "recovery_ms":
-            if not recovery_ms:
-                return None
-            if agg.startswith("p"):
-                return recovery_ms[percentile_rank(float(agg[1:]), len(recovery_ms)) - 1]
-            return {"max": recovery_ms[-1], "min": recovery_ms[0], "mean": sum(recovery_ms) / len(recovery_ms),
-                    "count": len(recovery_ms)}[agg]
-        if metric in ("rows", "blocks") and agg == "count":
-            return c.rows if metric == "rows" else c.acked
-        raise NotEvaluable(f"{agg}({metric}) is not measured by a crash run")
-    return source
-
-
-def write_crash_result(plan: RunPlan, c: Crasher, out: Outcome) -> Path:
-    figures = crash_figures(plan, c)
-    failures = []
-    if figures.corrupt_restarts:
-        failures.append(f"{figures.corrupt_restarts} restarts found rows that match no block of the model")
-    if figures.unacked_blocks:
-        failures.append(f"{figures.unacked_blocks} blocks present that were never sent")
-    if figures.promised and figures.lost_acked_blocks:
-        failures.append(f"{figures.lost_acked_blocks} acknowledged blocks lost where the settings promise "
-                        f"they survive a {figures.mode.replace('_', ' ')} ({plan.durability})")
-    if out.integrity.ok is False:
-        failures.append("the last life's rows differ from the model at its last acknowledged block")
-    figures = figures.model_copy(update={"final_ok": out.integrity.ok})
-    thresholds = [parse_threshold(t) for t in plan.thresholds]
-    out.thresholds = [ThresholdResult(**t) for t in evaluate(thresholds, crash_source(c, figures))]
-    if failures and out.status in ("passed", "error") and not out.error:   # a corrupt restart stops the lives
-        out.status, out.error = "error", "; ".join(failures)
-    elif out.status == "passed" and not all(t.passed for t in out.thresholds):
-        out.status = "failed"
-    metrics = Metrics(service_time_ms=summary_ms(c.hist), blocks=c.acked, rows=c.rows)
-    warnings = [] if plan.workload.crash.mode == "kill" else [
-        "every file operation went through the power-cut layer (FUSE, in Python): commit latencies are that "
-        "layer's, not the engine's, and its page cache is charged to the engine twice over"]
-    warnings += [] if figures.promised else [
-        f"these settings do not promise that an acknowledged block survives a {figures.mode.replace('_', ' ')} "
-        f"({plan.durability}): lost blocks are counted, not failed"]
-    result = make_result(plan, out, metrics, warnings).model_copy(update={"crash": figures})
-    path = Path(plan.run_dir) / "result.json"
-    write_json(path, result)
-    return path

@@ -14,8 +14,8 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.workload.dc import (CPU_COUNTS, NODE_STATUSES, PENDING, RAM_GB, VM_NAMES, dc_name, node_id,
-                                 nodes_matching, workload_count_index)
+from harness.workload.dc_tables import (CPU_COUNTS, NODE_STATUSES, PENDING, RAM_GB, VM_NAMES, dc_name,
+                                        node_id, nodes_matching, workload_count_index)
 
 ANSWER_LOG = "dc-answers.jsonl"     # the feed's log, in the run folder
 ANSWERS = "answers.bin"             # the readers' answers, in the run folder

@@ -12,7 +12,7 @@ from harness.reads.queries import check_mix, kinds_for, mix_entries
 from harness.scenario.memory import Memory
 from harness.scenario.thresholds import CRASH_METRICS, parse_knee_threshold, parse_threshold
 from harness.units import parse_size_bytes
-from harness.workload.dc import WRITE_MIXES
+from harness.workload.dc_tables import WRITE_MIXES
 from harness.workload.shapes import SHAPES
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harness.scenario.load import load_model, load_scenario, resolve_path
 from harness.scenario.spec import ThresholdExprs
-from harness.workload.dc import NODES_PER_DC, WORKLOADS_PER_NODE
+from harness.workload.dc_tables import NODES_PER_DC, WORKLOADS_PER_NODE
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 V1_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "v1.yaml"

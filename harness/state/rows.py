@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from harness import registry
-from harness.workload.dc import DcModel, seed_entity_rows
+from harness.workload.dc import DcModel
+from harness.workload.dc_tables import seed_entity_rows
 from harness.workload.digest import table_hasher
 from harness.workload.entity import EntityState, entity_key, version_rows
 from harness.workload.expected import LiveModel

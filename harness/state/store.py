@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import environment, registry
 from harness.errors import ConfigError
-from harness.workload import dc, vocabulary
+from harness.workload import dc, dc_tables, vocabulary
 from harness.workload.generator import DC_ROWS_PER_ENTITY
 from harness.workload.shapes import SHAPES
 
@@ -290,7 +290,7 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
     dc_entities = dc_seed_entities(inputs)
     return int(per_entity * inputs.entities
-               + GUESS_BYTES_PER_LOGICAL * (dc.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
+               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
 
 
 def dc_seed_entities(inputs: StateInputs) -> int:

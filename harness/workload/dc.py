@@ -13,7 +13,6 @@ take a fraction of a DC: nodes and workloads per DC scale by it, exactly, and th
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import random
 from array import array
@@ -21,189 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.workload.block import MAX_BLOCK, Block
+from harness.workload.dc_tables import (COMPLETED, DC_MODEL_FORMAT, EVENTS, FAILED, NODE_STATUSES, NODES_PER_DC,
+                                        PENDING, RUNNING, VM_NAMES, WORKLOAD_STATUSES, WORKLOADS_PER_NODE, NodeAttrs,
+                                        dc_key, event_rows, node_attrs, node_count_index, node_id, node_rows,
+                                        nodes_matching, weighted, workload_attrs, workload_count_index, workload_id,
+                                        workload_rows)
 from harness.workload.digest import StateDigest
-from harness.workload.entity import layout_rows, owner_address
 from harness.workload.expected import insert_version, terminate_version
-
-NODES_PER_DC = 100_000
-WORKLOADS_PER_NODE = 5
-PAYLOAD_BYTES = 10 * 1024        # a node's config blob, a workload's job spec
-EVENT_PAYLOAD_BYTES = 256        # the reference gives events no payload size; arkiv stores one per entity
-LONG_LIVED_BTL = 1 << 40         # nodes and workloads never expire (expected.LONG_LIVED_BTL)
-OWNER_BASE = 10_000              # DC d's entities are owned by address OWNER_BASE + d (mendoza's are 1..1000)
-DC_MODEL_FORMAT = 1
-DC_MODEL_FILE = "dc-model.bin"   # beside a state's model.bin
-
-# The reference's attribute tables. Where it gives a share (70% of nodes available, 25% GPU, 15% of
-# workloads pending) the weights hold it; the rest of each split is ours, stated here.
-REGIONS = ("eu-west", "us-east", "asia-pac")
-WORKLOAD_REGIONS = ("eu-west", "us-east", "any")
-NODE_STATUS = (("available", 70), ("busy", 20), ("offline", 10))
-VM_TYPES = (("cpu", 60), ("gpu", 25), ("gpu_large", 15))
-CPU_COUNTS = (4, 8, 16, 32)
-RAM_GB = (16, 32, 64, 128)
-AVAIL_HOURS = (1, 4, 8, 24, 168)
-WORKLOAD_STATUS = (("pending", 15), ("running", 35), ("completed", 45), ("failed", 5))
-REQ_CPU = (1, 2, 4, 8)
-REQ_RAM = (4, 8, 16, 32)
-MAX_HOURS = (1, 2, 4, 8, 24)
-# the write stream's event kinds, by weight
-EVENTS = (("node_status", 30), ("submit", 25), ("assign", 20), ("complete", 20), ("fail", 5))
-# share of a block's row budget the DC events take, per write mix (the rest is mendoza's)
-WRITE_MIXES = {"mendoza_only": 0.0, "dc_light": 0.3, "dc_heavy": 0.7, "dc_only": 1.0}
-
-NODE_STATUSES = tuple(s for s, _ in NODE_STATUS)
-VM_NAMES = tuple(v for v, _ in VM_TYPES)
-WORKLOAD_STATUSES = tuple(s for s, _ in WORKLOAD_STATUS)
-PENDING, RUNNING, COMPLETED, FAILED = range(4)
-
-
-def _weighted(pairs) -> tuple[list[int], int]:
-    cum, acc = [], 0
-    for _, w in pairs:
-        acc += w
-        cum.append(acc)
-    return cum, acc
-
-
-def _pick(pairs, u: int) -> int:
-    """The index of pairs chosen by a uniform integer u (any size), in proportion to the weights."""
-    cum, total = _weighted(pairs)
-    return bisect.bisect_right(cum, u % total)
-
-
-def node_id(dc: int, n: int) -> str:
-    return f"node_{dc:02d}_{n:06d}"
-
-
-def workload_id(dc: int, w: int) -> str:
-    return f"wl_{dc:02d}_{w:06d}"
-
-
-def dc_name(dc: int) -> str:
-    return f"dc_{dc:02d}"
-
-
-def dc_key(seed: int, sid: str) -> bytes:
-    """An entity's key from its deterministic id (mendoza's keys hash an integer: no collision)."""
-    return hashlib.blake2b(f"{seed}:{sid}".encode(), digest_size=32).digest()
-
-
-def _draws(seed: int, sid: str) -> bytes:
-    return hashlib.blake2b(f"{seed}:{sid}:attrs".encode(), digest_size=16).digest()
-
-
-@dataclass(frozen=True)
-class NodeAttrs:
-    region: str
-    vm: int            # index into VM_TYPES
-    cpu: int           # index into CPU_COUNTS
-    ram: int           # index into RAM_GB
-    price_cents: int
-    avail_hours: int
-    seed_status: int   # index into NODE_STATUS, at the seed
-
-
-def node_attrs(seed: int, dc: int, n: int) -> NodeAttrs:
-    """A node's fixed attributes (and its status at the seed): from its id alone."""
-    h = _draws(seed, node_id(dc, n))
-    return NodeAttrs(REGIONS[h[0] % 3], _pick(VM_TYPES, h[1] << 8 | h[2]), h[3] % 4, h[4] % 4,
-                     50 + (h[5] << 8 | h[6]) % 451, AVAIL_HOURS[h[7] % 5], _pick(NODE_STATUS, h[8] << 8 | h[9]))
-
-
-@dataclass(frozen=True)
-class WorkloadAttrs:
-    region: str
-    vm: int
-    req_cpu: int
-    req_ram: int
-    max_hours: int
-    seed_status: int   # index into WORKLOAD_STATUS, at the seed
-
-
-def workload_attrs(seed: int, dc: int, w: int) -> WorkloadAttrs:
-    h = _draws(seed, workload_id(dc, w))
-    return WorkloadAttrs(WORKLOAD_REGIONS[h[0] % 3], _pick(VM_TYPES, h[1] << 8 | h[2]), REQ_CPU[h[3] % 4],
-                         REQ_RAM[h[4] % 4], MAX_HOURS[h[5] % 5], _pick(WORKLOAD_STATUS, h[6] << 8 | h[7]))
-
-
-def _payload(seed: int, sid: str, nonce: int, nbytes: int) -> bytes:
-    return hashlib.shake_128(b"%d:%s:%d" % (seed, sid.encode(), nonce)).digest(nbytes)
-
-
-def _system(seed: int, sid: str, dc: int, created_at: int, expiration: int, sequence: int):
-    owner = owner_address(OWNER_BASE + dc)
-    key = dc_key(seed, sid)
-    return key, [("$owner", owner), ("$creator", owner), ("$key", "0x" + key.hex())], \
-        [("$expiration", expiration), ("$createdAtBlock", created_at), ("$sequence", sequence)]
-
-
-def node_rows(seed: int, dc: int, n: int, status: int, nonce: int, from_block: int, created_at: int,
-              variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
-    a, sid = node_attrs(seed, dc, n), node_id(dc, n)
-    key, sys_s, sys_n = _system(seed, sid, dc, created_at, created_at + LONG_LIVED_BTL, dc * 10**8 + n)
-    strings = sys_s + [("type", "node"), ("node_id", sid), ("dc_id", dc_name(dc)), ("region", a.region),
-                       ("status", NODE_STATUSES[status]), ("vm_type", VM_NAMES[a.vm])]
-    numerics = sys_n + [("cpu_count", CPU_COUNTS[a.cpu]), ("ram_gb", RAM_GB[a.ram]), ("price_hour", a.price_cents),
-                        ("avail_hours", a.avail_hours)]
-    return layout_rows(key, from_block, to_block, strings, numerics, _payload(seed, sid, nonce, PAYLOAD_BYTES),
-                       "application/json", variant)
-
-
-def workload_rows(seed: int, dc: int, w: int, nodes_per_dc: int, status: int, assigned: bool, nonce: int,
-                  from_block: int, created_at: int, variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
-    a, sid = workload_attrs(seed, dc, w), workload_id(dc, w)
-    key, sys_s, sys_n = _system(seed, sid, dc, created_at, created_at + LONG_LIVED_BTL, dc * 10**8 + 50_000_000 + w)
-    strings = sys_s + [("type", "workload"), ("workload_id", sid), ("dc_id", dc_name(dc)),
-                       ("status", WORKLOAD_STATUSES[status]),
-                       ("assigned_node", node_id(dc, w % nodes_per_dc + 1) if assigned else ""),
-                       ("region", a.region), ("vm_type", VM_NAMES[a.vm])]
-    numerics = sys_n + [("req_cpu", a.req_cpu), ("req_ram", a.req_ram), ("max_hours", a.max_hours)]
-    return layout_rows(key, from_block, to_block, strings, numerics, _payload(seed, sid, nonce, PAYLOAD_BYTES),
-                       "application/json", variant)
-
-
-def event_id(seq: int) -> str:
-    return f"ev_{seq:010d}"
-
-
-def event_rows(seed: int, seq: int, dc: int, on_node: bool, subject: int, event: str, old: str, new: str,
-               block: int, expiration: int, variant: str, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
-    sid = event_id(seq)
-    key, sys_s, sys_n = _system(seed, sid, dc, block, expiration, seq)
-    strings = sys_s + [("type", "node_event" if on_node else "workload_event"), ("dc_id", dc_name(dc)),
-                       ("node_id" if on_node else "workload_id",
-                        node_id(dc, subject) if on_node else workload_id(dc, subject)),
-                       ("event_type", event), ("old_status", old), ("new_status", new)]
-    numerics = sys_n + [("block", block)]
-    return layout_rows(key, block, to_block, strings, numerics, _payload(seed, sid, 0, EVENT_PAYLOAD_BYTES),
-                       "application/json", variant)
-
-
-def seed_entity_rows(seed: int, nodes_per_dc: int, variant: str, kind: str, dc: int, number: int,
-                     block: int) -> dict[str, list[tuple]]:
-    """A seed entity's rows from its id and load block alone (its status is its seed status, its version
-    the first): what DcModel.load_seed leaves, without the model (a state build's workers)."""
-    if kind == "node":
-        return node_rows(seed, dc, number, node_attrs(seed, dc, number).seed_status, 0, block, block, variant)
-    return workload_rows(seed, dc, number, nodes_per_dc, workload_attrs(seed, dc, number).seed_status, True, 0,
-                         block, block, variant)
-
-
-def node_count_index(dc: int, status: int, vm: int, cpu: int, ram: int) -> int:
-    """Where the count of DC dc's nodes of that status, vm type, cpu and ram (indexes) is kept."""
-    return ((((dc - 1) * 3 + status) * 3 + vm) * 4 + cpu) * 4 + ram
-
-
-def workload_count_index(dc: int, status: int) -> int:
-    return (dc - 1) * 4 + status
-
-
-def nodes_matching(counts, dc: int, status: int, vm: int, min_cpu: int = 0, min_ram_gb: int = 0) -> int:
-    """From node counts (node_count_index's layout): DC dc's nodes of that status and vm type with at least
-    that many cores and GB."""
-    return sum(counts[node_count_index(dc, status, vm, ci, ri)] for ci in range(4) if CPU_COUNTS[ci] >= min_cpu
-               for ri in range(4) if RAM_GB[ri] >= min_ram_gb)
 
 
 class IdSet:
@@ -283,7 +106,7 @@ class DcModel:
         self._touched_block, self._touched = 0, set()    # the entities changed in the current block
         self._log = None                                # start_log: what every block changes, for dc_check
         self._changes: dict[str, list] = {}
-        self._ev_cum, self._ev_total = _weighted(EVENTS)
+        self._ev_cum, self._ev_total = weighted(EVENTS)
 
     # ---- the answer log (harness/reads/dc_check.py reads it) -------------------------------------------
     def start_log(self, path: Path, block_number: int) -> None:
@@ -535,55 +358,3 @@ class DcModel:
 
     def seed_rows(self, kind: str, dc: int, number: int) -> dict[str, list[tuple]]:
         return self._node_rows(dc, number) if kind == "node" else self._workload_rows(dc, number)
-
-    # ---- a compact file beside a state ----------------------------------------------------------------
-    def save(self, path: Path) -> None:
-        blobs = {"node_status": self.node_status, "node_nonce": self.node_nonce, "node_from": self.node_from,
-                 "node_created": self.node_created,
-                 "node_prev_status": self.node_prev_status, "node_prev_from": self.node_prev_from,
-                 "node_workloads": self.node_workloads, "node_counts": self.node_counts, "wl_counts": self.wl_counts}
-        for name in ("wl_status", "wl_assigned", "wl_nonce", "wl_from", "wl_created"):
-            for d, a in enumerate(getattr(self, name)):
-                blobs[f"{name}.{d}"] = a
-        rng = self.rng.getstate()
-        header = {"format": DC_MODEL_FORMAT, "spec": [self.spec.data_centres, self.spec.fraction],
-                  "next_event": self._next_event, "nonce": self._nonce, "expired_through": self._expired_through,
-                  "events": {str(k): v for k, v in self.events.items()},
-                  "rng": [rng[0], list(rng[1]), rng[2]],
-                  "arrays": {name: [a.typecode, len(a)] for name, a in blobs.items()}}
-        with open(path, "wb") as f:
-            f.write(json.dumps(header).encode() + b"\n")
-            for a in blobs.values():
-                a.tofile(f)
-
-    def restore(self, path: Path) -> None:
-        """This model as `save` left it (the spec, seed and variant are the caller's, checked)."""
-        with open(path, "rb") as f:
-            header = json.loads(f.readline())
-            if header.get("format") != DC_MODEL_FORMAT:
-                raise ValueError(f"{path}: DC model format {header.get('format')}, this harness reads {DC_MODEL_FORMAT}")
-            if header["spec"] != [self.spec.data_centres, self.spec.fraction]:
-                raise ValueError(f"{path}: a model of {header['spec']} (DCs, fraction), not "
-                                 f"{[self.spec.data_centres, self.spec.fraction]}")
-            for name, (code, n) in header["arrays"].items():
-                a = array(code)
-                a.fromfile(f, n)
-                base, _, d = name.partition(".")
-                if d:
-                    getattr(self, base)[int(d)] = a
-                else:
-                    setattr(self, name, a)
-        self._next_event, self._nonce = header["next_event"], header["nonce"]
-        self._expired_through = header["expired_through"]
-        self.events = {int(k): tuple(v) for k, v in header["events"].items()}
-        self.expiring = {}
-        for seq, ev in self.events.items():
-            self.expiring.setdefault(ev[-1], []).append(seq)
-        version, internal, gauss = header["rng"]
-        self.rng.setstate((version, tuple(internal), gauss))
-        for d in range(self.spec.data_centres):
-            self.pending[d], self.running[d] = IdSet(), IdSet()
-            for j, s in enumerate(self.wl_status[d]):
-                if s in (PENDING, RUNNING):
-                    (self.pending[d] if s == PENDING else self.running[d]).add(j + 1)
-

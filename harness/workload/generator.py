@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.workload.block import Block
-from harness.workload.dc import DC_MODEL_FILE, DcModel, DcSpec
+from harness.workload import dc_file
+from harness.workload.dc import DcModel, DcSpec
+from harness.workload.dc_tables import DC_MODEL_FILE
 from harness.workload.expected import LONG_LIVED_BTL, LiveModel
 from harness.workload.shapes import SHAPES
 
@@ -52,7 +54,7 @@ class BlockGenerator:
         """The models beside a state (harness/state): mendoza's at `path`, the DC model's next to it."""
         self.model.save(path, self.block_number)
         if self.dc:
-            self.dc.save(Path(path).with_name(DC_MODEL_FILE))
+            dc_file.save(self.dc, Path(path).with_name(DC_MODEL_FILE))
 
     def restore(self, path: Path) -> None:
         spec = self.spec
@@ -60,7 +62,7 @@ class BlockGenerator:
                                                           spec.long_lived_fraction)
         if self.dc:
             self.dc.digest = self.model.digest
-            self.dc.restore(Path(path).with_name(DC_MODEL_FILE))
+            dc_file.restore(self.dc, Path(path).with_name(DC_MODEL_FILE))
 
     def load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         """Create-only blocks that build the starting database. Ephemeral entities expire uniformly over

@@ -3,7 +3,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.crash.blocks import match
-from harness.crash.driver import _kill_record, _seconds_summary
+from harness.crash.driver import _kill_record
+from harness.crash.figures import _seconds_summary
 from harness.crash.status import Status
 
 OPENED = {"open_s": 0.1, "first_read_s": 0.2}
@@ -58,7 +59,8 @@ def test_recovery_seconds_summarised_by_the_same_rank_rule_as_latencies():
 
 
 def test_a_corrupt_restart_is_an_error_that_says_why(tmp_path):
-    from harness.crash.driver import Crasher, write_crash_result
+    from harness.crash.driver import Crasher
+    from harness.crash.figures import write_crash_result
     from harness.results import load_result
     from harness.runner.outcome import Outcome
     from harness.scenario.plan import resolve_plan

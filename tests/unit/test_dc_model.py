@@ -7,7 +7,7 @@ import pytest
 
 from harness import registry
 from harness.state.rows import sorted_chunks
-from harness.workload import dc
+from harness.workload import dc, dc_tables
 from harness.workload.block import MAX_BLOCK
 from harness.workload.digest import StateDigest, digest_rows
 from harness.workload.generator import BlockGenerator, WorkloadSpec
@@ -23,7 +23,7 @@ def _spec(fraction=0.002, dcs=2, share=0.7, rows_per_block=600):
 
 
 def test_ids_and_the_five_workloads_per_node_follow_the_reference():
-    assert dc.node_id(7, 42) == "node_07_000042" and dc.workload_id(7, 123) == "wl_07_000123"
+    assert dc_tables.node_id(7, 42) == "node_07_000042" and dc_tables.workload_id(7, 123) == "wl_07_000123"
     m = dc.DcModel(dc.DcSpec(2, 0.01), 3, "bitemporal", StateDigest(variant="bitemporal"))
     m.load_seed(0, 100)
     assert m.spec.nodes_per_dc == 1000 and m.workloads_in(1) == m.workloads_in(2) == 5000
@@ -37,9 +37,9 @@ def test_the_seed_holds_the_reference_shares():
     m = dc.DcModel(dc.DcSpec(1, 0.1), 11, "bitemporal", StateDigest(variant="bitemporal"))
     m.load_seed(0, 1000)
     nodes = m.spec.nodes_per_dc
-    available = sum(m.nodes_with(1, "available", v) for v in dc.VM_NAMES)
-    gpu = sum(m.nodes_with(1, s, "gpu") for s in dc.NODE_STATUSES)
-    assert sum(m.nodes_with(1, s, v) for s in dc.NODE_STATUSES for v in dc.VM_NAMES) == nodes == 10_000
+    available = sum(m.nodes_with(1, "available", v) for v in dc_tables.VM_NAMES)
+    gpu = sum(m.nodes_with(1, s, "gpu") for s in dc_tables.NODE_STATUSES)
+    assert sum(m.nodes_with(1, s, v) for s in dc_tables.NODE_STATUSES for v in dc_tables.VM_NAMES) == nodes == 10_000
     assert available / nodes == pytest.approx(0.70, abs=0.02) and gpu / nodes == pytest.approx(0.25, abs=0.02)
     assert m.workloads_with(1, "pending") / m.workloads_in(1) == pytest.approx(0.15, abs=0.01)
     # the match query's count is the sum of the cells at or above the request
@@ -78,13 +78,13 @@ def test_a_dc_heavy_stream_leaves_sqlite_with_the_models_rows_and_counts(tmp_pat
         assert digest_rows({t: engine.iter_rows(t) for t in tables}) == gen.model.digest.as_dict()
         m, c = gen.dc, engine.conn
         for d in (1, 2):
-            for vm in dc.VM_NAMES:
-                assert _count(c, type="node", dc_id=dc.dc_name(d), status="available", vm_type=vm) \
+            for vm in dc_tables.VM_NAMES:
+                assert _count(c, type="node", dc_id=dc_tables.dc_name(d), status="available", vm_type=vm) \
                     == m.nodes_with(d, "available", vm), (d, vm)
-            assert _count(c, type="workload", dc_id=dc.dc_name(d), status="pending") == m.workloads_with(d, "pending")
-            assert _count(c, type="node", dc_id=dc.dc_name(d)) == m.nodes_in(d)
+            assert _count(c, type="workload", dc_id=dc_tables.dc_name(d), status="pending") == m.workloads_with(d, "pending")
+            assert _count(c, type="node", dc_id=dc_tables.dc_name(d)) == m.nodes_in(d)
         for n in (1, 2, 77, 200):
-            assert _count(c, assigned_node=dc.node_id(1, n)) == m.workloads_on(1, n) >= 5
+            assert _count(c, assigned_node=dc_tables.node_id(1, n)) == m.workloads_on(1, n) >= 5
     finally:
         engine.close()
 
