@@ -1,0 +1,86 @@
+"""A verdict's own sections: the answer per memory level and the engine × MEM matrix first, then the path
+through the decision tree (each step's failing thresholds, its control), then the library each engine ran."""
+from __future__ import annotations
+
+from harness.report.blocks import Block, _f
+
+
+def verdict_blocks(meta) -> list[Block]:
+    v = meta.verdict
+    if not v:
+        return [Block("alarm", "the walk did not finish; run the same make verdict again to resume it.")]
+    out = [*answer_blocks(meta), *([Block("alarm", v.note)] if v.note else []),
+           Block("p", f"Profile {meta.profile}, memory limits {', '.join(meta.mems)} (walked largest first), "
+                      f"{meta.repeats} run(s) per cell. At each limit, the answer is the first engine of the tree "
+                      "whose every threshold of every criterion held there, with integrity intact."
+                      + (f" The walk took {meta.walk_s / 60:.0f} min; {meta.cells_implied} engine × limit cell(s) of the "
+                         "matrix were implied, not run." if meta.walk_s is not None else "")),
+           Block("h2", "Path through the decision tree")]
+    for step in meta.steps:
+        failing = [f"{c.scenario} @ {c.mem}{_cell_variant(c)}: {t.expr} measured {_f(t.value, 3)}"
+                   + (f" ({t.error})" if t.error else "") + (" (early abort)" if t.early_abort else "")
+                   for c in step.cells for t in c.thresholds if not t.passed]
+        dead = [f"{c.scenario} @ {c.mem}{_cell_variant(c)}: {c.status}" + (f" ({c.error.strip().splitlines()[0]})" if c.error else "")
+                for c in step.cells if c.status not in ("passed", "failed")]
+        out.append(Block("p", f"{step.engine}{_with(step.set)}: {step.outcome.upper()}"
+                              + (f" → {step.decision}" if step.passed else "")))
+        if failing or dead:
+            out.append(Block("list", items=dead + failing))
+        if step.cells_unrun:
+            out.append(Block("p", f"{step.cells_unrun} run(s) of {step.engine} (criterion × limit × repeat) implied by "
+                                  "a failure at a larger limit, not made (ALL_CELLS=1 makes them)."))
+        if step.version_note:
+            out.append(Block("p", step.version_note + "."))
+        if step.control:
+            c = step.control
+            out.append(Block("p", f"Control ({c.why}): {c.engine}{_with(c.set)} on the same cells: "
+                                  f"{c.outcome.upper()}."))
+            out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
+                                            for x in c.cells]))
+    return out + library_versions_blocks(meta)
+
+
+def _cell_variant(rec) -> str:
+    """A walk's cell record as the path names it: its option or SET items, and its repeat."""
+    return (f" [{rec.variant}]" if rec.variant else "") + (f" #{rec.repeat}" if rec.repeat > 1 else "")
+
+
+_OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "implied": "✘ implied", "error": "! error", "not run": "–"}
+
+
+def answer_blocks(meta) -> list[Block]:
+    """The per-MEM answers and the engine × MEM matrix, first: what the reader came for."""
+    if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
+        return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
+    items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
+             + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}")
+             + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "") for a in meta.answers]
+    engines = list(dict.fromkeys(c.engine for c in meta.matrix))
+    cell = {(c.engine, c.mem): c for c in meta.matrix}
+    rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with
+                                                        else "") if (e, m) in cell else "–" for m in meta.mems)]
+            for e in engines]
+    diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis}" for e in engines for m in meta.mems
+            if (e, m) in cell and cell[(e, m)].diagnosis]
+    return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
+            Block("table", headers=["engine", *meta.mems], rows=rows),
+            *([Block("p", "Why the cells that did not pass did not:"), Block("list", items=diag)] if diag else []),
+            *([Block("p", f"Implied cells rest on one assumption: {meta.monotonicity}.")]
+              if meta.cells_implied and meta.monotonicity else [])]
+
+
+def _with(settings: dict) -> str:
+    return f" with {', '.join(f'{k}={v}' for k, v in settings.items())}" if settings else ""
+
+
+def library_versions_blocks(meta) -> list[Block]:
+    """compare_versions' engines side by side: the library each ran (or would run) and where that is from."""
+    if not meta.library_versions:
+        return []
+    of = meta.versions_of
+    rows = [[v.engine + _with(v.set), v.version or "-", v.library, v.driver,
+             "measured in this verdict" if v.source == "measured" else "installed here, not run"]
+            for v in meta.library_versions]
+    return [Block("h2", f"The {of} each engine runs"),
+            Block("table", headers=["engine", of, "library", "driver", "from"], rows=rows),
+            *([Block("list", items=[n + "." for n in meta.version_notes])] if meta.version_notes else [])]
