@@ -1,0 +1,193 @@
+"""The sub-commands that walk many cells, each resumable: sweep, matrix, experiments, verdict, and the searches
+(ceiling, knee, v1); and the Kubernetes manifests of a sweep's or a verdict's cells."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.cli.args import overrides, place_arg
+from harness.errors import ConfigError
+from harness.sweep import CellOptions, add_cell_args
+
+
+def add_sweep(sub) -> None:
+    s = sub.add_parser("sweep", help="every engine × memory × scale cell of one scenario; resumable")
+    s.add_argument("--scenario", required=True)
+    s.add_argument("--engines", nargs="+", required=True)
+    s.add_argument("--mems", help='memory limits, e.g. "8g 16g 32g" (default: no limit)')
+    s.add_argument("--scales", help='scales, e.g. "0.01 0.05" (default: the profile\'s)')
+    add_cell_args(s)
+    overrides(s)
+    s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
+    place_arg(s)
+    s.set_defaults(func=_cmd_sweep)
+
+
+def _cmd_sweep(args) -> int:
+    from harness.sweep import parse_list, sweep
+    return sweep(args.scenario, args.engines, parse_list(args.mems, "MEMS"), parse_list(args.scales, "SCALES", float),
+                 args.repeats, CellOptions.from_args(args), args.results, fresh=args.fresh)
+
+
+def add_matrix(sub) -> None:
+    m = sub.add_parser("matrix", help="the optimisation matrix (scenarios/matrix.yaml) at one MEM; resumable")
+    m.add_argument("--engine", required=True)
+    m.add_argument("--scenario", default="p99_5x")
+    m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
+    m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
+    add_cell_args(m)
+    overrides(m)
+    m.set_defaults(func=_cmd_matrix)
+
+
+def _cmd_matrix(args) -> int:
+    from harness.matrix import matrix
+    return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results)
+
+
+def add_experiments(sub) -> None:
+    e = sub.add_parser("experiments", help="the reference's seed experiments (scenarios/experiments/), ours "
+                                           "beside its ratios; resumable")
+    e.add_argument("--only", nargs="+", help="these experiments only (file names without .yaml)")
+    add_cell_args(e)
+    e.set_defaults(func=_cmd_experiments)
+
+
+def _cmd_experiments(args) -> int:
+    from harness.experiments import experiments
+    return experiments(args.only, CellOptions.from_args(args), args.results)
+
+
+def add_verdict(sub) -> None:
+    d = sub.add_parser("verdict", help="walk scenarios/decision.yaml to a verdict and its report; resumable")
+    d.add_argument("--mems", help="memory limits (default: decision.yaml's for the profile)")
+    d.add_argument("--scale", type=float, help="override every criterion's scale")
+    d.add_argument("--decision", type=Path, default=None, help="a decision tree file (default scenarios/decision.yaml)")
+    d.add_argument("--all-cells", action="store_true",
+                   help="run the cells a failure at a larger MEM implies, and the criteria after a failed one")
+    d.add_argument("--no-early-abort", action="store_true",
+                   help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
+    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
+    d.add_argument("--knees", action="store_true", help="then each failing engine's write knee at each MEM it "
+                   "failed, and its memory knee")
+    add_cell_args(d)
+    place_arg(d)
+    d.set_defaults(func=_cmd_verdict)
+
+
+def _cmd_verdict(args) -> int:
+    from dataclasses import replace
+    from harness.scenario.decision import DECISION_FILE
+    from harness.sweep import parse_list
+    from harness.verdict import verdict
+    mems = [m for m in parse_list(args.mems, "MEMS") if m]
+    return verdict(args.profile, mems, replace(CellOptions.from_args(args), early_abort=not args.no_early_abort),
+                   args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
+                   all_cells=args.all_cells, drop_states=args.drop_states, knees=args.knees)
+
+
+def _step_walk(sub, name: str, help: str, func):
+    """A walk over steps of one engine at one MEM (ceiling, v1): --engine, --mem, the cell options, SET."""
+    c = sub.add_parser(name, help=help)
+    c.add_argument("--engine", required=True)
+    c.add_argument("--mem", help="memory limit of every step (default: none)")
+    add_cell_args(c)
+    overrides(c)
+    c.set_defaults(func=func)
+    return c
+
+
+def add_ceiling(sub) -> None:
+    c = _step_walk(sub, "ceiling", "the highest read rate beside the scenario's writes; resumable", _cmd_ceiling)
+    c.add_argument("--scenario", default="combined")
+
+
+def _cmd_ceiling(args) -> int:
+    from harness.ceiling import ceiling
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
+    return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+
+
+def add_knee(sub) -> None:
+    c = _step_walk(sub, "knee", "how far from passing: the knee along rows per block, MEM or database size; "
+                   "resumable", _cmd_knee)
+    c.add_argument("--scenario", default="p99_5x")
+    c.add_argument("--axis", required=True, choices=["rows", "mem", "scale"])
+    c.add_argument("--scale", type=float, help="the database's scale (AXIS=scale: where the search starts)")
+
+
+def _cmd_knee(args) -> int:
+    from harness.knee import knee
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
+    return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
+                scale=args.scale)
+
+
+def add_v1(sub) -> None:
+    c = _step_walk(sub, "v1", "the reference's V1 go/no-go on the Data Center model (scenarios/v1.yaml); resumable",
+                   _cmd_v1)
+    c.add_argument("--file", help="a V1 file instead of scenarios/v1.yaml")
+
+
+def _cmd_v1(args) -> int:
+    from harness.scenario.v1 import load_v1
+    from harness.v1 import v1_walk
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
+    v1 = load_v1(Path(args.file)) if args.file else None
+    return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1)
+
+
+def add_k8s(sub) -> None:
+    k = sub.add_parser("k8s-manifests", help="a sweep's or a verdict's cells as Kubernetes Indexed Jobs "
+                                             "(kubectl apply -f); the walk's other arguments as for sweep or verdict")
+    k.add_argument("--walk", choices=["sweep", "verdict"], default="sweep")
+    k.add_argument("--scenario", help="sweep: the scenario")
+    k.add_argument("--engines", nargs="+", help="sweep: the engines")
+    k.add_argument("--mems", help="memory limits (a verdict: default decision.yaml's for the profile)")
+    k.add_argument("--scales", help="sweep: scales")
+    k.add_argument("--scale", type=float, help="verdict: every criterion's scale")
+    k.add_argument("--decision", type=Path, default=None, help="verdict: a decision tree file")
+    add_cell_args(k)
+    overrides(k)
+    k.add_argument("--out", type=Path, default=Path("k8s"), help="where the manifests go (default k8s/)")
+    k.add_argument("--registry", default="", help="prefix of the images' names, e.g. registry.example:5000/")
+    k.add_argument("--storage-class", help="a ReadWriteMany storage class (default: the cluster's)")
+    k.add_argument("--runner-cpus", default="2", help="each runner's (and server's) CPU request = limit")
+    k.add_argument("--node-cpus", default="1", help="each cell's node side (the feed): CPU request = limit")
+    k.add_argument("--node-memory", default="4Gi", help="each cell's node side: memory request = limit")
+    k.add_argument("--parallelism", type=int, help="at most this many cells of a Job at once")
+    k.set_defaults(func=_cmd_k8s)
+
+
+def _cmd_k8s(args) -> int:
+    from dataclasses import replace
+    from harness.place import k8s
+    from harness.sweep import parse_list, sweep_cells
+    opts = replace(CellOptions.from_args(args), place="k8s")
+    if args.walk == "sweep":
+        if not args.scenario or not args.engines:
+            raise ConfigError("k8s-manifests: a sweep needs SCENARIO and ENGINE(S)")
+        _, root, runs = sweep_cells(args.scenario, args.engines, parse_list(args.mems, "MEMS"),
+                                    parse_list(args.scales, "SCALES", float), args.repeats, opts, args.results)
+    else:
+        from harness.scenario.decision import DECISION_FILE
+        from harness.verdict import prepare
+        from harness.verdict.walk import Walk
+        mems = [m for m in parse_list(args.mems, "MEMS") if m]
+        pre = prepare(args.profile, mems, replace(opts, early_abort=True), args.results, args.repeats, args.scale,
+                      args.decision or DECISION_FILE, here=False)
+        root = pre.root
+        runs = Walk(pre.tree, pre.mems, pre.criteria, pre.opts, root, args.repeats, args.scale, all_cells=True).every_cell()
+    cluster = k8s.Cluster(registry=args.registry, storage_class=args.storage_class, runner_cpus=args.runner_cpus,
+                          node_cpus=args.node_cpus, node_memory=args.node_memory, parallelism=args.parallelism)
+    path = k8s.write(runs, root, args.out, cluster)
+    if crash := sum(1 for cr in runs if cr.plan.workload.crash):
+        print(f"k8s-manifests: {crash} crash cells are not placed (they kill and restart their engine themselves): "
+              "the same walk run here runs them", file=sys.stderr)
+    print(f"k8s-manifests: {len(runs) - crash} cells of {root.name}: `kubectl apply -f {path}`; copy the results volume's "
+          f"{root.name}/ into {args.results}/ and run the same walk again to collect them", file=sys.stderr)
+    print(path)
+    return 0
