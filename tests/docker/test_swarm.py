@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from harness.place.swarm import LABEL, nodes
+from harness.place.swarm_api import LABEL, nodes
 from harness.runtime.compose import image_tag
 from harness.runtime.docker import daemon_answers, image_id
 from tests.cli.test_sweep import only_sweep_dir, wait_for
