@@ -28,24 +28,43 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
     except (OSError, AttributeError):
         pass
     plan = RunPlan.read(Path(plan_path))
-    run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     events = os.fdopen(events_fd, "w", buffering=1)
-    status = Status(run_dir / STATUS_FILE)
+    status = Status(Path(plan.run_dir) / STATUS_FILE)
 
     def emit(kind: str, **fields) -> None:
         events.write(json.dumps({"event": kind, **fields}) + "\n")
 
+    engine, first_read_s = _open(plan, fresh, emit, status)
+    status.set("verify")
+    t1 = time.perf_counter()
+    digest = digest_rows({t: engine.iter_rows(t) for t in TABLES})
+    emit("state", digest=digest, verify_s=round(time.perf_counter() - t1, 3))
+    cmd = json.loads(sys.stdin.readline() or "{}")
+    if cmd.get("go") is None:
+        engine.close(discard=True)
+        return 0
+    _apply_blocks(plan, engine, cmd, emit, status, first_read_s)
+    status.set("verify")
+    emit("final", digest=digest_rows({t: engine.iter_rows(t) for t in TABLES}), counts=engine.row_counts())
+    status.set("done")
+    engine.close(discard=not plan.keep_data)
+    return 0
+
+
+def _open(plan: RunPlan, fresh: bool, emit, status: Status):
+    """The engine opened on the data as a restart finds it, timed to its first read (WAL recovery may wait for
+    it); (engine, seconds to the first read)."""
     status.set("open")
     t0 = time.perf_counter()
     engine = registry.engine_class(plan.engine)()
-    engine.open(plan.engine_settings, data_dir)
+    engine.open(plan.engine_settings, Path(plan.data_dir))
     if fresh and not plan.state:
         engine.create_schema(plan.workload.variant, plan.workload.indexes)
     else:
         engine.use_schema(plan.workload.variant)
     open_s = time.perf_counter() - t0
     reader = engine.reader()
-    reader.run(f"SELECT * FROM {TABLES[0]} LIMIT 1", ())      # WAL recovery may wait for the first read
+    reader.run(f"SELECT * FROM {TABLES[0]} LIMIT 1", ())
     reader.close()
     first_read_s = time.perf_counter() - t0
     info = engine.info()
@@ -56,18 +75,16 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
     emit("open", open_s=round(open_s, 4), first_read_s=round(first_read_s, 4),
          info={"library": info.library, "driver": info.driver, "settings": info.settings, "related": info.related,
                "data_limit_bytes_seen": info.data_limit_bytes_seen})
-    status.set("verify")
-    t1 = time.perf_counter()
-    digest = digest_rows({t: engine.iter_rows(t) for t in TABLES})
-    emit("state", digest=digest, verify_s=round(time.perf_counter() - t1, 3))
-    cmd = json.loads(sys.stdin.readline() or "{}")
-    if cmd.get("go") is None:
-        engine.close(discard=True)
-        return 0
+    return engine, first_read_s
+
+
+def _apply_blocks(plan: RunPlan, engine, cmd: dict, emit, status: Status, first_read_s: float) -> None:
+    """The driver's blocks from its file at the cadence, each acknowledged once committed, until killed (or,
+    the last life, its tail)."""
     crash, ck = plan.workload.crash, plan.checkpoint
     if crash.wal_bytes and plan.capabilities.strongest_checkpoint:     # each WAL size from an empty WAL
         engine.checkpoint(plan.capabilities.strongest_checkpoint)
-    blocks = Reader(run_dir / cmd["file"], cmd["offset"])
+    blocks = Reader(Path(plan.run_dir) / cmd["file"], cmd["offset"])
     resumed = time.perf_counter()      # the first commit is timed from open without the harness's digest
     interval_s = plan.workload.block_interval_ms / 1000
     stop_after = cmd.get("blocks")          # the last life: a tail, then a final digest
@@ -93,11 +110,6 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
             status.set("idle", number)
             emit("checkpoint", block=number, ms=round((time.perf_counter() - t) * 1000, 3))
     blocks.close()
-    status.set("verify")
-    emit("final", digest=digest_rows({t: engine.iter_rows(t) for t in TABLES}), counts=engine.row_counts())
-    status.set("done")
-    engine.close(discard=not plan.keep_data)
-    return 0
 
 
 if __name__ == "__main__":
