@@ -126,21 +126,9 @@ def _cells_job(name: str, engine: str, plan, count: int, configmap: str, walk_la
            f"echo $? > {CHANNEL}/{RUNNER_EXIT}.part && mv {CHANNEL}/{RUNNER_EXIT}.part {CHANNEL}/{RUNNER_EXIT}")
     runner_env = [*env, {"name": "ARKBENCH_MEM_ENFORCEMENT", "value": "docker"}]
     if plan.capabilities.server:
-        # MEM is the server's: a second sidecar, started once the node side has cloned its data, on the pod's
-        # loopback (which only its runner shares), with the password the node side made in memory
-        secret = {"name": server_contract.PASSWORD_FILE_ENV, "value": f"{CHANNEL}/{PASSWORD}"}
-        sidecars.append({
-            "name": "server", "image": c.registry + image_tag(engine, "server"), "restartPolicy": "Always",
-            "args": [f"{CHANNEL}/{RUNNER_PLAN}"],
-            "env": [*env, secret, {"name": server_contract.LISTEN_ENV, "value": "127.0.0.1"}],
-            "resources": _resources(c.runner_cpus, plan.memory.data_limit_bytes),
-            "startupProbe": {"exec": {"command": ["sh", "-c", f"[ -f {CHANNEL}/{SKIP} ] || "
-                                                              f"test -f {server_contract.READY_FILE}"]},
-                             "periodSeconds": 2, "failureThreshold": 900},
-            "volumeMounts": [*mounts, *channel], "securityContext": _security()})
-        runner_env += [secret, {"name": server_contract.HOST_ENV, "value": "127.0.0.1"},
-                       {"name": server_contract.ENVIRONMENT_FILE_ENV,
-                        "value": f"{CHANNEL}/{server_contract.ENVIRONMENT_FILE}"}]
+        server, server_env = _server_sidecar(engine, plan, env, mounts + channel, c)
+        sidecars.append(server)
+        runner_env += server_env
     runner = {"name": "runner", "image": image, "command": ["sh", "-c", run], "env": runner_env,
               "resources": _resources(c.runner_cpus, plan.memory.runner_limit_bytes),
               "volumeMounts": [*mounts, *channel], "securityContext": _security()}
@@ -162,6 +150,25 @@ def _cells_job(name: str, engine: str, plan, count: int, configmap: str, walk_la
                 {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
             "template": pod}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def _server_sidecar(engine: str, plan, env: list, mounts: list, c: Cluster) -> tuple[dict, list]:
+    """MEM is the server's: a second sidecar, started once the node side has cloned its data, on the pod's
+    loopback (which only its runner shares), with the password the node side made in memory; (the sidecar,
+    what the runner's environment adds to reach it)."""
+    secret = {"name": server_contract.PASSWORD_FILE_ENV, "value": f"{CHANNEL}/{PASSWORD}"}
+    server = {
+        "name": "server", "image": c.registry + image_tag(engine, "server"), "restartPolicy": "Always",
+        "args": [f"{CHANNEL}/{RUNNER_PLAN}"],
+        "env": [*env, secret, {"name": server_contract.LISTEN_ENV, "value": "127.0.0.1"}],
+        "resources": _resources(c.runner_cpus, plan.memory.data_limit_bytes),
+        "startupProbe": {"exec": {"command": ["sh", "-c", f"[ -f {CHANNEL}/{SKIP} ] || "
+                                                          f"test -f {server_contract.READY_FILE}"]},
+                         "periodSeconds": 2, "failureThreshold": 900},
+        "volumeMounts": mounts, "securityContext": _security()}
+    return server, [secret, {"name": server_contract.HOST_ENV, "value": "127.0.0.1"},
+                    {"name": server_contract.ENVIRONMENT_FILE_ENV,
+                     "value": f"{CHANNEL}/{server_contract.ENVIRONMENT_FILE}"}]
 
 
 def _states_job(name: str, image: str, configmap: str, count: int, labels: dict, claims: dict) -> dict:

@@ -21,8 +21,7 @@ from harness.validation import format_error
 from harness.scenario.spec import Body, Ceiling, Checkpoint, Io, Load, Phases, Readers, Strict, Workload
 from harness.scenario.thresholds import WAL_METRICS, parse_threshold
 from harness.units import parse_size_bytes
-from harness.workload.dc import DcSpec
-from harness.workload.dc_tables import WRITE_MIXES
+from harness.workload.dc_tables import WRITE_MIXES, DcSpec
 from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 

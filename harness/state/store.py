@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import environment, registry
 from harness.errors import ConfigError
-from harness.workload import dc, dc_tables, vocabulary
+from harness.workload import dc_tables, vocabulary
 from harness.workload.generator import DC_ROWS_PER_ENTITY
 from harness.workload.shapes import SHAPES
 
@@ -297,4 +297,4 @@ def dc_seed_entities(inputs: StateInputs) -> int:
     """The Data Center seed's nodes and workloads in a state (0 without one)."""
     if not inputs.dc:
         return 0
-    return dc.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities
+    return dc_tables.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities

@@ -16,15 +16,13 @@ import bisect
 import json
 import random
 from array import array
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.workload.block import MAX_BLOCK, Block
-from harness.workload.dc_tables import (COMPLETED, DC_MODEL_FORMAT, EVENTS, FAILED, NODE_STATUSES, NODES_PER_DC,
-                                        PENDING, RUNNING, VM_NAMES, WORKLOAD_STATUSES, WORKLOADS_PER_NODE, NodeAttrs,
-                                        dc_key, event_rows, node_attrs, node_count_index, node_id, node_rows,
-                                        nodes_matching, weighted, workload_attrs, workload_count_index, workload_id,
-                                        workload_rows)
+from harness.workload.dc_tables import (COMPLETED, DC_MODEL_FORMAT, EVENTS, FAILED, NODE_STATUSES, PENDING, RUNNING,
+                                        VM_NAMES, WORKLOAD_STATUSES, WORKLOADS_PER_NODE, DcSpec, NodeAttrs, dc_key,
+                                        event_rows, node_attrs, node_count_index, node_id, node_rows, nodes_matching,
+                                        weighted, workload_attrs, workload_count_index, workload_id, workload_rows)
 from harness.workload.digest import StateDigest
 from harness.workload.expected import insert_version, terminate_version
 
@@ -50,22 +48,6 @@ class IdSet:
 
     def __len__(self) -> int:
         return len(self.items)
-
-
-@dataclass(frozen=True)
-class DcSpec:
-    data_centres: int
-    fraction: float = 1.0                       # of a DC's 100K nodes and 500K workloads
-    write_share: float = 0.7                    # of a block's row budget (WRITE_MIXES)
-    event_btl_blocks: tuple[int, int] = (150, 9000)
-
-    @property
-    def nodes_per_dc(self) -> int:
-        return max(1, round(NODES_PER_DC * self.fraction))
-
-    @property
-    def entities(self) -> int:
-        return self.data_centres * self.nodes_per_dc * (1 + WORKLOADS_PER_NODE)
 
 
 class DcModel:

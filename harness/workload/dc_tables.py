@@ -190,3 +190,19 @@ def nodes_matching(counts, dc: int, status: int, vm: int, min_cpu: int = 0, min_
     that many cores and GB."""
     return sum(counts[node_count_index(dc, status, vm, ci, ri)] for ci in range(4) if CPU_COUNTS[ci] >= min_cpu
                for ri in range(4) if RAM_GB[ri] >= min_ram_gb)
+
+
+@dataclass(frozen=True)
+class DcSpec:
+    data_centres: int
+    fraction: float = 1.0                       # of a DC's 100K nodes and 500K workloads
+    write_share: float = 0.7                    # of a block's row budget (WRITE_MIXES)
+    event_btl_blocks: tuple[int, int] = (150, 9000)
+
+    @property
+    def nodes_per_dc(self) -> int:
+        return max(1, round(NODES_PER_DC * self.fraction))
+
+    @property
+    def entities(self) -> int:
+        return self.data_centres * self.nodes_per_dc * (1 + WORKLOADS_PER_NODE)

@@ -9,8 +9,8 @@ from typing import Iterator
 
 from harness.workload.block import Block
 from harness.workload import dc_file
-from harness.workload.dc import DcModel, DcSpec
-from harness.workload.dc_tables import DC_MODEL_FILE
+from harness.workload.dc import DcModel
+from harness.workload.dc_tables import DC_MODEL_FILE, DcSpec
 from harness.workload.expected import LONG_LIVED_BTL, LiveModel
 from harness.workload.shapes import SHAPES
 

@@ -11,7 +11,7 @@ from harness.engine_api import TABLES, engine_setting_names
 from harness.reads.params import Draw, entity_params
 from harness.reads.queries import kinds_for, resolve
 from harness.workload.block import Block
-from harness.workload.dc import DcSpec
+from harness.workload.dc_tables import DcSpec
 from harness.workload.dc_tables import VM_NAMES
 from harness.workload.digest import digest_rows
 from harness.workload.generator import BlockGenerator

@@ -19,12 +19,12 @@ def _spec(fraction=0.002, dcs=2, share=0.7, rows_per_block=600):
     return WorkloadSpec(shape="mendoza", seed=3, variant="bitemporal", rows_per_block=rows_per_block,
                         op_weights={"create": 0.4, "update": 0.3, "delete": 0.05, "extend": 0.15, "change_owner": 0.1},
                         reorg_fraction=0.0, ephemeral_btl_blocks=(5, 40),
-                        dc=dc.DcSpec(dcs, fraction, share, (3, 20)))
+                        dc=dc_tables.DcSpec(dcs, fraction, share, (3, 20)))
 
 
 def test_ids_and_the_five_workloads_per_node_follow_the_reference():
     assert dc_tables.node_id(7, 42) == "node_07_000042" and dc_tables.workload_id(7, 123) == "wl_07_000123"
-    m = dc.DcModel(dc.DcSpec(2, 0.01), 3, "bitemporal", StateDigest(variant="bitemporal"))
+    m = dc.DcModel(dc_tables.DcSpec(2, 0.01), 3, "bitemporal", StateDigest(variant="bitemporal"))
     m.load_seed(0, 100)
     assert m.spec.nodes_per_dc == 1000 and m.workloads_in(1) == m.workloads_in(2) == 5000
     assert all(m.workloads_on(d, n) == 5 for d in (1, 2) for n in range(1, 1001))
@@ -34,7 +34,7 @@ def test_ids_and_the_five_workloads_per_node_follow_the_reference():
 
 def test_the_seed_holds_the_reference_shares():
     """70% of nodes available, 25% GPU, 15% of workloads pending: the counts are exact, the shares near."""
-    m = dc.DcModel(dc.DcSpec(1, 0.1), 11, "bitemporal", StateDigest(variant="bitemporal"))
+    m = dc.DcModel(dc_tables.DcSpec(1, 0.1), 11, "bitemporal", StateDigest(variant="bitemporal"))
     m.load_seed(0, 1000)
     nodes = m.spec.nodes_per_dc
     available = sum(m.nodes_with(1, "available", v) for v in dc_tables.VM_NAMES)
