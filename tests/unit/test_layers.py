@@ -86,3 +86,19 @@ def test_no_module_reaches_itself_through_others():
     for m in sorted(edges):
         visit(m)
     assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def picture() -> str:
+    """The import picture, folder to folder, a floor a line from the top: what each unit imports below it."""
+    down = collections.defaultdict(set)
+    for a, bs in _imports(_modules()).items():
+        down[_unit(a)] |= {_unit(b) for b in bs if _unit(b) not in ("harness", _unit(a))}
+    lines = []
+    for i in reversed(range(len(FLOORS))):
+        for unit in sorted(FLOORS[i]):
+            lines.append(f"{i:2d} {unit:<12} -> {', '.join(sorted(down[unit], key=lambda u: (-FLOOR[u], u))) or '-'}")
+    return "\n".join(lines) + "\n   registry     -> engines/ (discovered at run time, by design: the one import leaving harness/)"
+
+
+if __name__ == "__main__":       # make layers
+    print(picture())
