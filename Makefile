@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -165,6 +165,9 @@ images-load: ## load the engine images from a tarball `make images-save` wrote: 
 
 validate: $(STAMP) ## validate every scenario under scenarios/
 	@$(HARNESS) validate scenarios/
+
+schema: $(STAMP) ## the scenario files' JSON Schema, from the models, to scenarios/schema.json (editors read it)
+	@$(HARNESS) schema
 
 layers: $(STAMP) ## the house's import picture (folder to folder, a floor a line) and its longest modules and functions
 	@$(PY) -m tests.unit.test_layers && $(PY) -m tests.unit.test_sizes

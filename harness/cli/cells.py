@@ -56,6 +56,10 @@ def add_validate(sub) -> None:
     v = sub.add_parser("validate", help="validate scenario files")
     v.add_argument("paths", nargs="+", type=Path)
     v.set_defaults(func=_cmd_validate)
+    s = sub.add_parser("schema", help="write the scenario files' JSON Schema (scenarios/schema.json) from the models")
+    s.add_argument("--out", type=Path, help="where (default scenarios/schema.json)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 2 if the file is not current")
+    s.set_defaults(func=_cmd_schema)
 
 
 def _cmd_validate(args) -> int:
@@ -98,6 +102,19 @@ def add_benches(sub) -> None:
 def _engines(args) -> list[str]:
     from harness import registry
     return args.engines or list(registry.names())
+
+
+def _cmd_schema(args) -> int:
+    from harness.scenario.schema import SCHEMA_FILE, schema_text, write_schema
+    path = args.out or SCHEMA_FILE
+    if args.check:
+        if not path.is_file() or path.read_text() != schema_text():
+            print(f"error: {path} is not the models' schema: run make schema", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"ok    {path}")
+        return 0
+    print(write_schema(path))
+    return 0
 
 
 def _cmd_bench_overhead(args) -> int:
