@@ -25,6 +25,7 @@ def start_state(plan):
     if plan.load.method != "state" or (plan.load_entities == 0 and not plan.workload.dc):
         return plan
     d, man, built_now = ensure(plan)
+    aged_blocks = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0
     owner = None
     if plan.runtime == "docker" and os.geteuid() == 0:
         owner = CONTAINER_UID
@@ -36,8 +37,9 @@ def start_state(plan):
     (run_dir / CLONE_RECORD).write_text(json.dumps(
         {"state": man.id, "state_built_now": built_now, "clone_s": c.clone_s, "clone_method": c.method,
          "clone_bytes": c.bytes, "evict_s": c.evict_s, "build_method": man.method, "build_s": man.build_s,
-         "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings}, indent=2))
-    return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL))})
+         "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings,
+         "state_aged_blocks": aged_blocks}, indent=2))
+    return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL), aged_blocks=aged_blocks)})
 
 
 def build_failed(plan, e: StateBuildFailed) -> int:

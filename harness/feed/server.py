@@ -49,7 +49,8 @@ class FeedServer:
     def for_plan(cls, plan) -> "FeedServer":
         return cls(plan.workload_spec(), LoadArgs(plan.load_entities, plan.load.batch_rows,
                                                   plan.load.expiry_spread_blocks,
-                                                  plan.state.model if plan.state else None, plan.load.age_blocks,
+                                                  plan.state.model if plan.state else None,
+                                                  plan.load.age_blocks - (plan.state.aged_blocks if plan.state else 0),
                                                   plan.checked_reads),
                    plan.engine, Path(plan.run_dir), Path(plan.data_dir))
 

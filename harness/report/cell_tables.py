@@ -60,6 +60,8 @@ def starting_database(load: dict) -> str:
         out = f"organic load (row by row) in {_f(load.get('seconds'), 0)} s"
     else:
         return "-"
+    if load.get("state_aged_blocks"):
+        return out + f"; aged {load['state_aged_blocks']} blocks in the state (once, shared by the cells that clone it)"
     return out + (f"; aged {load['age_blocks']} blocks ({load.get('age_rows')} rows)" if load.get("age_blocks") else "")
 
 

@@ -32,6 +32,7 @@ class StateRef(Strict):
     """The starting state a run cloned (harness/state), set by the runtime once the clone is in place."""
     id: str
     model: str          # the compact model file, read by the feed (on the host, outside the limit)
+    aged_blocks: int = 0    # blocks of the mix the state already holds (an aged state): the feed sends none
 
 
 class RunPlan(Strict):

@@ -123,6 +123,9 @@ class Load(Strict):
                              "organic: replay the load row by row through the engine's transactional path")
     age_blocks: int = Field(50, ge=0, description="blocks of the scenario's own mix applied untimed after the "
                                                    "load: a bulk-built B-tree is denser than a grown one")
+    aged_state: bool = Field(False, description="age once into a starting state of its own (harness/state/aged.py) "
+                                                "that every cell of the same layout and workload clones, instead "
+                                                "of ageing each clone; the matrix's cells share one")
     preload: bool = Field(False, description="read the cloned database once inside MEM before the engine opens "
                                              "it (the reference's vmtouch -t), so a cell starts warm with what "
                                              "fits; false: it starts cold (evicted)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.errors import RunFailed, is_out_of_memory
-from harness.state import store
+from harness.state import aged, store
 from harness.state.rows import sorted_chunks
 from harness.workload.generator import BlockGenerator
 
@@ -33,15 +33,24 @@ def _log(msg: str) -> None:
     print(f"[state] {msg}", file=sys.stderr, flush=True)
 
 
-def ensure(plan, root: Path | None = None) -> tuple[Path, store.StateManifest, bool]:
+def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, store.StateManifest, bool]:
     """(the state's directory, its manifest, whether it was built now): the cached one, else built, by one
-    process at a time (root: STATES, or states/)."""
+    process at a time (root: STATES, or states/); an aged one (aged.py) where the plan asks, from its base."""
     root = root or store.root_dir()
     inputs = store.inputs_for(plan)
+    if aged_ok and aged.wanted(plan):
+        inputs = aged.aged_inputs(plan, inputs)
     with store.lock(root, inputs.id):
         found = store.find(root, inputs)
         if found:
             return (*found, False)
+        if inputs.aged:
+            base_dir, base, _ = ensure(plan, root, aged_ok=False)
+            try:
+                return (*aged.build_aged(plan, inputs, root, base_dir, base), True)
+            except Exception as e:
+                raise StateBuildFailed(f"ageing {inputs.id} failed: {type(e).__name__}: {e}",
+                                       oom=is_out_of_memory(e)) from e
         d, man = build(plan, inputs, root)
         return d, man, True
 

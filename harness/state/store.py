@@ -64,12 +64,14 @@ class StateInputs(BaseModel):
     batch_rows: int
     expiry_spread_blocks: int
     dc: Optional[dict[str, object]] = None   # the Data Center seed: data_centres, fraction (workload.dc)
+    aged: Optional[dict[str, object]] = None  # an aged state's base id, blocks, workload and write path (aged.py)
 
     @property
     def id(self) -> str:
         digest = hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
         dc = f"-dc{self.dc['data_centres']}x{self.dc['fraction']:g}" if self.dc else ""
-        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}{dc}-{digest[:10]}"
+        aged = f"-aged{self.aged['blocks']}" if self.aged else ""
+        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}{dc}{aged}-{digest[:10]}"
 
 
 class StateManifest(BaseModel):
@@ -136,9 +138,9 @@ _REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
-def code_digest(engine: str) -> str:
+def code_digest(engine: str, methods: tuple[str, ...] = BULK_METHODS) -> str:
     cls = registry.engine_class(engine)
-    files = {Path(inspect.getsourcefile(getattr(cls, m))).resolve() for m in BULK_METHODS if hasattr(cls, m)}
+    files = {Path(inspect.getsourcefile(getattr(cls, m))).resolve() for m in methods if hasattr(cls, m)}
     for rel in ROW_CODE:
         p = _REPO / rel
         files |= set(p.glob("*.py")) if p.is_dir() else {p}

@@ -167,3 +167,20 @@ def test_a_much_smaller_state_does_not_estimate_a_build(tmp_path, monkeypatch):
     (d / store.MANIFEST).write_text(man.model_dump_json())
     assert store.estimate_bytes(tmp_path, big) == guess                    # 800 entities do not speak for 800,000
     assert store.estimate_bytes(tmp_path, small) == small.entities * 80_000  # but do for themselves
+
+
+def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or_blocks():
+    from harness.state import aged
+
+    def aged_id(*over):
+        plan = resolve_plan("p99_5x", "sqlite", scale=0.001, overrides=["load.aged_state=true", *over])
+        assert aged.wanted(plan)
+        return aged.aged_inputs(plan, store.inputs_for(plan)).id
+    base = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=0.001)).id
+    one = aged_id()
+    assert one != base and "-aged50-" in one
+    assert aged_id("engines.sqlite.cache_size=1GB") == aged_id("engines.sqlite.mmap_size=1GB") == \
+        aged_id("engines.sqlite.wal_autocheckpoint=0", "checkpoint.every_blocks=1") == one
+    assert aged_id("engines.sqlite.page_size=8192") != one, "a page size is the file's own"
+    assert aged_id("workload.rows_per_block=100") != one, "other blocks age it otherwise"
+    assert aged_id("load.age_blocks=10") != one

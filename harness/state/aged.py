@@ -1,0 +1,111 @@
+"""An aged starting state (load.aged_state): a state after load.age_blocks blocks of the scenario's own mix,
+built once from its base state and cloned by every cell of the same layout and workload, whatever its cache,
+mmap, checkpoint or synchronous settings: those change no byte of the checkpointed files, so the cells of a
+matrix need not each age a clone of their own for minutes. Options that change the layout (page size,
+indexes, schema) or the blocks (rows per block) have other inputs, so another aged state.
+
+Its id hashes the base state's inputs, the block count, the workload that makes the blocks and the source of
+the engine's transactional write path (which writes them, where the base's bulk path wrote the load)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from harness import environment, registry
+from harness.state import store
+from harness.state.clone import clone
+from harness.workload.generator import BlockGenerator
+
+APPLY_METHODS = ("open", "use_schema", "prepare_block", "apply_block", "checkpoint")
+PROGRESS_EVERY_S = 10.0
+
+
+def _log(msg: str) -> None:
+    print(f"[state] {msg}", file=sys.stderr, flush=True)
+
+
+def wanted(plan) -> bool:
+    return bool(plan.load.aged_state and plan.load.age_blocks)
+
+
+def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
+    spec = json.dumps(dataclasses.asdict(plan.workload_spec()), sort_keys=True, default=str)
+    return base.model_copy(update={"aged": {
+        "base": base.id, "blocks": plan.load.age_blocks,
+        "workload_sha256": hashlib.sha256(spec.encode()).hexdigest(),
+        "apply_sha256": store.code_digest(plan.engine, APPLY_METHODS)}})
+
+
+def _age(engine, gen: BlockGenerator, blocks: int) -> tuple[int, float]:
+    """The blocks applied as a run's writer applies them, with progress; (rows written, seconds)."""
+    rows, t0 = 0, time.perf_counter()
+    last = t0
+    for i in range(1, blocks + 1):
+        block = gen.next_block()
+        engine.apply_block(engine.prepare_block(block))
+        rows += block.rows_written
+        now = time.perf_counter()
+        if now - last >= PROGRESS_EVERY_S:
+            last = now
+            _log(f"ageing: {i}/{blocks} blocks, ETA {(now - t0) / i * (blocks - i):.0f} s")
+    return rows, time.perf_counter() - t0
+
+
+def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
+               base: store.StateManifest) -> tuple[Path, store.StateManifest]:
+    """The base state cloned into <id>.partial, its model restored, the blocks applied outside MEM with the
+    plan's settings (unsized), checkpointed with the engine's strongest mode, row counts checked."""
+    final, partial = root / inputs.id, root / f"{inputs.id}.partial"
+    store.require_free(root, base.data_bytes, f"ageing the state {inputs.id}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    t0 = time.perf_counter()
+    c = clone(base_dir / store.DATA, partial / store.DATA)
+    for f in base_dir.iterdir():                      # the models (mendoza's and the DC's)
+        if f.is_file() and f.name != store.MANIFEST:
+            shutil.copy2(f, partial / f.name)
+    settings = plan.unsized_engine_settings()
+    gen = BlockGenerator(plan.workload_spec())
+    gen.restore(partial / store.MODEL)
+    engine = registry.engine_class(plan.engine)()
+    try:
+        engine.open(settings, partial / store.DATA)
+        engine.use_schema(inputs.variant)
+        _log(f"ageing {base.id} by {inputs.aged['blocks']} blocks into {partial}")
+        rows, age_s = _age(engine, gen, int(inputs.aged["blocks"]))
+        if plan.capabilities.checkpoint_modes:
+            engine.checkpoint(plan.capabilities.strongest_checkpoint)
+        counts = engine.row_counts()
+        expected = {t: d.count for t, d in gen.model.digest.tables.items()}
+        if counts != expected:
+            raise RuntimeError(f"the aged state holds {counts} rows, the model {expected}")
+        version, db_bytes = engine.info().version, engine.storage().db_bytes
+    except BaseException:
+        try:
+            engine.close(discard=True)      # before its files go: a server is stopped first
+        except Exception:
+            pass
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    engine.close()
+    gen.save(partial / store.MODEL)
+    build_s = time.perf_counter() - t0
+    model_bytes = sum(p.stat().st_size for p in partial.iterdir() if p.is_file())
+    man = base.model_copy(update=dict(
+        id=inputs.id, inputs=inputs, method="aged", engine_version=version,
+        model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
+        row_counts=counts, rows=sum(counts.values()), data_bytes=store.tree_bytes(partial / store.DATA),
+        db_bytes=db_bytes, model_bytes=model_bytes, build_s=round(build_s, 3),
+        phases_s={"clone": round(c.clone_s + c.evict_s, 3), "age": round(age_s, 3),
+                  "finish": round(build_s - c.clone_s - c.evict_s - age_s, 3)},
+        rows_per_s=round(rows / age_s, 1) if age_s > 0 else 0.0, built_utc=environment.utc_now()))
+    (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
+    partial.rename(final)
+    _log(f"aged {inputs.id} in {build_s:.0f} s ({inputs.aged['blocks']} blocks, {rows} rows, "
+         f"{man.data_bytes / 2**30:.2f} GiB)")
+    return final, man
