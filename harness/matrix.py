@@ -6,6 +6,7 @@ baseline's. Cells run as a sweep's do (harness/sweep.py): resumable, each in its
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness.environment import utc_now
@@ -20,9 +21,10 @@ MEASURED = ("passed", "failed")
 P99, SERVICE = "p99", "service p50"
 
 
-def basis_of(base: RunResult | None) -> str:
-    """What `helped` compares: p99, unless the baseline was saturated (SERVICE: see MatrixFile.basis)."""
-    return SERVICE if base is not None and base.status in MEASURED and base.saturated else P99
+def basis_of(base: RunResult | None, by_blocks: bool = False) -> str:
+    """What `helped` compares: p99, unless the cells measure a fixed window of blocks (whose p99 is their max)
+    or the baseline was saturated (SERVICE: see MatrixFile.basis)."""
+    return SERVICE if by_blocks or (base is not None and base.status in MEASURED and base.saturated) else P99
 
 
 def _vs(row: OptionRow, basis: str) -> float | None:
@@ -56,7 +58,7 @@ def _ratio(value: float | None, base: RunResult | None, get) -> float | None:
 
 
 def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunResult | None, d: Path | None,
-         base: RunResult | None, noise: float) -> OptionRow:
+         base: RunResult | None, noise: float, basis: str = P99) -> OptionRow:
     if r is None:
         return OptionRow(option=name, says=says, overrides=over, trade_off=trade_off, status="not run")
     m, io = r.metrics, r.metrics.io
@@ -69,7 +71,7 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
                     passed=r.status == "passed")
-    vs = _vs(row, basis_of(base))
+    vs = _vs(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
 
@@ -122,6 +124,8 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
         raise ConfigError(f"OPTIONS: {unknown[0]!r} is not an option of {engine}; allowed: {', '.join(em.options)}")
     base = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, duration_s=opts.duration_s,
                         overrides=list(opts.overrides))
+    opts = replace(opts, overrides=(*opts.overrides, *mx.cells.overrides(base.workload.block_interval_ms,
+                                                                          opts.duration_s is not None)))
     values = flat_values(base.model_dump(mode="json", by_alias=True))
     cells, unreadable = option_cells(em, names, scenario, engine, mem, values, base.memory.data_limit_bytes, opts)
     spec = {"engine": engine, "scenario": scenario, "mem": mem, "options": names, "opts": opts.asked()}
@@ -176,20 +180,22 @@ def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str]
 
     base, base_dir = result(scenario, BASELINE)
     base_reads, _ = result(em.reads, BASELINE)
-    rows = [_with_reads(_row(BASELINE, "the scenario at its memory policy", [], None, base, base_dir, base, mx.noise),
-                        base_reads, base_reads)]
+    basis = basis_of(base, mx.cells.measure_blocks is not None)
+    rows = [_with_reads(_row(BASELINE, "the scenario at its memory policy", [], None, base, base_dir, base, mx.noise,
+                             basis), base_reads, base_reads)]
     for n in names:
         opt = em.options[n]
         r, d = result(scenario, n)
-        row = _row(n, opt.says, list(by_tag[(scenario, n)].cell.overrides), opt.trade_off, r, d, base, mx.noise)
+        row = _row(n, opt.says, list(by_tag[(scenario, n)].cell.overrides), opt.trade_off, r, d, base, mx.noise,
+                   basis)
         if n in (unreadable or {}):
             row = row.model_copy(update={"read_status": f"not run: {unreadable[n]}"})
         rows.append(_with_reads(row, result(em.reads, n)[0], base_reads) if opt.reads else row)
     if (scenario, BEST) in by_tag:
         r, d = result(scenario, BEST)
         rows.append(_row(BEST, " + ".join(combo), list(by_tag[(scenario, BEST)].cell.overrides), None, r, d, base,
-                         mx.noise))
-    return rows, basis_of(base)
+                         mx.noise, basis))
+    return rows, basis
 
 
 def _delta(vs: float | None, helped: bool | None) -> str:
@@ -211,8 +217,8 @@ def table_markdown(m: MatrixFile) -> str:
                      f"{_delta(r.service_p50_vs_baseline, r.helped and m.basis == SERVICE)} | "
                      f"{f(r.write_amplification, '.1f')} | {f(r.read_iops, ',.0f')} | "
                      f"{f(r.resident_share_end, '.0%')} | {reads} | {r.trade_off or ''} |")
-    why = (" (the baseline was saturated: its typical block took longer than the cadence, so its p99 is the backlog "
-           "since the clock started)" if m.basis == SERVICE else "")
+    why = (" (the cells measure a fixed window of blocks, whose p99 is their max, or the baseline was saturated, "
+           "its p99 the backlog since the clock started)" if m.basis == SERVICE else "")
     foot = (f"\nΔ: the option's figure over the baseline's; ✓ where its {m.basis}{why} is below {1 - m.noise:.2f}x "
             "(beyond the matrix's noise). "
             f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"

@@ -31,7 +31,8 @@ def connect_config(settings: Mapping[str, object]) -> dict:
         seen = cgroup.limit_bytes(cgroup.own_memory_dir())
         limit = f"{int(seen * 0.75) >> 20}MB" if seen else None
     threads = settings["threads"] if settings["threads"] != "auto" else len(os.sched_getaffinity(0))
-    cfg = {"threads": int(threads), "checkpoint_threshold": settings["checkpoint_threshold"]}
+    cfg = {"threads": int(threads), "checkpoint_threshold": settings["checkpoint_threshold"],
+           "preserve_insertion_order": bool(settings.get("preserve_insertion_order", True))}
     if limit:
         cfg["memory_limit"] = limit
     return cfg

@@ -16,6 +16,8 @@ class Settings(BaseModel):
     memory_limit: str = "auto"
     threads: Union[int, Literal["auto"]] = Field("auto", description="'auto' = the CPUs this process may use")
     checkpoint_threshold: str = "16MB"
+    # false lets DuckDB write and scan in any order: less memory and more parallelism for bulk work
+    preserve_insertion_order: bool = True
 
     @field_validator("memory_limit", "checkpoint_threshold")
     @classmethod

@@ -17,6 +17,7 @@ from typing import ClassVar, Iterator, Mapping
 
 from harness import registry, sql
 from engines.sqlite import bindings
+from engines.sqlite.background import BackgroundCheckpointer
 from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, PageMap, StorageStats, engine_setting_names
 from harness.workload.block import Block
 
@@ -53,6 +54,7 @@ class SQLiteEngine(EngineBase):
     harness_autocheckpoint: ClassVar[bool] = True
     _phases: dict[str, float] | None = None     # the last block's (block_phases); none in libsql's server mode
     _auto_frames = 0
+    _background: BackgroundCheckpointer | None = None     # checkpoint_background's thread
 
     # --- what the SQLite family (libsql, turso) overrides; the control loop uses the same ------------
     @classmethod
@@ -67,7 +69,8 @@ class SQLiteEngine(EngineBase):
         if writer:
             out += [f"PRAGMA page_size = {int(settings['page_size'])}",
                     f"PRAGMA journal_mode = {settings['journal_mode']}",
-                    f"PRAGMA wal_autocheckpoint = {int(settings['wal_autocheckpoint'])}"]
+                    f"PRAGMA wal_autocheckpoint = {int(settings['wal_autocheckpoint'])}",
+                    f"PRAGMA journal_size_limit = {int(settings['journal_size_limit'])}"]
         return out + [f"PRAGMA synchronous = {settings['synchronous']}",
                       f"PRAGMA cache_size = {int(settings['cache_size'])}",
                       f"PRAGMA mmap_size = {int(settings['mmap_size'])}"]
@@ -97,7 +100,15 @@ class SQLiteEngine(EngineBase):
         self._begin = self.begin_sql(self.settings)
         self._auto_frames = 0         # the harness's autocheckpoint threshold (frames); 0: SQLite's own or none
         frames = int(self.settings.get("wal_autocheckpoint") or 0)
-        if self.harness_autocheckpoint and frames and str(self.settings.get("journal_mode")).upper() == "WAL":
+        wal = str(self.settings.get("journal_mode")).upper() == "WAL"
+        self._background = None
+        if wal and self.settings.get("checkpoint_background"):
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
+            self._background = BackgroundCheckpointer(
+                functools.partial(self.connect, self.path, self.settings), self.pragma_sql(self.settings, False),
+                int(self.settings["checkpoint_background_ms"]) / 1000,
+                int(self.settings["checkpoint_background_truncate"]), self._wal_bytes_in_use).start()
+        elif self.harness_autocheckpoint and frames and wal:
             self.conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
             self._auto_frames = frames
         self._auto_ckpts = 0
@@ -148,6 +159,8 @@ class SQLiteEngine(EngineBase):
         self._sql = sql.BlockSQL.generic(variant)
 
     def apply_block(self, block: Block) -> None:
+        if self._background is not None and self._background.error:
+            raise RuntimeError(f"the background checkpointer failed: {self._background.error}")
         t0 = time.perf_counter_ns()
         t1 = sql.write_block(self.conn, self._begin, self._sql, block, self.settings.get("insert_mode") == "execute")
         t2 = time.perf_counter_ns()
@@ -181,6 +194,8 @@ class SQLiteEngine(EngineBase):
         status = self.status(self.conn, self.settings)
         counts = {k: v for k, v in status.items() if k in bindings.COUNTER_NAMES}
         auto = {"autocheckpoints_in_commit": self._auto_ckpts} if self._auto_frames else {}
+        if self._background is not None:
+            auto = dict(self._background.figures)
         return EngineCounters(counters={**self._manual, **auto, **counts},
                               gauges={k: v for k, v in status.items() if k not in counts})
 
@@ -233,10 +248,16 @@ class SQLiteEngine(EngineBase):
             eff["library"] = _binding(self.settings).name
         if self._auto_frames:        # the threshold holds; the writer runs it (harness_autocheckpoint)
             eff["wal_autocheckpoint"] = self._auto_frames
+        if self._background is not None:     # the writer's is off (0, read back); the thread's, as it runs
+            eff.update({k: self.settings[k] for k in ("checkpoint_background", "checkpoint_background_ms",
+                                                      "checkpoint_background_truncate")})
         return EngineInfo(library=self.library(), driver=self.driver(self.settings), settings=eff,
                           related={"sqlite": self.sqlite_version()})
 
     def close(self, discard: bool = False) -> None:
+        background, self._background = getattr(self, "_background", None), None
+        if background is not None:
+            background.stop()
         conn, self.conn = getattr(self, "conn", None), None
         if conn is not None:
             if discard and hasattr(conn, "config"):

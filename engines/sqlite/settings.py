@@ -21,6 +21,8 @@ class Pragmas(BaseModel):
     # the reference's write plan (SQLite's own default is 1000)
     wal_autocheckpoint: int = Field(10000, ge=0, description="pages; 0 disables automatic checkpoints")
     busy_timeout: int = Field(5000, ge=0, description="ms")
+    journal_size_limit: int | str = Field(-1, description="bytes of WAL file kept after a checkpoint resets it "
+                                                          "(-1: no limit, SQLite's default)")
     page_size: int = Field(4096, description="bytes; applied before the schema is created")
     # Not a PRAGMA: the planner's statistics, gathered as PRAGMA optimize does (ANALYZE reading at most
     # ANALYSIS_LIMIT rows per index, so as fast at 5x as at 0.001x) when the database settles after its
@@ -28,6 +30,26 @@ class Pragmas(BaseModel):
     # most rows share one value (entity_current 36x slower, measured); write statements plan the same.
     analyze: bool = Field(True, description="gather planner statistics when the database settles",
                           json_schema_extra=HARNESS_SIDE)
+
+    # Not PRAGMAs: checkpoints off the commit path (background.py): a second connection in a thread of the
+    # writer's process, PASSIVE every checkpoint_background_ms, TRUNCATE once the WAL passes the bound.
+    checkpoint_background: bool = Field(False, description="checkpoint from a second connection in the "
+                                        "background; the writer's automatic checkpoint is off",
+                                        json_schema_extra=HARNESS_SIDE)
+    checkpoint_background_ms: int = Field(100, ge=1, description="ms between background PASSIVE checkpoints",
+                                          json_schema_extra=HARNESS_SIDE)
+    checkpoint_background_truncate: int | str = Field("1GB", description="a TRUNCATE checkpoint once the WAL "
+                                                      "holds this much (0: never)", json_schema_extra=HARNESS_SIDE)
+
+    @field_validator("checkpoint_background_truncate")
+    @classmethod
+    def _truncate(cls, v: int | str) -> int:
+        return parse_size_bytes(v)
+
+    @field_validator("journal_size_limit")
+    @classmethod
+    def _journal_size_limit(cls, v: int | str) -> int:
+        return v if isinstance(v, int) else parse_size_bytes(v)
 
     @field_validator("cache_size")
     @classmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -77,9 +77,32 @@ class EngineMatrix(BaseModel):
     options: dict[str, Option]
 
 
+class CellRule(BaseModel):
+    """How a matrix measures each of its cells: the same starting database, aged once; a fixed window of blocks
+    judged on service p50 (the p99 of 20 blocks is their max); the rows checked by their counts."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    warmup_blocks: Optional[int] = Field(10, ge=0, description="the warm-up in blocks at the scenario's cadence "
+                                                              "(none: the profile's warmup_s)")
+    measure_blocks: Optional[int] = Field(20, gt=0, description="the measured phase in blocks at the scenario's "
+                                                               "cadence (none: the profile's measure_s)")
+    aged_state: bool = Field(True, description="the cells clone one aged state per layout (load.aged_state)")
+    integrity: Literal["model", "counts"] = Field("counts", description="counts: each table's rows against the "
+                                                                       "model's count (model: every row)")
+
+    def overrides(self, block_interval_ms: float, duration_given: bool) -> list[str]:
+        """The rule as --set items for every cell of the matrix (DURATION, where given, keeps its seconds)."""
+        out = [f"load.aged_state={_yaml(self.aged_state)}", f"integrity={self.integrity}"]
+        if self.warmup_blocks is not None and block_interval_ms:
+            out.append(f"phases.warmup_s={self.warmup_blocks * block_interval_ms / 1000:g}")
+        if self.measure_blocks and block_interval_ms and not duration_given:
+            out.append(f"phases.measure_s={self.measure_blocks * block_interval_ms / 1000:g}")
+        return out
+
+
 class Matrix(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     description: str = ""
+    cells: CellRule = CellRule()
     noise: float = Field(0.1, gt=0, lt=1, description="a p99 change smaller than this share of the baseline's "
                                                       "is noise: the option neither helped nor hurt")
     engines: dict[str, EngineMatrix]

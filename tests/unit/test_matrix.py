@@ -69,13 +69,16 @@ def test_a_saturated_baseline_is_judged_by_service_time_not_by_its_backlog():
     # shrinks that backlog by half, which is no gain beyond the noise in what a block costs
     base, slightly = _run(2250, 32000), _run(2140, 16000)
     assert base.saturated and basis_of(base) == SERVICE
-    row = matrix_row("cache_75", "x", [], None, slightly, None, base, 0.1)
+    row = matrix_row("cache_75", "x", [], None, slightly, None, base, 0.1, SERVICE)
     assert row.p99_vs_baseline == 0.5 and row.service_p50_vs_baseline == 0.951 and row.helped is False
-    assert matrix_row("mmap", "x", [], None, _run(1700, 1800), None, base, 0.1).helped is True
+    assert matrix_row("mmap", "x", [], None, _run(1700, 1800), None, base, 0.1, SERVICE).helped is True
     # within the cadence, p99 is the criterion's own figure and the basis
     calm = _run(1500, 1900)
     assert not calm.saturated and basis_of(calm) == P99
-    assert matrix_row("sync_full", "x", [], None, _run(1480, 1500), None, calm, 0.1).helped is True
+    assert matrix_row("sync_full", "x", [], None, _run(1480, 1500), None, calm, 0.1, P99).helped is True
+    # unless the cells measure a fixed window of blocks: the p99 of 20 blocks is their max
+    assert basis_of(calm, by_blocks=True) == SERVICE
+    assert matrix_row("sync_full", "x", [], None, _run(1480, 1500), None, calm, 0.1, SERVICE).helped is False
 
 
 def test_significance_needs_two_values_a_side_and_a_real_difference():

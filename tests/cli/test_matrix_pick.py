@@ -1,0 +1,42 @@
+"""A matrix over real cells picks what is known to be better: an option that offers a tenth of the rows helps
+beyond the noise and is the combination; one that offers five times the rows is not. Each cell clones one aged
+state per workload and checks its rows by their counts, as the matrix's cell rule asks."""
+import json
+
+import pytest
+
+from harness import matrix as hm
+from harness.results import load_matrix_run
+from harness.scenario.matrix import load_matrix
+from harness.sweep import CellOptions
+
+MATRIX = """
+noise: 0.1
+cells: {warmup_blocks: 10, measure_blocks: 20, aged_state: true, integrity: counts}
+engines:
+  sqlite:
+    options:
+      fewer_rows: {says: "a tenth of the rows", group: a, cost: 0, set: {workload.rows_per_block: 60}}
+      more_rows: {says: "five times the rows", group: b, cost: 0, set: {workload.rows_per_block: 3000}}
+"""
+
+
+@pytest.mark.slow
+def test_a_matrix_picks_the_option_known_to_be_better(tmp_path, monkeypatch):
+    f = tmp_path / "matrix.yaml"
+    f.write_text(MATRIX)
+    monkeypatch.setattr(hm, "load_matrix", lambda: load_matrix(f))
+    opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
+    assert hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results") in (0, 1)
+    [root] = (tmp_path / "results").glob("matrix-sqlite-p99_5x-*")
+    m = load_matrix_run(root / "matrix.json")
+    rows = {r.option: r for r in m.rows}
+    assert m.basis == "service p50" and all(r.status in ("passed", "failed") for r in m.rows)
+    assert rows["fewer_rows"].helped is True and rows["more_rows"].helped is False
+    assert m.combination == ["fewer_rows"]
+    # the cell rule: 20 measured blocks, row counts, an aged state shared per workload
+    results = [json.loads(p.read_text()) for p in root.glob("p99_5x/*/result.json")]
+    assert len(results) == 3
+    assert {r["integrity"]["method"] for r in results} == {"counts"}
+    assert all(r["load"]["state_aged_blocks"] > 0 and r["load"]["age_blocks"] == 0 for r in results)
+    assert all(r["metrics"]["service_time_ms"]["count"] <= 22 for r in results)
