@@ -114,6 +114,12 @@ def answer(rows: list[OptionRow]) -> str:
 
 def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
            results_root: Path) -> int:
+    return run_matrix(engine, scenario, mem, options, opts, results_root)[0]
+
+
+def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
+               results_root: Path) -> tuple[int, MatrixFile]:
+    """The engine's matrix (resumable): its exit code and its matrix.json."""
     mx = load_matrix()
     em = mx.engines.get(engine)
     if em is None:
@@ -164,8 +170,8 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     print(root / "matrix.json")
     if interrupted is not None:
         print(f"[matrix] interrupted in cell {interrupted}; run the same command again to resume", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    return 0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED
+        return EXIT_RUN_FAILED, out
+    return (0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED), out
 
 
 def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = (),

@@ -31,7 +31,8 @@ def _cmd_sweep(args) -> int:
 
 def add_matrix(sub) -> None:
     m = sub.add_parser("matrix", help="the optimisation matrix (scenarios/matrix.yaml) at one MEM; resumable")
-    m.add_argument("--engine", required=True)
+    m.add_argument("--engine", help="one engine's matrix")
+    m.add_argument("--engines", nargs="+", help="several engines' matrices, then one table side by side")
     m.add_argument("--scenario", default="p99_5x")
     m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
     m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
@@ -41,6 +42,13 @@ def add_matrix(sub) -> None:
 
 
 def _cmd_matrix(args) -> int:
+    if bool(args.engine) == bool(args.engines):
+        raise ConfigError("matrix: give ENGINE (one matrix) or ENGINES (several, side by side)")
+    if args.engines:
+        from harness.matrices import matrices
+        if args.options:
+            raise ConfigError("OPTIONS names one engine's options: give ENGINE, not ENGINES")
+        return matrices(args.engines, args.scenario, args.mem, CellOptions.from_args(args), args.results)
     from harness.matrix import matrix
     return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results)
 

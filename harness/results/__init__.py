@@ -17,8 +17,8 @@ from harness.results.models import (  # noqa: F401  (the package re-exports its 
                                     LatencySummary, MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind,
                                     ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401
-                                   CellRecord, ControlRun, LibraryVersion, MATRIX_VERSION, MatrixCell, MatrixFile,
-                                   MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
+                                   CellRecord, ControlRun, EngineBest, LibraryVersion, MATRICES_VERSION,
+                                   MATRIX_VERSION, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
 
@@ -90,3 +90,7 @@ def load_verdict(path: Path) -> VerdictFile | None:
 
 def load_matrix_run(path: Path) -> MatrixFile | None:
     return _load(path, MatrixFile, MATRIX_VERSION, older=(1,))
+
+
+def load_matrices(path: Path) -> MatricesFile | None:
+    return _load(path, MatricesFile, MATRICES_VERSION)

@@ -206,3 +206,27 @@ class MatrixFile(Model):
     rows: list[OptionRow]
     combination: list[str] = []          # the options the best combination took (empty: none helped)
     answer: str                          # one line: does any option (or the combination) meet the thresholds
+
+
+MATRICES_VERSION = 1
+
+
+class EngineBest(Model):
+    """One engine's matrix in a side-by-side: its baseline, its best option that gives nothing up (the
+    combination included) and its best with a trade-off, each on the matrix's basis; None: none measured."""
+    engine: str
+    dir: str                             # the engine's matrix directory (its matrix.json and matrix.md)
+    basis: str
+    baseline: Optional[OptionRow] = None
+    best_clean: Optional[OptionRow] = None
+    best_traded: Optional[OptionRow] = None
+    answer: str
+
+
+class MatricesFile(Model):
+    version: Literal[1] = MATRICES_VERSION
+    scenario: str
+    profile: Optional[str]
+    mem: Optional[str]
+    updated_utc: str
+    engines: list[EngineBest]

@@ -22,7 +22,7 @@ FLOORS = [
     {"sweep", "bench", "compare"},
     {"knee"},
     {"verdict", "ceiling", "matrix", "experiments"},
-    {"v1"},
+    {"v1", "matrices"},
     {"cli"},
 ]
 FLOOR = {unit: i for i, units in enumerate(FLOORS) for unit in units}

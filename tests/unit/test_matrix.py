@@ -114,3 +114,43 @@ def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_pa
     assert m.answer.startswith("incomplete: 1 of 3 cells measured") and m.basis == "service p50"
     table = (root / "matrix.md").read_text()
     assert "| baseline: the scenario at its memory policy | failed | 32,000 | 2,250 |" in table
+
+
+def _mrow(option: str, vs: float | None, status="failed", trade_off=None, passed=False) -> OptionRow:
+    return OptionRow(option=option, says=option, overrides=[], status=status, p99_ms=1000 * (vs or 1),
+                     service_p50_ms=800 * (vs or 1), service_p50_vs_baseline=vs, p99_vs_baseline=vs,
+                     trade_off=trade_off, passed=passed, helped=vs is not None and vs < 0.9)
+
+
+def _matrix_file(engine: str, rows, answer="no option, alone or combined, meets every threshold"):
+    from harness.results import MatrixFile
+    return MatrixFile(engine=engine, scenario="p99_5x", profile="ratio", mem="2481m", noise=0.1,
+                      basis="service p50", dir=f"/r/matrix-{engine}", updated_utc="now", rows=rows, answer=answer)
+
+
+def test_matrices_side_by_side_name_each_engines_best_with_and_without_a_trade_off(tmp_path, monkeypatch):
+    from harness import matrices as hms
+    from harness.results import load_matrices
+    from harness.sweep import CellOptions
+    files = {
+        "sqlite": _matrix_file("sqlite", [_mrow("baseline", None), _mrow("cache_75", 0.8), _mrow("ckpt_background", 0.6),
+                                          _mrow("no_bitemporal", 0.4, trade_off="history", status="passed", passed=True),
+                                          _mrow("mmap", None, status="not run")]),
+        "postgres": _matrix_file("postgres", [_mrow("baseline", None), _mrow("wal_lz4", 1.05)],
+                                 answer="incomplete: 2 of 8 cells measured; run the same command again to resume"),
+        "duckdb": _matrix_file("duckdb", [_mrow("baseline", None)]),
+    }
+    ran = []
+    monkeypatch.setattr(hms, "run_matrix", lambda e, *a: (ran.append(e), (1, files[e]))[1])
+    rc = hms.matrices(["sqlite", "postgres", "duckdb"], "p99_5x", "2481m", CellOptions(profile="ratio"), tmp_path)
+    assert rc == hms.EXIT_RUN_FAILED and ran == ["sqlite", "postgres"], "an interrupted matrix stops the walk"
+    [root] = tmp_path.glob("matrices-p99_5x-*")
+    mf = load_matrices(root / "matrices.json")
+    sq, pg = mf.engines
+    assert sq.best_clean.option == "ckpt_background" and sq.best_traded.option == "no_bitemporal"
+    assert pg.best_clean.option == "wal_lz4" and pg.best_traded is None and pg.answer.startswith("incomplete")
+    md = (root / "matrices.md").read_text()
+    assert "| sqlite | baseline: p99 1,000 / p50 800 ms | ckpt_background: p99 600 / p50 480 ms (0.60x ✓) |" in md
+    assert "no_bitemporal: p99 400 / p50 320 ms (0.40x ✓) PASS | history |" in md
+    with pytest.raises(ConfigError, match="two engines or more"):
+        hms.matrices(["sqlite"], "p99_5x", "2481m", CellOptions(profile="ratio"), tmp_path)
