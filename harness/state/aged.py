@@ -59,7 +59,8 @@ def _age(engine, gen: BlockGenerator, blocks: int) -> tuple[int, float]:
 def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
                base: store.StateManifest) -> tuple[Path, store.StateManifest]:
     """The base state cloned into <id>.partial, its model restored, the blocks applied outside MEM with the
-    plan's settings (unsized), checkpointed with the engine's strongest mode, row counts checked."""
+    plan's settings (unsized, the build's cache), checkpointed with the engine's strongest mode, row counts
+    checked."""
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
     store.require_free(root, base.data_bytes, f"ageing the state {inputs.id}")
     shutil.rmtree(partial, ignore_errors=True)
@@ -69,10 +70,13 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     for f in base_dir.iterdir():                      # the models (mendoza's and the DC's)
         if f.is_file() and f.name != store.MANIFEST:
             shutil.copy2(f, partial / f.name)
-    settings = plan.unsized_engine_settings()
+    cls = registry.engine_class(plan.engine)
+    settings = plan.unsized_engine_settings()        # outside MEM, with the build's cache: the bytes are the same
+    cache_keys = set(registry.manifest(plan.engine).memory.sized)
+    settings.update({k: v for k, v in cls.build_settings(settings).items() if k in cache_keys})
     gen = BlockGenerator(plan.workload_spec())
     gen.restore(partial / store.MODEL)
-    engine = registry.engine_class(plan.engine)()
+    engine = cls()
     try:
         engine.open(settings, partial / store.DATA)
         engine.use_schema(inputs.variant)
