@@ -88,10 +88,13 @@ class CellRule(BaseModel):
     aged_state: bool = Field(True, description="the cells clone one aged state per layout (load.aged_state)")
     integrity: Literal["model", "counts"] = Field("counts", description="counts: each table's rows against the "
                                                                        "model's count (model: every row)")
+    index_residency: bool = Field(False, description="residency per index after the clock (io.index_residency): "
+                                                     "it reads the whole file once, half a minute at 1x")
 
     def overrides(self, block_interval_ms: float, duration_given: bool) -> list[str]:
         """The rule as --set items for every cell of the matrix (DURATION, where given, keeps its seconds)."""
-        out = [f"load.aged_state={_yaml(self.aged_state)}", f"integrity={self.integrity}"]
+        out = [f"load.aged_state={_yaml(self.aged_state)}", f"integrity={self.integrity}",
+               f"io.index_residency={_yaml(self.index_residency)}"]
         if self.warmup_blocks is not None and block_interval_ms:
             out.append(f"phases.warmup_s={self.warmup_blocks * block_interval_ms / 1000:g}")
         if self.measure_blocks and block_interval_ms and not duration_given:
