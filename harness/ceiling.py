@@ -114,7 +114,7 @@ def _head(probe, engine: str, mem: str | None, steps: list[dict]) -> dict:
     """ceiling.json before its first step: what is asked, and the steps list each step appends to."""
     return {"version": CEILING_VERSION, "kind": "ceiling", "scenario": probe.scenario, "profile": probe.profile,
             "engine": engine, "mem": mem, "data_limit_bytes": probe.memory.data_limit_bytes, "scale": probe.scale,
-            "readers": probe.readers.threads, "mix": probe.readers.mix,
+            "readers": probe.readers.threads, "readers_auto": probe.readers.threads_auto, "mix": probe.readers.mix,
             "writes": {"block_interval_ms": probe.workload.block_interval_ms,
                        "rows_per_block": probe.workload.rows_per_block} if probe.workload.writes else None,
             "criteria": probe.thresholds, "search": probe.ceiling.model_dump(), "started_utc": utc_now(),

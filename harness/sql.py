@@ -102,10 +102,9 @@ class QueryReader:
         """Rows returned, all fetched."""
         return len(self.handle.execute(sql, params).fetchall())
 
-    def first_row(self, sql: str, params: tuple) -> tuple | None:
-        """A one-row statement's row (a checked DC query: the block its snapshot holds, and the answer)."""
-        rows = self.handle.execute(sql, params).fetchall()
-        return tuple(rows[0]) if rows else None
+    def rows(self, sql: str, params: tuple) -> list[tuple]:
+        """Every row of a statement (a checked DC query's: the block its snapshot holds, and the answer)."""
+        return [tuple(r) for r in self.handle.execute(sql, params).fetchall()]
 
     def hold_snapshot(self, duration_s: float) -> None:
         """A long-running read transaction: it pins a snapshot (and so the WAL) until it ends."""

@@ -39,7 +39,7 @@ def step_overrides(v1: V1, share: float, write_rows_per_s: float, block_interval
     return [f"workload.dc.fraction={fraction:.6g}", f"load.scale={scale:.6g}",
             f"workload.rows_per_block={max(1, round(write_rows_per_s * block_interval_ms / 1000))}",
             f"thresholds={_yaml_list(v1.criteria)}", f"ceiling.steps_qps={_yaml_list(f'{q:g}' for q in v1.read_qps)}",
-            f"ceiling.max_qps={v1.max_read_qps:g}"]
+            f"ceiling.max_qps={v1.max_read_qps:g}", *([f"readers.mix={v1.mix}"] if v1.mix else [])]
 
 
 def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None = None,

@@ -23,9 +23,10 @@ VARIANTS = ("bitemporal", "simple")
 PARAMS = ("key", "block", "block_end", "creator", "type", "status", "proposal", "chunk", "gpu_below",
           "attr", "attr_value")
 # what a checked kind draws from the DC model's ids instead (harness/reads/dc_check.py)
-DC_PARAMS = ("dc_id", "node_id", "vm_type", "min_cpu", "min_ram", "back")
+DC_PARAMS = ("dc_id", "node_id", "vm_type", "min_cpu", "min_ram", "back", "min_hours", "workload_id", "first_node",
+             "last_node")
 CHECKS = ("nodes_in_dc", "available_gpu_nodes", "workloads_on_node", "pending_workloads", "matching_nodes",
-          "node_status_at")
+          "node_status_at", "candidate_nodes", "node_workload_ids", "workload_status_node", "node_status_since")
 _PARAM = re.compile(r":([a-z_]+)")
 
 

@@ -9,6 +9,12 @@ from harness import registry
 from harness.results.phases import PHASE_LABELS, describe
 
 
+def readers_text(plan: dict) -> str:
+    """How many readers asked, and whether the machine's cores chose it (readers.threads: auto)."""
+    r = plan.get("readers", {})
+    return f"{r.get('threads', 0)} readers" + (" (auto: one per core here)" if r.get("threads_auto") else "")
+
+
 def print_summary(path: Path) -> None:
     """A run's result as `make run` prints it: latency, reads by kind, counters, memory, thresholds."""
     from harness.results import load_result
@@ -25,7 +31,7 @@ def print_summary(path: Path) -> None:
               file=sys.stderr)
     if m.reads_by_kind:
         rl = m.read_latency_ms
-        print(f"  reads {fmt(m.reads_per_s)}/s, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
+        print(f"  reads {fmt(m.reads_per_s)}/s by {readers_text(r.plan)}, ms p50 {fmt(rl.p50)} p95 {fmt(rl.p95)} p99 {fmt(rl.p99)} "
               f"max {fmt(rl.max)} (n={rl.count}), empty {m.reads_empty}, late {m.reads_late or 0}, errors {m.read_errors}, "
               f"integrity {r.integrity.ok}", file=sys.stderr)
         checked = any(k.checked is not None for k in m.reads_by_kind.values())

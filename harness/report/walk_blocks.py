@@ -15,7 +15,8 @@ def ceiling_blocks(data: ReportData) -> list[Block]:
     meta = data.meta
     doc = [Block("verdict", meta.get("sentence") or "the search has not finished; run the same make ceiling "
                                                    "again to resume it.")]
-    doc.append(Block("p", f"Writes: {_writes_text(meta)}. Reads: {meta['readers']} reader(s), mix "
+    doc.append(Block("p", f"Writes: {_writes_text(meta)}. Reads: {meta['readers']} reader(s)"
+                          f"{' (one per core here)' if meta.get('readers_auto') else ''}, mix "
                           f"{meta['mix']}. A step passes when its run passes: " + "; ".join(meta["criteria"])
                           + ". Every step starts from the same cloned state; the knee is run twice."))
     if meta.get("threshold_results"):

@@ -54,7 +54,7 @@ def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, 
             if params is None:           # no sampled entity offers what it needs: nothing to ask
                 rows = EMPTY
             elif q.check:                # one row: the block the snapshot holds, and the answer
-                seen, value = reader.first_row(q.statements[0].sql, params[0])
+                seen, value = dc_check.ask(reader, q.statements[0].sql, params[0], q.check)
                 end = now()
                 sink(i, due, end, 1)
                 if answer is not None:

@@ -1,6 +1,7 @@
 """Scenario YAML -> validated pydantic models. Unknown keys are errors everywhere."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Literal, Optional, Union
 
@@ -156,13 +157,25 @@ class LongRead(Strict):
 
 
 class Readers(Strict):
-    threads: int = Field(0, ge=0)
+    # "auto" never stays: _auto turns it into the cores this process may use (the file may say either)
+    threads: Union[Annotated[int, Field(ge=0)], Literal["auto"]] = Field(
+        0, description="reader connections (a process each where the engine allows it); auto: one per core the "
+                       "harness may use (threads_auto says so)")
+    threads_auto: bool = Field(False, description="set by threads: auto, read back in the result")
     rate_per_s: float = Field(0.0, ge=0, description="offered queries per second over all readers; 0 = "
                                                      "unthrottled: each reader asks its next query as the "
                                                      "last one ends (closed loop; the read bench's side)")
     # a mix of scenarios/mixes.yaml by name, or weights by query kind of engines/queries.yaml
     mix: Union[str, dict[str, Annotated[float, Field(ge=0)]]] = {"entity_fetch": 0.5, "attribute_scan": 0.5}
     long_read: Optional[LongRead] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto(cls, data):
+        """threads: auto -> the cores this process may use, so the readers use the machine they run on."""
+        if isinstance(data, dict) and data.get("threads") == "auto":
+            data = {**data, "threads": len(os.sched_getaffinity(0)), "threads_auto": True}
+        return data
 
 
 class Ceiling(Strict):

@@ -4,10 +4,11 @@ the share of the 621K entities loaded."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.reads.queries import mixes
 from harness.scenario.load import load_model, load_scenario, resolve_path
 from harness.scenario.spec import ThresholdExprs
 from harness.workload.dc_tables import NODES_PER_DC, WORKLOADS_PER_NODE
@@ -36,6 +37,8 @@ Rates = Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)]
 class V1(Strict):
     description: str = ""
     scenario: str = Field(description="the scenario whose DC model, read mix and profiles the steps run")
+    mix: Optional[str] = Field(None, description="the read mix of scenarios/mixes.yaml the steps ask instead "
+                                                 "of the scenario's")
     entities: int = Field(gt=0, description="the DC seed and mendoza's entities at share 1")
     write_rows_per_s: Rates
     read_qps: Rates
@@ -43,6 +46,13 @@ class V1(Strict):
     criteria: ThresholdExprs = Field(min_length=1)
     go: Go
     profiles: dict[str, V1Profile] = Field(min_length=1)
+
+    @field_validator("mix")
+    @classmethod
+    def _mix_known(cls, v: str | None) -> str | None:
+        if v is not None and v not in mixes():
+            raise ValueError(f"unknown mix {v!r}; scenarios/mixes.yaml has {', '.join(sorted(mixes()))}")
+        return v
 
     @field_validator("write_rows_per_s", "read_qps")
     @classmethod

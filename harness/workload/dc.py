@@ -13,16 +13,16 @@ take a fraction of a DC: nodes and workloads per DC scale by it, exactly, and th
 from __future__ import annotations
 
 import bisect
-import json
 import random
 from array import array
 from pathlib import Path
 
 from harness.workload.block import MAX_BLOCK, Block
-from harness.workload.dc_tables import (COMPLETED, DC_MODEL_FORMAT, EVENTS, FAILED, NODE_STATUSES, PENDING, RUNNING,
+from harness.workload.dc_tables import (COMPLETED, EVENTS, FAILED, NODE_STATUSES, PENDING, RUNNING,
                                         VM_NAMES, WORKLOAD_STATUSES, WORKLOADS_PER_NODE, DcSpec, NodeAttrs, dc_key,
                                         event_rows, node_attrs, node_count_index, node_id, node_rows, nodes_matching,
                                         weighted, workload_attrs, workload_count_index, workload_id, workload_rows)
+from harness.workload.dc_log import AnswerLog
 from harness.workload.digest import StateDigest
 from harness.workload.expected import insert_version, terminate_version
 
@@ -86,33 +86,28 @@ class DcModel:
         self._nonce = 0
         self._seeded_as = (0, 1)
         self._touched_block, self._touched = 0, set()    # the entities changed in the current block
-        self._log = None                                # start_log: what every block changes, for dc_check
-        self._changes: dict[str, list] = {}
+        self._log: AnswerLog | None = None              # start_log: what every block changes, for dc_check
         self._ev_cum, self._ev_total = weighted(EVENTS)
 
-    # ---- the answer log (harness/reads/dc_check.py reads it) -------------------------------------------
+    # ---- the answer log (dc_log.py; harness/reads/dc_check.py reads it) ----------------------------------
     def start_log(self, path: Path, block_number: int) -> None:
-        """From now on, every block's changes to the counts and node statuses, one JSON line per block after
-        a header holding the state at `block_number`: what checks a read's answer at the block it saw."""
+        """From now on, every block's changes, after a header holding the state at `block_number`: what checks
+        a read's answer at the block it saw."""
         arrays = {name: list(getattr(self, name)) for name in (
             "node_counts", "wl_counts", "node_workloads", "node_status", "node_from", "node_prev_status",
             "node_prev_from")}
-        self._log = open(path, "w")
-        self._log.write(json.dumps({"format": DC_MODEL_FORMAT, "block": block_number,
-                                    "data_centres": self.spec.data_centres, "nodes_per_dc": self.spec.nodes_per_dc,
-                                    **arrays}) + "\n")
-        self._log.flush()
+        self._log = AnswerLog(path, {"block": block_number, "seed": self.seed, "data_centres": self.spec.data_centres,
+                                     "nodes_per_dc": self.spec.nodes_per_dc, **arrays,
+                                     "wl_status": [list(a) for a in self.wl_status],
+                                     "wl_assigned": [list(a) for a in self.wl_assigned]})
 
     def _change(self, what: str, *values) -> None:
         if self._log is not None:
-            self._changes.setdefault(what, []).append(values)
+            self._log.change(what, values)
 
     def end_block(self, number: int) -> None:
-        """The block's changes to the log (flushed: a reader's answer may be checked against it any time)."""
         if self._log is not None:
-            self._log.write(json.dumps({"b": number, **self._changes}) + "\n")
-            self._log.flush()
-            self._changes = {}
+            self._log.end_block(number)
 
     def close_log(self) -> None:
         if self._log is not None:
@@ -204,6 +199,7 @@ class DcModel:
         w = len(self.wl_status[d])
         self.wl_counts[self._wc(dc, status)] += 1
         self._change("wc", self._wc(dc, status), 1)
+        self._change("ws", dc, w, status)
         if assigned:
             self.node_workloads[self._ni(dc, w % self.spec.nodes_per_dc + 1)] += 1
         if status in (PENDING, RUNNING):
@@ -322,10 +318,12 @@ class DcModel:
                 node = self._ni(dc, w % self.spec.nodes_per_dc + 1)
                 self.node_workloads[node] += 1
                 self._change("nw", node, 1)
+                self._change("as", dc, w)
         self.wl_counts[self._wc(dc, old)] -= 1
         self.wl_counts[self._wc(dc, status)] += 1
         self._change("wc", self._wc(dc, old), -1)
         self._change("wc", self._wc(dc, status), 1)
+        self._change("ws", dc, w, status)
         self.wl_status[d][j], self.wl_nonce[d][j], self.wl_from[d][j] = status, self._new_nonce(), block.number
         rows += self._insert(block, self._workload_rows(dc, w))
         return rows + self._event(block, dc, False, w, event, WORKLOAD_STATUSES[old], WORKLOAD_STATUSES[status])

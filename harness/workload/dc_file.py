@@ -8,7 +8,10 @@ from array import array
 from pathlib import Path
 
 from harness.workload.dc import DcModel, IdSet
-from harness.workload.dc_tables import DC_MODEL_FORMAT, PENDING, RUNNING
+from harness.workload.dc_tables import PENDING, RUNNING
+
+DC_MODEL_FORMAT = 1
+DC_MODEL_FILE = "dc-model.bin"   # beside a state's model.bin
 
 
 def save(model: DcModel, path: Path) -> None:

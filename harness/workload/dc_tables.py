@@ -17,8 +17,6 @@ PAYLOAD_BYTES = 10 * 1024        # a node's config blob, a workload's job spec
 EVENT_PAYLOAD_BYTES = 256        # the reference gives events no payload size; arkiv stores one per entity
 LONG_LIVED_BTL = 1 << 40         # nodes and workloads never expire (expected.LONG_LIVED_BTL)
 OWNER_BASE = 10_000              # DC d's entities are owned by address OWNER_BASE + d (mendoza's are 1..1000)
-DC_MODEL_FORMAT = 1
-DC_MODEL_FILE = "dc-model.bin"   # beside a state's model.bin
 
 # The reference's attribute tables. Where it gives a share (70% of nodes available, 25% GPU, 15% of
 # workloads pending) the weights hold it; the rest of each split is ours, stated here.

@@ -10,7 +10,7 @@ from typing import Iterator
 from harness.workload.block import Block
 from harness.workload import dc_file
 from harness.workload.dc import DcModel
-from harness.workload.dc_tables import DC_MODEL_FILE, DcSpec
+from harness.workload.dc_tables import DcSpec
 from harness.workload.expected import LONG_LIVED_BTL, LiveModel
 from harness.workload.shapes import SHAPES
 
@@ -54,7 +54,7 @@ class BlockGenerator:
         """The models beside a state (harness/state): mendoza's at `path`, the DC model's next to it."""
         self.model.save(path, self.block_number)
         if self.dc:
-            dc_file.save(self.dc, Path(path).with_name(DC_MODEL_FILE))
+            dc_file.save(self.dc, Path(path).with_name(dc_file.DC_MODEL_FILE))
 
     def restore(self, path: Path) -> None:
         spec = self.spec
@@ -62,7 +62,7 @@ class BlockGenerator:
                                                           spec.long_lived_fraction)
         if self.dc:
             self.dc.digest = self.model.digest
-            dc_file.restore(self.dc, Path(path).with_name(DC_MODEL_FILE))
+            dc_file.restore(self.dc, Path(path).with_name(dc_file.DC_MODEL_FILE))
 
     def load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         """Create-only blocks that build the starting database. Ephemeral entities expire uniformly over

@@ -127,10 +127,10 @@ def test_an_answer_is_checked_against_the_model_at_the_block_it_saw(tmp_path):
         truth.append((b, gen.dc.workloads_with(1, "pending"), gen.dc.nodes_with(2, "available", "gpu")))
     gen.dc.close_log()
     for (b, pending, gpu), (b_next, pending_next, _) in zip(truth, truth[1:]):
-        recs.extend((0, b, pending, 1, 1, 0, 4, 16, 0))
-        recs.extend((1, b, gpu, 2, 1, 0, 4, 16, 0))
-        late.extend((0, b, pending_next, 1, 1, 0, 4, 16, 0))
-    recs.extend((2, first + 5, dc_check.answer_code("available"), 1, 7, 0, 4, 16, 5 + 21))   # before the log
+        recs.extend((0, b, pending, 1, 1, 0, 4, 16, 0, 1, 1))
+        recs.extend((1, b, gpu, 2, 1, 0, 4, 16, 0, 1, 1))
+        late.extend((0, b, pending_next, 1, 1, 0, 4, 16, 0, 1, 1))
+    recs.extend((2, first + 5, dc_check.answer_code("available"), 1, 7, 0, 4, 16, 5 + 21, 1, 1))   # before the log
     (tmp_path / dc_check.ANSWERS).write_bytes(recs.tobytes())
     checks, names = ["pending_workloads", "available_gpu_nodes", "node_status_at"], ["pending", "gpu", "history"]
     got = dc_check.check_answers(tmp_path, checks, names)
@@ -140,3 +140,50 @@ def test_an_answer_is_checked_against_the_model_at_the_block_it_saw(tmp_path):
     changed = sum(p != q for (_, p, _), (_, q, _) in zip(truth, truth[1:]))
     got = dc_check.check_answers(tmp_path, checks, names)
     assert 0 < changed == got["pending"].wrong and "the engine answered" in got["pending"].first_wrong
+
+
+SCHEDULER = ("dc_candidates", "dc_node_workload_list", "dc_workload_state", "dc_node_state", "dc_match")
+
+
+def test_the_schedulers_reads_on_a_real_sqlite_are_the_models_answers_block_by_block(tmp_path):
+    """Each block of a DC-heavy stream, the scheduler's reads (candidates, a node's workloads, a workload's
+    state, a node's state) asked of a real SQLite as a reader asks them, recorded, and checked after the
+    stream against the feed's log: every answer is right, none unknown; the same answers claimed one block
+    later are wrong where the model moved on (100 nodes a DC: the answers change within a few blocks)."""
+    import random
+    from array import array
+    from harness.reads import dc_check
+    from harness.reads.queries import resolve
+    gen = BlockGenerator(_spec(fraction=0.001, share=1.0, rows_per_block=300))
+    engine = _sqlite(tmp_path)
+    try:
+        for b in gen.load_blocks(0, 5000, 100):
+            engine.apply_block(b)
+        gen.dc.start_log(tmp_path / dc_check.ANSWER_LOG, gen.block_number)
+        queries = resolve({k: 1.0 for k in SCHEDULER}, "sqlite", "bitemporal", "?")
+        reader, rng = engine.reader(), random.Random(5)
+        recs, late, asked = array("q"), array("q"), []
+        for _ in range(30):
+            engine.apply_block(gen.next_block())
+            for i, q in enumerate(queries):
+                for _ in range(3):
+                    named, ints = dc_check.draw(rng, 2, gen.dc.spec.nodes_per_dc)
+                    params = tuple(named[p] for p in q.statements[0].params)
+                    seen, answer = dc_check.ask(reader, q.statements[0].sql, params, q.check)
+                    recs.extend((i, seen, dc_check.answer_code(answer), *ints))
+                    asked.append((i, seen, dc_check.answer_code(answer), ints))
+        gen.dc.close_log()
+        reader.close()
+    finally:
+        engine.close()
+    names, checks = [q.name for q in queries], [q.check for q in queries]
+    (tmp_path / dc_check.ANSWERS).write_bytes(recs.tobytes())
+    got = dc_check.check_answers(tmp_path, checks, names)
+    assert all(k.checked == 90 and k.wrong == 0 and k.unknown == 0 for k in got.values()), got
+    empty = dc_check.answer_code("")
+    assert len({a for i, _, a, _ in asked if i == 0 and a != empty}) > 10, "candidates: many lists, not empty"
+    for i, seen, answer, ints in asked:      # one block late: the answer claimed for the block after
+        late.extend((i, seen - 1, answer, *ints))
+    (tmp_path / dc_check.ANSWERS).write_bytes(late.tobytes())
+    got = dc_check.check_answers(tmp_path, checks, names)
+    assert got["dc_candidates"].wrong + got["dc_node_state"].wrong > 0, got
