@@ -43,6 +43,7 @@ def step_figures(cr: CellRun, offered_qps: float, repeat: int) -> dict:
             "reads_empty": m.reads_empty if m else None,
             "reads_late": m.reads_late if m else None,
             "db_bytes": m.db_bytes_final if m else None,
+            "readers_cpu_share": m.harness.readers.cpu_share if m and m.harness.readers else None,
             # what failed it: the criteria it missed, or the run itself (its integrity, an error, an oom)
             "failed_on": _failed_on(r, cr.record.status if cr.record else "error"),
             "thresholds": [t.model_dump() for t in r.thresholds] if r else [],
@@ -153,6 +154,7 @@ def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
             "knee_read_p99_ms": max(s["read_p99_ms"] for s in runs),
             "knee_write_p99_ms": max(s["write_p99_ms"] for s in runs) if runs[0]["write_p99_ms"] is not None else None,
             "write_rows_per_s": min((s["write_rows_per_s"] for s in runs if s["write_rows_per_s"]), default=None),
+            "readers_cpu_share": max((s["readers_cpu_share"] for s in runs if s.get("readers_cpu_share")), default=None),
             "runs": len(runs)}
 
 

@@ -82,7 +82,8 @@ def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None 
             _log(f"no read rate passed beside {w:,.0f} rows/s: the walk ends")
             break
     out.update(complete=True, finished_utc=utc_now(), **answer(out["frontier"], v1))
-    out["sentence"] += f"; measured on {out.get('measured_on') or 'this machine'}, not a promise for other hardware"
+    out["sentence"] += (f"; measured on {out.get('measured_on') or 'this machine'}, not a promise for other hardware"
+                        + bigger_machine(out["frontier"]))
     write_json(root / V1_FILE_NAME, out)
     from harness.report import write_report
     _, html = write_report(root)
@@ -112,6 +113,7 @@ def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Pat
     point = {"write_rows_per_s": write_rows_per_s, "read_qps": k.get("knee_read_qps"), "reached": k.get("reached"),
              "read_p99_ms": k.get("knee_read_p99_ms"), "write_p99_ms": k.get("knee_write_p99_ms"),
              "write_rows_per_s_achieved": k.get("write_rows_per_s"), "bounded_by": k.get("bounded_by") or [],
+             "readers_cpu_share": k.get("readers_cpu_share"),
              "steps": len(steps), "search": str(search.relative_to(root)), "answers_checked": 0, "answers_wrong": 0}
     if not k and steps:
         low = min(steps, key=lambda s: s["offered_qps"])
@@ -124,6 +126,23 @@ def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Pat
         point["answers_checked"] += sum(v.get("checked") or 0 for v in kinds.values())
         point["answers_wrong"] += sum(v.get("wrong") or 0 for v in kinds.values())
     return point
+
+
+READERS_CPU_BOUND = 0.7      # the readers' share of every core at a knee from which more cores would carry more
+
+
+def bigger_machine(frontier: list[dict]) -> str:
+    """What more cores would change, from the readers' CPU share at the knees: near all of it, the readers
+    were the bound; well below, the engine was (its locks, its I/O), which cores do not lift."""
+    shares = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
+    if not shares:
+        return ""
+    top = max(shares)
+    if top >= READERS_CPU_BOUND:
+        return (f"; at the knee the readers used {top:.0%} of every core: a machine with more cores would carry "
+                "more reads")
+    return (f"; at the knee the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
+            "set it, so more cores alone would not carry many more reads")
 
 
 def answer(frontier: list[dict], v1: V1) -> dict:

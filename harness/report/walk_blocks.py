@@ -60,13 +60,15 @@ def v1_blocks(meta: dict) -> list[Block]:
                       f"{need['write_rows_per_s']:,.0f} rows/s written with {need['read_qps']:,.0f} reads/s.")]
     rows = [[f"{p['write_rows_per_s']:,.0f}", _v1_reads(p), _f(p["read_p99_ms"], 3), _f(p["write_p99_ms"]),
              _f(p["write_rows_per_s_achieved"], 0), "; ".join(p["bounded_by"]) or "-",
+             "-" if p.get("readers_cpu_share") is None else f"{p['readers_cpu_share']:.0%}",
              f"{p.get('answers_checked', 0) - p.get('answers_wrong', 0):,} / {p.get('answers_checked', 0):,}",
              p["steps"], p["search"]] for p in meta["frontier"]]
     doc += [Block("h2", "Frontier"),
             Block("p", "Per write rate, the knee's figures (the worse of its two runs); where no read rate passed, "
                        "those of the lowest one tried, which failed."),
             Block("table", headers=["writes offered (rows/s)", "reads/s", "read p99 ms", "write p99 ms",
-                                    "rows/s achieved", "bounded by", "answers right / checked", "steps",
+                                    "rows/s achieved", "bounded by", "readers' CPU (of every core)",
+                                    "answers right / checked", "steps",
                                     "search (its own report)"], rows=rows)]
     if meta["frontier"]:
         doc.append(plots_block(plots.v1_frontier(meta["frontier"], need, f"{meta['engine']}: V1 frontier"),

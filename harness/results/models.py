@@ -58,6 +58,16 @@ class ReaderShare(Model):
     count: int
     rss_bytes_start_max: Optional[int] = None     # the largest reader process, connection open
     rss_bytes_end_max: Optional[int] = None       # the largest reader process, at its end
+    # the reader processes' CPU over their schedule (warm-up and measured phase), against the cores here:
+    # near 1, the readers use the machine and more cores would carry more reads (None: reader threads)
+    cpu_s: Optional[float] = None
+    wall_s: Optional[float] = None
+    cores: Optional[int] = None
+
+    @property
+    def cpu_share(self) -> Optional[float]:
+        return round(self.cpu_s / (self.wall_s * self.cores), 3) if self.cpu_s is not None and self.wall_s and \
+            self.cores else None
 
 
 class HarnessShare(Model):

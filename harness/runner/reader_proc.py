@@ -9,6 +9,7 @@ one array between flushes."""
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -78,6 +79,7 @@ def main(fd: int) -> None:
             due_ns = msg[1]
             break
         handle(msg)
+    t_go, cpu_go = time.monotonic(), _cpu_s()
     try:
         if not state["stop"]:
             query_loop(reader, spec["mix"], spec["engine"], spec["variant"], reader_rng(spec["seed"], spec["index"]),
@@ -86,8 +88,13 @@ def main(fd: int) -> None:
     finally:
         report.flush(time.monotonic())
         reader.close()
-        conn.send(("done", rss_start, cgroup.process_rss_bytes()))
+        conn.send(("done", rss_start, cgroup.process_rss_bytes(), _cpu_s() - cpu_go, time.monotonic() - t_go))
         conn.close()
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 # ---- the runner's side -----------------------------------------------------------------------------
@@ -103,6 +110,7 @@ class ReaderProcesses:
         self.procs: list[subprocess.Popen] = []
         self.conns: list[Connection] = []
         self.rss: list[tuple[int, int]] = []      # per reader process: RSS at start, at end (bytes)
+        self.cpu: list[tuple[float, float]] = []   # per reader process: CPU s and wall s of its schedule
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -156,6 +164,7 @@ class ReaderProcesses:
                     self._record(msg)
                 elif msg[0] == "done":
                     self.rss.append((msg[1], msg[2]))
+                    self.cpu.append((msg[3], msg[4]))
                     live.remove(c)
             s = self.sample()
             if s is not self._sent and not self._stopping.is_set():

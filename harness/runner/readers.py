@@ -8,6 +8,7 @@ they are threads of the runner. Both run query_loop(); what a query took reaches
 through ReadSink, in the runner."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -80,9 +81,13 @@ class ReaderPool:
             self.sink.close()
         if self.cfg.threads:
             rss = self.processes.rss if self.processes else []
+            cpu = self.processes.cpu if self.processes else []
             self.state.readers = {"mode": self.mode, "count": self.cfg.threads,
                                   "rss_bytes_start_max": max((a for a, _ in rss), default=None),
-                                  "rss_bytes_end_max": max((b for _, b in rss), default=None)}
+                                  "rss_bytes_end_max": max((b for _, b in rss), default=None),
+                                  "cpu_s": round(sum(c for c, _ in cpu), 3) if cpu else None,
+                                  "wall_s": round(max(w for _, w in cpu), 3) if cpu else None,
+                                  "cores": len(os.sched_getaffinity(0))}
 
     def _loop(self, i: int, sink: ReadSink) -> None:
         reader = self.engine.reader()

@@ -8,7 +8,7 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.scenario.v1 import V1_FILE, load_v1
-from harness.v1 import answer
+from harness.v1 import answer, bigger_machine
 from tests.conftest import ROOT, harness_cmd
 
 
@@ -25,6 +25,14 @@ def test_go_needs_a_write_rate_at_least_v1s_carrying_v1s_reads():
     assert not no["go"] and "at most 500 reads/s beside 10,000 rows/s" in no["sentence"]
     none = answer([_point(10_000, None, bounded_by=["p99(read_ms) < 100ms (measured 412)"])], v1)
     assert not none["go"] and "bounded by p99(read_ms) < 100ms" in none["sentence"]
+
+
+def test_what_a_bigger_machine_would_change_follows_the_readers_cpu_at_the_knee():
+    bound = [{**_point(10_000, 2500), "readers_cpu_share": 0.93}, {**_point(20_000, 1000), "readers_cpu_share": 0.4}]
+    assert "used 93% of every core: a machine with more cores would carry more reads" in bigger_machine(bound)
+    engine = [{**_point(10_000, 2500), "readers_cpu_share": 0.31}, {**_point(20_000, None), "readers_cpu_share": 0.99}]
+    assert "at most 31% of the cores: the engine, not the readers' CPU, set it" in bigger_machine(engine)
+    assert bigger_machine([_point(10_000, 2500)]) == ""
 
 
 def test_a_v1_file_is_validated_with_the_file_and_field(tmp_path):
@@ -58,7 +66,13 @@ def test_v1_smoke_walks_the_write_rates_and_writes_the_frontier(tmp_path):
     assert all(x["read_qps"] == 100 and x["reached"] is False for x in v["frontier"])
     assert v["sentence"].startswith("go: 3,000 rows/s written with 100 checked DC reads/s (the search's top rate")
     assert "cores" in v["measured_on"] and "Frontier" in Path(html).read_text()
+    # the scheduler's mix, a reader per core, and the readers' CPU share at each knee
+    assert all(0 < x["readers_cpu_share"] <= 1 for x in v["frontier"]) and "the readers used" in v["sentence"]
     # every step's reads were checked, none wrong
     cells = list(Path(v1_json).parent.glob("ceiling-*/dc_read_mix/*/result.json"))
     assert cells and all(k["wrong"] == 0 and k["checked"] > 0 for c in cells
                          for k in json.loads(c.read_text())["metrics"]["reads_by_kind"].values())
+    r = json.loads(cells[0].read_text())
+    assert "candidates" in r["metrics"]["reads_by_kind"] and r["plan"]["readers"]["threads_auto"] is True
+    readers = r["metrics"]["harness"]["readers"]
+    assert readers["cores"] == r["plan"]["readers"]["threads"] and readers["cpu_s"] > 0 and readers["wall_s"] > 0
