@@ -41,11 +41,6 @@ class Pragmas(BaseModel):
     checkpoint_background_truncate: int | str = Field("1GB", description="a TRUNCATE checkpoint once the WAL "
                                                       "holds this much (0: never)", json_schema_extra=HARNESS_SIDE)
 
-    @field_validator("checkpoint_background_truncate")
-    @classmethod
-    def _truncate(cls, v: int | str) -> int:
-        return parse_size_bytes(v)
-
     @field_validator("journal_size_limit")
     @classmethod
     def _journal_size_limit(cls, v: int | str) -> int:
@@ -56,9 +51,9 @@ class Pragmas(BaseModel):
     def _cache_size(cls, v: int | str) -> int:
         return v if isinstance(v, int) else -(parse_size_bytes(v) // 1024)
 
-    @field_validator("mmap_size")
+    @field_validator("mmap_size", "checkpoint_background_truncate")
     @classmethod
-    def _mmap_size(cls, v: int | str) -> int:
+    def _bytes(cls, v: int | str) -> int:
         return parse_size_bytes(v)
 
     @field_validator("page_size")
