@@ -38,8 +38,9 @@ class Pragmas(BaseModel):
                                         json_schema_extra=HARNESS_SIDE)
     checkpoint_background_ms: int = Field(100, ge=1, description="ms between background PASSIVE checkpoints",
                                           json_schema_extra=HARNESS_SIDE)
-    checkpoint_background_truncate: int | str = Field("1GB", description="a TRUNCATE checkpoint once the WAL "
-                                                      "holds this much (0: never)", json_schema_extra=HARNESS_SIDE)
+    checkpoint_background_truncate: int | str = Field(1 << 30, description="a TRUNCATE checkpoint once the WAL "
+                                                      "holds this many bytes, or a size such as 256MB (0: never)",
+                                                      json_schema_extra=HARNESS_SIDE)
 
     @field_validator("journal_size_limit")
     @classmethod
