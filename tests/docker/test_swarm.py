@@ -64,15 +64,22 @@ def test_a_swarm_sweep_limits_places_records_oom_and_resumes_after_a_kill(tmp_pa
     """One sweep of three cells, the driver SIGKILLed once the first is complete (the swarm's services go on
     without it), run again: only the unfinished cells run, an OOM cell is recorded as oom, and a third run
     skips everything."""
-    p = subprocess.Popen(_args(tmp_path, "256m 20m 320m"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+    log = tmp_path / "driver.log"
+    with open(log, "w") as err:
+        p = subprocess.Popen(_args(tmp_path, "256m 20m 320m"), stdout=subprocess.DEVNULL, stderr=err,
+                             start_new_session=True)
     try:
         def one_done() -> bool:
             try:
                 return json.loads((only_sweep_dir(tmp_path) / "sweep.json").read_text())["cells_complete"] >= 1
             except (OSError, ValueError, AssertionError):
                 return False
-        wait_for(one_done, 600, "the first cell to complete")
+        try:
+            wait_for(one_done, 600, "the first cell to complete")
+        except pytest.fail.Exception:      # what the driver and the swarm said, for whoever reads the failure
+            tasks = _docker("service", "ps", "--no-trunc", *_ours()).stdout if _ours() else "no service of ours"
+            pytest.fail(f"no cell completed in 600 s; the driver said:\n{log.read_text()[-3000:]}\n"
+                        f"the swarm's tasks:\n{tasks[-3000:]}")
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(30)
     finally:
