@@ -9,23 +9,19 @@ from pathlib import Path
 
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.matrix import BASELINE, MEASURED, SERVICE, run_matrix
+from harness.matrix import BASELINE, MEASURED, run_matrix, vs_baseline
 from harness.results import EngineBest, MatricesFile, MatrixFile, OptionRow, write_json
 from harness.sweep import CellOptions, sweep_dir_for
 
 
-def _vs(row: OptionRow, basis: str) -> float | None:
-    return row.service_p50_vs_baseline if basis == SERVICE else row.p99_vs_baseline
-
-
 def best_of(m: MatrixFile) -> EngineBest:
     """The baseline, and the measured option lowest on the matrix's basis with and without a trade-off."""
-    measured = [r for r in m.rows if r.option != BASELINE and r.status in MEASURED and _vs(r, m.basis) is not None]
+    measured = [r for r in m.rows if r.option != BASELINE and r.status in MEASURED and vs_baseline(r, m.basis) is not None]
     clean = [r for r in measured if not r.trade_off]
     traded = [r for r in measured if r.trade_off]
 
     def lowest(rows):
-        return min(rows, key=lambda r: _vs(r, m.basis)) if rows else None
+        return min(rows, key=lambda r: vs_baseline(r, m.basis)) if rows else None
     return EngineBest(engine=m.engine, dir=m.dir, basis=m.basis,
                       baseline=next((r for r in m.rows if r.option == BASELINE), None),
                       best_clean=lowest(clean), best_traded=lowest(traded), answer=m.answer)
@@ -35,7 +31,7 @@ def _cell(r: OptionRow | None, basis: str) -> str:
     if r is None:
         return "-"
     f = lambda v, spec=",.0f": "-" if v is None else format(v, spec)  # noqa: E731
-    vs = _vs(r, basis)
+    vs = vs_baseline(r, basis)
     return (f"{r.option}: p99 {f(r.p99_ms)} / p50 {f(r.service_p50_ms)} ms"
             + (f" ({vs:.2f}x{' ✓' if r.helped else ''})" if vs is not None else "") + (" PASS" if r.passed else ""))
 

@@ -27,7 +27,8 @@ def basis_of(base: RunResult | None, by_blocks: bool = False) -> str:
     return SERVICE if by_blocks or (base is not None and base.status in MEASURED and base.saturated) else P99
 
 
-def _vs(row: OptionRow, basis: str) -> float | None:
+def vs_baseline(row: OptionRow, basis: str) -> float | None:
+    """The row's figure over the baseline's, on the matrix's basis."""
     return row.service_p50_vs_baseline if basis == SERVICE else row.p99_vs_baseline
 
 
@@ -71,7 +72,7 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
                     passed=r.status == "passed")
-    vs = _vs(row, basis)
+    vs = vs_baseline(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
 
@@ -92,7 +93,7 @@ def best_combination(m: Matrix, em: EngineMatrix, rows: list[OptionRow], basis: 
         opt = em.options.get(row.option)
         if opt is None or opt.trade_off or not row.helped:
             continue
-        if opt.group not in best or _vs(row, basis) < _vs(best[opt.group], basis):
+        if opt.group not in best or vs_baseline(row, basis) < vs_baseline(best[opt.group], basis):
             best[opt.group] = row
     chosen = {r.option for r in best.values()}
     return [n for n in em.options if n in chosen]

@@ -102,9 +102,9 @@ class QueryReader:
         """Rows returned, all fetched."""
         return len(self.handle.execute(sql, params).fetchall())
 
-    def rows(self, sql: str, params: tuple) -> list[tuple]:
+    def rows(self, sql: str, params: tuple) -> list:
         """Every row of a statement (a checked DC query's: the block its snapshot holds, and the answer)."""
-        return [tuple(r) for r in self.handle.execute(sql, params).fetchall()]
+        return self.handle.execute(sql, params).fetchall()
 
     def hold_snapshot(self, duration_s: float) -> None:
         """A long-running read transaction: it pins a snapshot (and so the WAL) until it ends."""

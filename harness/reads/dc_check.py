@@ -42,12 +42,16 @@ def draw(rng: random.Random, data_centres: int, nodes_per_dc: int) -> tuple[dict
             (dc, n, vm, cpu, ram, back, hours, w))
 
 
-def ask(reader, sql: str, params: tuple, check: str) -> tuple[int | None, object]:
-    """A checked query's (block seen, answer): its first row's, or a list answer's items from every row."""
-    rows = reader.rows(sql, params)
+def answer_of(rows, check: str) -> tuple[int | None, object]:
+    """A checked query's (block seen, answer) from its rows: the first row's, or a list answer's items from
+    every row. Made after the query's end is timed: the sort is the reader's bookkeeping, not the engine's."""
     if not rows:
         return None, None
     return rows[0][0], list_answer(r[1] for r in rows) if check in LIST_CHECKS else rows[0][1]
+
+
+def ask(reader, sql: str, params: tuple, check: str) -> tuple[int | None, object]:
+    return answer_of(reader.rows(sql, params), check)
 
 
 def list_answer(values) -> str:

@@ -53,9 +53,10 @@ def query_loop(reader, mix, engine_name: str, variant: str, rng: random.Random, 
         try:
             if params is None:           # no sampled entity offers what it needs: nothing to ask
                 rows = EMPTY
-            elif q.check:                # one row: the block the snapshot holds, and the answer
-                seen, value = dc_check.ask(reader, q.statements[0].sql, params[0], q.check)
+            elif q.check:                # rows of (the block the snapshot holds, the answer or an item)
+                found = reader.rows(q.statements[0].sql, params[0])
                 end = now()
+                seen, value = dc_check.answer_of(found, q.check)
                 sink(i, due, end, 1)
                 if answer is not None:
                     answer(i, dc_check.NULL if seen is None else int(seen), dc_check.answer_code(value),
