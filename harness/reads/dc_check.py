@@ -85,8 +85,6 @@ class _State:
     wl_counts: list = field(default_factory=list)
     node_workloads: list = field(default_factory=list)
     history: dict = field(default_factory=dict)      # node -> [(from_block, status)], changed nodes only
-    status_now: list = field(default_factory=list)   # each node's status, and since which block
-    from_now: list = field(default_factory=list)
     wl_status: list = field(default_factory=list)    # per DC, each workload's status and whether it is assigned
     wl_assigned: list = field(default_factory=list)
     attrs: dict = field(default_factory=dict)        # (dc, n) -> a node's fixed (vm, cores, GB, hours), as drawn
@@ -94,7 +92,6 @@ class _State:
     @classmethod
     def at_start(cls, h: dict) -> "_State":
         return cls(h, h["block"], list(h["node_counts"]), list(h["wl_counts"]), list(h["node_workloads"]),
-                   status_now=list(h["node_status"]), from_now=list(h["node_from"]),
                    wl_status=[list(a) for a in h["wl_status"]], wl_assigned=[list(a) for a in h["wl_assigned"]])
 
     def status_at(self, node: int, block: int) -> int | None:
@@ -110,6 +107,13 @@ class _State:
             return h["node_prev_status"][node]
         return None
 
+    def now(self, node: int) -> tuple[int, int]:
+        """The node's status as of the block replayed to, and the block it took it."""
+        changes = self.history.get(node)
+        if changes:
+            return changes[-1][1], changes[-1][0]
+        return self.header["node_status"][node], self.header["node_from"][node]
+
     def node_fits(self, dc: int, n: int, vm: int, cpu: int, ram: int, hours: int) -> bool:
         a = self.attrs.get((dc, n))
         if a is None:
@@ -121,7 +125,7 @@ class _State:
         """The first CANDIDATES available nodes of the DC, by id, that fit the workload."""
         per, available, out = self.header["nodes_per_dc"], NODE_STATUSES.index("available"), []
         for n in range(1, per + 1):
-            if self.status_now[(dc - 1) * per + n - 1] == available and self.node_fits(dc, n, vm, cpu, ram, hours):
+            if self.now((dc - 1) * per + n - 1)[0] == available and self.node_fits(dc, n, vm, cpu, ram, hours):
                 out.append(node_id(dc, n))
                 if len(out) == CANDIDATES:
                     break
@@ -166,7 +170,8 @@ def expected(state: _State, check: str, seen: int, dc: int, n: int, vm: int, cpu
     if check == "workload_status_node":
         return answer_code(state.workload(dc, w))
     if check == "node_status_since":
-        return answer_code(f"{NODE_STATUSES[state.status_now[node]]},{state.from_now[node]}")
+        status, since = state.now(node)
+        return answer_code(f"{NODE_STATUSES[status]},{since}")
     raise ValueError(f"unknown check {check!r}")
 
 
@@ -227,7 +232,6 @@ def _apply(state: _State, line: dict) -> None:
         state.node_workloads[idx] += delta
     for idx, status in line.get("ns", ()):
         state.history.setdefault(idx, []).append((line["b"], status))
-        state.status_now[idx], state.from_now[idx] = status, line["b"]
     for dc, w, status in line.get("ws", ()):
         if w > len(state.wl_status[dc - 1]):           # a submission: a new workload, not assigned yet
             state.wl_status[dc - 1].append(status)
