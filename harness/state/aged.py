@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -23,10 +22,6 @@ from harness.workload.generator import BlockGenerator
 
 APPLY_METHODS = ("open", "use_schema", "prepare_block", "apply_block", "checkpoint")
 PROGRESS_EVERY_S = 10.0
-
-
-def _log(msg: str) -> None:
-    print(f"[state] {msg}", file=sys.stderr, flush=True)
 
 
 def wanted(plan) -> bool:
@@ -52,7 +47,7 @@ def _age(engine, gen: BlockGenerator, blocks: int) -> tuple[int, float]:
         now = time.perf_counter()
         if now - last >= PROGRESS_EVERY_S:
             last = now
-            _log(f"ageing: {i}/{blocks} blocks, ETA {(now - t0) / i * (blocks - i):.0f} s")
+            store.log(f"ageing: {i}/{blocks} blocks, ETA {(now - t0) / i * (blocks - i):.0f} s")
     return rows, time.perf_counter() - t0
 
 
@@ -80,26 +75,20 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     try:
         engine.open(settings, partial / store.DATA)
         engine.use_schema(inputs.variant)
-        _log(f"ageing {base.id} by {inputs.aged['blocks']} blocks into {partial}")
+        store.log(f"ageing {base.id} by {inputs.aged['blocks']} blocks into {partial}")
         rows, age_s = _age(engine, gen, int(inputs.aged["blocks"]))
         if plan.capabilities.checkpoint_modes:
             engine.checkpoint(plan.capabilities.strongest_checkpoint)
-        counts = engine.row_counts()
-        expected = {t: d.count for t, d in gen.model.digest.tables.items()}
-        if counts != expected:
-            raise RuntimeError(f"the aged state holds {counts} rows, the model {expected}")
+        counts = store.checked_counts(engine, gen.model, "aged")
         version, db_bytes = engine.info().version, engine.storage().db_bytes
     except BaseException:
-        try:
-            engine.close(discard=True)      # before its files go: a server is stopped first
-        except Exception:
-            pass
+        store.close_quietly(engine, discard=True)
         shutil.rmtree(partial, ignore_errors=True)
         raise
     engine.close()
     gen.save(partial / store.MODEL)
     build_s = time.perf_counter() - t0
-    model_bytes = sum(p.stat().st_size for p in partial.iterdir() if p.is_file())
+    model_bytes = store.files_bytes(partial)
     man = base.model_copy(update=dict(
         id=inputs.id, inputs=inputs, method="aged", engine_version=version,
         model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
@@ -110,6 +99,6 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
         rows_per_s=round(rows / age_s, 1) if age_s > 0 else 0.0, built_utc=environment.utc_now()))
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
-    _log(f"aged {inputs.id} in {build_s:.0f} s ({inputs.aged['blocks']} blocks, {rows} rows, "
+    store.log(f"aged {inputs.id} in {build_s:.0f} s ({inputs.aged['blocks']} blocks, {rows} rows, "
          f"{man.data_bytes / 2**30:.2f} GiB)")
     return final, man

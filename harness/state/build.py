@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,10 +26,6 @@ class StateBuildFailed(RunFailed):
     def __init__(self, message: str, oom: bool = False) -> None:
         super().__init__(message)
         self.oom = oom
-
-
-def _log(msg: str) -> None:
-    print(f"[state] {msg}", file=sys.stderr, flush=True)
 
 
 def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, store.StateManifest, bool]:
@@ -55,13 +50,6 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, 
         return d, man, True
 
 
-def _close(engine) -> None:
-    try:
-        engine.close()
-    except Exception:
-        pass
-
-
 def _insert_rows(engine, gen, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
     """Every row of the models, in the engine's sorted bulk chunks, with progress and an ETA; the rows written."""
     rows = done = 0
@@ -74,7 +62,7 @@ def _insert_rows(engine, gen, inputs: store.StateInputs, engine_name: str, t_sta
         if now - last >= PROGRESS_EVERY_S:
             last = now
             rate = done / (now - t_start)
-            _log(f"rows: {done}/{total} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
+            store.log(f"rows: {done}/{total} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
                  f"ETA {(total - done) / rate:.0f} s (then the indexes)")
     return rows
 
@@ -86,7 +74,7 @@ def _ticking(what: str):
 
     def tick() -> None:
         while not done.wait(PROGRESS_EVERY_S):
-            _log(f"{what}: {time.perf_counter() - t0:.0f} s so far")
+            store.log(f"{what}: {time.perf_counter() - t0:.0f} s so far")
     t = threading.Thread(target=tick, daemon=True, name="build-progress")
     t.start()
     try:
@@ -114,7 +102,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     settings = plan.unsized_engine_settings()     # a build runs outside MEM
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
-    _log(f"building {inputs.id}: {inputs.entities + store.dc_seed_entities(inputs)} entities into {partial} "
+    store.log(f"building {inputs.id}: {inputs.entities + store.dc_seed_entities(inputs)} entities into {partial} "
          f"(about {need / 2**30:.1f} GiB; "
          f"build-only settings {build_only or 'none'})")
     t0 = time.perf_counter()
@@ -126,18 +114,15 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         engine.bulk_begin(inputs.variant, inputs.indexes)
         rows = _insert_rows(engine, gen, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
-        _log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
+        store.log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
         with _ticking("indexes and settle"):
             engine.bulk_finish(settings)
         t_finish = time.perf_counter()
-        counts = engine.row_counts()
-        expected = {t: d.count for t, d in gen.model.digest.tables.items()}
-        if counts != expected:
-            raise RuntimeError(f"the built state holds {counts} rows, the model {expected}")
+        counts = store.checked_counts(engine, gen.model, "built")
         version = engine.info().version
         db_bytes = engine.storage().db_bytes
     except BaseException as e:
-        _close(engine)           # before its files go: a server is stopped first
+        store.close_quietly(engine)           # before its files go: a server is stopped first
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -145,10 +130,10 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         why = f"building {inputs.id} failed: {type(e).__name__}: {first}"
         store.write_failure(root, inputs, why, oom=is_out_of_memory(e))
         raise StateBuildFailed(why, oom=is_out_of_memory(e)) from e
-    _close(engine)
+    store.close_quietly(engine)
     gen.save(partial / store.MODEL)
     build_s = time.perf_counter() - t0
-    model_bytes = sum(p.stat().st_size for p in partial.iterdir() if p.is_file())   # the models
+    model_bytes = store.files_bytes(partial)
     man = store.StateManifest(
         id=inputs.id, inputs=inputs, method="bulk", engine_version=version,
         model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes,
@@ -159,5 +144,5 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
-    _log(f"built {inputs.id} in {build_s:.0f} s ({rows / build_s:.0f} rows/s), {man.data_bytes / 2**30:.2f} GiB")
+    store.log(f"built {inputs.id} in {build_s:.0f} s ({rows / build_s:.0f} rows/s), {man.data_bytes / 2**30:.2f} GiB")
     return final, man

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Optional
@@ -93,6 +94,32 @@ class StateManifest(BaseModel):
     rows_per_s: float
     build_only_settings: dict[str, object]   # what the build ran with that the runs do not
     built_utc: str
+
+
+def log(msg: str) -> None:
+    print(f"[state] {msg}", file=sys.stderr, flush=True)
+
+
+def close_quietly(engine, **kwargs) -> None:
+    """Close the engine before its files go (a server is stopped first), whatever failed."""
+    try:
+        engine.close(**kwargs)
+    except Exception:
+        pass
+
+
+def checked_counts(engine, model, what: str) -> dict[str, int]:
+    """The engine's row counts, which must be the model's: a state never holds what its model does not."""
+    counts = engine.row_counts()
+    expected = {t: d.count for t, d in model.digest.tables.items()}
+    if counts != expected:
+        raise RuntimeError(f"the {what} state holds {counts} rows, the model {expected}")
+    return counts
+
+
+def files_bytes(d: Path) -> int:
+    """The files directly in a state's directory: its models."""
+    return sum(p.stat().st_size for p in d.iterdir() if p.is_file())
 
 
 def root_dir(explicit: str | Path | None = None) -> Path:
