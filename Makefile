@@ -172,10 +172,9 @@ schema: $(STAMP) ## the scenario files' JSON Schema, from the models, to scenari
 layers: $(STAMP) ## the house's import picture (folder to folder, a floor a line) and its longest modules and functions
 	@$(PY) -m tests.unit.test_layers && $(PY) -m tests.unit.test_sizes
 
-test: $(STAMP) ## the whole test suite (slow, cgroup and docker suites run when the machine can)
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images; \
-	  else echo "no Docker daemon answers: the docker suite will be skipped"; fi
-	$(PY) -m pytest $(PYTEST_ARGS)
+TEST_JOBS ?= 2
+test: $(STAMP) ## the whole test suite (slow, cgroup and docker suites run when the machine can) [TEST_JOBS=2 parallel workers]
+	@TEST_JOBS=$(TEST_JOBS) tests/suite.sh $(PY) "$(MAKE)" $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## unit and contract tests only
 	$(PY) -m pytest -m "not slow and not docker and not cgroup" $(PYTEST_ARGS)

@@ -91,3 +91,9 @@ def feed_pair(spec: WorkloadSpec, load=None, engine: str | None = None, root: Pa
                 yield feed
             finally:
                 feed.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first (a stable sort), so parallel workers (make test) start on them together rather
+    than one worker finishing a three-minute test alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

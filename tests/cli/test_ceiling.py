@@ -56,6 +56,7 @@ def test_the_knee_says_what_bounded_it_or_that_it_was_not_reached():
     assert not k["reached"] and k["bounded_by"] == [] and "knee not reached, ≥ 200 reads/s" in sentence(out)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_ceiling_smoke_finds_and_confirms_its_knee(tmp_path):
     # the read bound loosened: on a 2-core machine a smoke step's read p99 can pass the scenario's 100 ms

@@ -30,6 +30,7 @@ def _check_kills(r: dict, run_dir: Path) -> dict:
     return x
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", registry.names())
 def test_every_engine_is_killed_restarted_and_found_at_an_acknowledged_block(engine):
@@ -47,6 +48,7 @@ def test_every_engine_is_killed_restarted_and_found_at_an_acknowledged_block(eng
     assert [t["passed"] for t in r["thresholds"]] == [True, True]
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_recovery_is_timed_by_wal_size(tmp_path):
     rc, r, run_dir, err = run_scenario(tmp_path, "--scenario", "crash_wal", "--profile", "smoke", timeout=300)

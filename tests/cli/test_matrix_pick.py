@@ -21,6 +21,7 @@ engines:
 """
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_a_matrix_picks_the_option_known_to_be_better(tmp_path, monkeypatch):
     f = tmp_path / "matrix.yaml"

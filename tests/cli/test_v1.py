@@ -46,6 +46,7 @@ def test_a_v1_file_is_validated_with_the_file_and_field(tmp_path):
         load_v1(bad)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_v1_smoke_walks_the_write_rates_and_writes_the_frontier(tmp_path):
     """Rates this machine carries at smoke: 1,500 then 3,000 rows/s, reads from 50 QPS up to 100. Each rate
