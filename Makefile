@@ -81,9 +81,9 @@ sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
 	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
-matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite or ENGINES="sqlite postgres" (side by side) [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s]
+matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite or ENGINES="sqlite postgres" (side by side) [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s] [DROP_STATES=1]
 	@$(HARNESS) matrix $(if $(ENGINES),--engines $(ENGINES),--engine $(ENGINE)) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
-	  $(if $(MEM),--mem $(MEM)) $(if $(OPTIONS),--options $(OPTIONS)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEM),--mem $(MEM)) $(if $(OPTIONS),--options $(OPTIONS)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratios; resumable: [PROFILE=quick] [ONLY="insert_mode batch_size"]
 	@$(HARNESS) experiments --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(ONLY),--only $(ONLY)) $(CELL_ARGS)

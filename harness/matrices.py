@@ -48,7 +48,8 @@ def table_markdown(mf: MatricesFile) -> str:
                                       "table is its matrix.md.\n")
 
 
-def matrices(engines: list[str], scenario: str, mem: str | None, opts: CellOptions, results_root: Path) -> int:
+def matrices(engines: list[str], scenario: str, mem: str | None, opts: CellOptions, results_root: Path,
+             drop_states: bool = False) -> int:
     if len(set(engines)) < 2:
         raise ConfigError("ENGINES: a side-by-side needs two engines or more (ENGINE= runs one matrix)")
     spec = {"engines": engines, "scenario": scenario, "mem": mem, "opts": opts.asked()}
@@ -57,7 +58,7 @@ def matrices(engines: list[str], scenario: str, mem: str | None, opts: CellOptio
     rcs, best, profile = [], [], None
     for engine in engines:
         print(f"[matrices] {engine}: its matrix at {mem or 'no limit'}", file=sys.stderr, flush=True)
-        rc, m = run_matrix(engine, scenario, mem, None, opts, results_root)
+        rc, m = run_matrix(engine, scenario, mem, None, opts, results_root, drop_states)
         rcs.append(rc)
         best.append(best_of(m))
         profile = m.profile

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.environment import utc_now
+from harness import matrix_states
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
 from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
@@ -114,13 +115,14 @@ def answer(rows: list[OptionRow]) -> str:
 
 
 def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
-           results_root: Path) -> int:
-    return run_matrix(engine, scenario, mem, options, opts, results_root)[0]
+           results_root: Path, drop_states: bool = False) -> int:
+    return run_matrix(engine, scenario, mem, options, opts, results_root, drop_states)[0]
 
 
 def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
-               results_root: Path) -> tuple[int, MatrixFile]:
-    """The engine's matrix (resumable): its exit code and its matrix.json."""
+               results_root: Path, drop_states: bool = False) -> tuple[int, MatrixFile]:
+    """The engine's matrix (resumable): its exit code and its matrix.json. drop_states: an option's own
+    states go after its last cell (matrix_states.py)."""
     mx = load_matrix()
     em = mx.engines.get(engine)
     if em is None:
@@ -145,9 +147,10 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
           f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
+    matrix_states.check_disk(runs, drop_states)
     combo, interrupted = [], None
     try:
-        run_cells(runs, root / "sweep.json", meta)
+        run_cells(runs, root / "sweep.json", meta, stop=matrix_states.dropper(runs) if drop_states else None)
         combo = best_combination(mx, em, *_rows(mx, em, names, runs, unreadable=unreadable))
         if len(combo) > 1:
             over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
@@ -157,6 +160,8 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
             run_cells(runs, root / "sweep.json", meta)
     except SweepInterrupted as e:
         interrupted = str(e)
+    if drop_states and interrupted is None:
+        matrix_states.drop_all(runs)
     # an interrupted matrix still writes its table: the cells measured so far, the others "not run"
     rows, basis = _rows(mx, em, names, runs, combo, unreadable)
     done = sum(completed(cr) is not None for cr in runs)

@@ -36,6 +36,9 @@ def add_matrix(sub) -> None:
     m.add_argument("--scenario", default="p99_5x")
     m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
     m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
+    m.add_argument("--drop-states", action="store_true",
+                   help="remove an option's own starting states after its last cell (and, side by side, an "
+                        "engine's once its matrix is done)")
     add_cell_args(m)
     overrides(m)
     m.set_defaults(func=_cmd_matrix)
@@ -48,9 +51,11 @@ def _cmd_matrix(args) -> int:
         from harness.matrices import matrices
         if args.options:
             raise ConfigError("OPTIONS names one engine's options: give ENGINE, not ENGINES")
-        return matrices(args.engines, args.scenario, args.mem, CellOptions.from_args(args), args.results)
+        return matrices(args.engines, args.scenario, args.mem, CellOptions.from_args(args), args.results,
+                        args.drop_states)
     from harness.matrix import matrix
-    return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results)
+    return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results,
+                  args.drop_states)
 
 
 def add_experiments(sub) -> None:

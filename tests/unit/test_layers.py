@@ -19,7 +19,7 @@ FLOORS = [
     {"crash"},
     {"cell", "records"},
     {"place"},
-    {"sweep", "bench", "compare"},
+    {"sweep", "bench", "compare", "matrix_states"},
     {"knee"},
     {"verdict", "ceiling", "matrix", "experiments"},
     {"v1", "matrices"},
