@@ -47,11 +47,13 @@ class Bracket:
         for x in self.fixed:                       # the fixed steps up to the first failure
             if x not in self.passed and x not in self.failed and (hi is None or x < hi):
                 return x
-        if hi is None:                             # everything passed: double, up to the ceiling itself
+        # up to the bound itself, unless a value already run is within the resolution of it (19,856m failed:
+        # 20,009m would only say it again)
+        if hi is None:                             # everything passed: double, up to the ceiling
             base = lo if lo is not None else self.fixed[-1]
-            return min(2 * base, self.ceiling) if base < self.ceiling else None
-        if lo is None:                             # everything failed: halve, down to the floor itself
-            return max(hi / 2, self.floor) if hi > self.floor else None
+            return min(2 * base, self.ceiling) if base * (1 + self.resolution) < self.ceiling else None
+        if lo is None:                             # everything failed: halve, down to the floor
+            return max(hi / 2, self.floor) if hi > self.floor * (1 + self.resolution) else None
         if hi / lo <= 1 + self.resolution:
             return None
         return math.sqrt(lo * hi)

@@ -40,7 +40,21 @@ def test_mem_knee_is_the_smallest_passing_mem_and_nowhere_is_an_answer():
     assert knee >= 7000 << 20 and knee / (7000 << 20) < 1.1 and int(knee) % (1 << 20) == 0
     assert seen[0][0] == 1241 << 20
     w, seen = _search(axis, 1241 << 20, lambda mem: False)
-    assert w.knee is None and w.converged and seen[-1][0] == axis.ceiling    # tried up to the machine's bound
+    # tried up to the machine's bound, or to within the resolution of it
+    assert w.knee is None and w.converged and seen[-1][0] * 1.1 >= axis.ceiling
+    assert len(seen) == len({v for v, _ in seen}), "no value run twice"
+
+
+def test_the_bound_is_not_run_when_a_step_within_the_resolution_of_it_has_answered():
+    calls = []
+    w = walk(Bracket([100], 95, 1000, 0.1), lambda x, c: calls.append(x) or "fail", 10)
+    assert calls == [100] and w.knee is None and w.converged          # 95 is within 10% of a failure
+    calls = []
+    w = walk(Bracket([100], 1, 105, 0.1), lambda x, c: calls.append((x, c)) or "pass", 10)
+    assert calls == [(100, False), (100, True)] and w.knee == 100      # 105 is within 10% of a pass
+    calls = []
+    w = walk(Bracket([100], 1, 130, 0.1), lambda x, c: calls.append(x) or ("fail" if x > 100 else "pass"), 10)
+    assert calls[:2] == [100, 130]                                    # 130 is not: it is run
 
 
 def test_an_error_step_is_neither_a_pass_nor_a_fail():
