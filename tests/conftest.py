@@ -94,6 +94,10 @@ def feed_pair(spec: WorkloadSpec, load=None, engine: str | None = None, root: Pa
 
 
 def pytest_collection_modifyitems(config, items):
-    """The slow tests first (a stable sort), so parallel workers (make test) start on them together rather
-    than one worker finishing a three-minute test alone at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow tests first, the longest of them (`slow(seconds=N)`, from a run's --durations) before the
+    rest, so the parallel workers of make test start on them rather than one worker ending on a three-minute
+    test alone."""
+    def key(item):
+        slow = item.get_closest_marker("slow")
+        return (slow is None, -(slow.kwargs.get("seconds", 0) if slow else 0))
+    items.sort(key=key)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite in two parts, so a cold run waits less (issue 43: ≤ 20 min on 2 cores).
-#   1. every test but the docker and serial ones, on TEST_JOBS pytest workers (xdist), while the engine
-#      images build beside them (their log: build/images.log);
+#   1. every test but the docker and serial ones, on TEST_JOBS pytest workers (xdist; an idle worker takes
+#      tests queued on a busy one), while the engine images build beside them (their log: build/images.log);
 #   2. once the images are built: the docker suite and the serial tests (assertions on rates or times,
 #      which a parallel neighbour would bend), one at a time.
 # Usage: tests/suite.sh PYTHON MAKE [pytest args...]
@@ -23,7 +23,7 @@ else
 fi
 
 ok() { [ "$1" = 0 ] || [ "$1" = 5 ]; }     # 5: nothing collected (a -k that selects none of a part)
-"$py" -m pytest -n "$jobs" -m "not docker and not serial" "$@"
+"$py" -m pytest -n "$jobs" --dist worksteal -m "not docker and not serial" "$@"
 part1=$?
 part1_s=$(( $(date +%s) - start ))
 if [ -n "$images_pid" ]; then

@@ -8,7 +8,7 @@ AGE = ["--scenario", "p99_5x", "--profile", "smoke", "--duration", "2", "--set",
        "--set", "load.age_blocks=8"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=70)
 def test_an_aged_state_is_aged_once_and_cloned_by_a_cell_of_another_cache(tmp_path):
     _, first, _, err1 = run_scenario(tmp_path / "a", *AGE)
     _, second, _, err2 = run_scenario(tmp_path / "b", *AGE, "--set", "engines.sqlite.cache_size=2MB")

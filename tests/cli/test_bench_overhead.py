@@ -22,7 +22,6 @@ def test_the_loop_builds_the_harness_rate_with_a_margin_within_bounds():
     assert prebuilt_count(1e9, 3600, 3000) == PREBUILT_MAX_BLOCKS
 
 
-@pytest.mark.serial
 @pytest.mark.slow
 def test_bench_overhead_prints_a_ratio_per_engine_and_keeps_both_sides(tmp_path):
     p = subprocess.run(harness_cmd() + ["bench-overhead", "--engines", "sqlite", "libsql", "--repeats", "2",

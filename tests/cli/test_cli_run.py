@@ -83,7 +83,7 @@ def test_memory_limit_is_enforced_and_recorded(tmp_path):
 
 
 @pytest.mark.cgroup
-@pytest.mark.slow
+@pytest.mark.slow(seconds=90)
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
 def test_oom_is_recorded_with_timeseries(tmp_path):
     # ~400K rows at scale 0.02: SQLite's page cache (1 GB allowed) outgrows 256 MB during the load.
@@ -143,7 +143,7 @@ def _mutate_while_measuring(tmp_path, scenario: str, sql: str, *extra) -> tuple[
     return mutated, proc.returncode, out, err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=55)
 @pytest.mark.parametrize("mutation", MUTATIONS)
 def test_a_row_the_engine_lost_or_changed_fails_integrity(tmp_path, mutation):
     """The integrity check can fail: while a real sqlite run measures, another connection changes, drops
@@ -190,7 +190,7 @@ def test_a_dc_read_mix_answers_every_kind_right(tmp_path):
     assert r["integrity"]["ok"] is True and r["status"] in ("passed", "failed"), err[-2000:]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=200)
 def test_the_runners_memory_stays_flat_over_a_three_minute_measured_phase(tmp_path):
     """The runner's RSS is the harness's share of an embedded engine's limit; over 1,800 measured blocks
     it must not grow with them (it once grew ~375 KB per block)."""
