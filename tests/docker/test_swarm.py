@@ -66,7 +66,7 @@ def test_a_swarm_sweep_limits_places_records_oom_and_resumes_after_a_kill(tmp_pa
     skips everything."""
     log = tmp_path / "driver.log"
     with open(log, "w") as err:
-        p = subprocess.Popen(_args(tmp_path, "256m 16m 320m"), stdout=subprocess.DEVNULL, stderr=err,
+        p = subprocess.Popen(_args(tmp_path, "256m 48m 320m"), stdout=subprocess.DEVNULL, stderr=err,
                              start_new_session=True)
     try:
         def one_done() -> bool:
@@ -86,12 +86,12 @@ def test_a_swarm_sweep_limits_places_records_oom_and_resumes_after_a_kill(tmp_pa
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
     done_before = {c["dir"] for c in _cells(tmp_path).values() if c["state"] == "complete"}
-    r = _sweep(tmp_path, "256m 16m 320m")
+    r = _sweep(tmp_path, "256m 48m 320m")
     assert r.returncode == 0, r.stderr[-3000:]
     for d in done_before:
         assert f"{d}: complete (" in r.stderr and "skipped" in r.stderr
     cells = _cells(tmp_path)
-    assert cells["16m"]["status"] == "oom", "a MEM below the runner's own footprint: the kernel's OOM kill"
+    assert cells["48m"]["status"] == "oom", "a MEM below the runner's own footprint: the kernel's OOM kill (at 16-32m, in a container, the runner thrashes on its code pages for minutes first)"
     assert cells["256m"]["status"] == cells["320m"]["status"] == "passed"
     hostnames = {n.hostname for n in swarm}
     for c in cells.values():
@@ -100,9 +100,9 @@ def test_a_swarm_sweep_limits_places_records_oom_and_resumes_after_a_kill(tmp_pa
     res = json.loads((root / "reorg" / cells["256m"]["dir"] / "result.json").read_text())
     assert res["environment"]["node"] in hostnames, "the node's own name, not the task container's id"
     assert res["memory"]["data_limit_bytes_seen"] == 256 << 20, "the orchestrator's limit, read inside"
-    assert "OOM-killed" in json.loads((root / "reorg" / cells["16m"]["dir"] / "result.json").read_text())["error"]
+    assert "OOM-killed" in json.loads((root / "reorg" / cells["48m"]["dir"] / "result.json").read_text())["error"]
     assert (root / "reorg" / cells["256m"]["dir"] / "container.log").read_text().strip()
     assert (root / "report.html").exists()
     assert not _ours(), "every service of the walk is removed"
-    again = _sweep(tmp_path, "256m 16m 320m")
+    again = _sweep(tmp_path, "256m 48m 320m")
     assert again.returncode == 0 and again.stderr.count("skipped") == 3, again.stderr[-2000:]
