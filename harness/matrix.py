@@ -9,8 +9,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness.environment import utc_now
 from harness import matrix_states
+from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
 from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
@@ -147,7 +147,7 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
           f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
-    matrix_states.check_disk(runs, drop_states)
+    matrix_states.check_disk([cr for cr in runs if completed(cr) is None], drop_states)   # resumed: what is left
     combo, interrupted = [], None
     try:
         run_cells(runs, root / "sweep.json", meta, stop=matrix_states.dropper(runs) if drop_states else None)

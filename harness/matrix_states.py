@@ -47,7 +47,7 @@ def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int
                 lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
         layouts[key] = layouts.get(key, 0) + build
-    first, *others = list(layouts.values()) or [0]
+    first, *others = list(layouts.values()) or [0]          # the first cell's layout: the baseline's
     states = first + (max(others, default=0) if drop_states else sum(others))
     return states + clone, lines + [f"one clone at a time: up to {clone / GIB:.1f} GiB"]
 

@@ -37,8 +37,8 @@ def add_matrix(sub) -> None:
     m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
     m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
     m.add_argument("--drop-states", action="store_true",
-                   help="remove an option's own starting states after its last cell (and, side by side, an "
-                        "engine's once its matrix is done)")
+                   help="remove an option's own starting states after its last cell, and every state the "
+                        "matrix used once it is done")
     add_cell_args(m)
     overrides(m)
     m.set_defaults(func=_cmd_matrix)
