@@ -209,12 +209,14 @@ def knee_curve(points: list[tuple], knee: float | None, limit_ms: float | None, 
                                ("error", {"color": color, "marker": "x"})):
             sel = [p for p in pts if p[2] == verdict]
             ax.scatter([p[0] for p in sel], [p[1] for p in sel], s=24, **style)
-    if limit_ms:
-        ax.axhline(limit_ms, color="tab:red", ls=":", lw=1, label=f"criterion {limit_ms:g} ms")
-    if knee is not None:
-        ax.axvline(knee, color="green", lw=1, label=f"knee {knee:,.4g}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if limit_ms:
+        ax.axhline(limit_ms, color="tab:red", ls=":", lw=1, label=f"criterion {limit_ms:g} ms")
+        lo, hi = ax.get_ylim()      # the criterion inside the frame, not on its edge when every step is above it
+        ax.set_ylim(min(lo, limit_ms / 2), max(hi, limit_ms * 2))
+    if knee is not None:
+        ax.axvline(knee, color="green", lw=1, label=f"knee {knee:,.4g}")
     ax.set_xlabel(axis_label)
     ax.set_ylabel("ms")
     ax.legend(fontsize=7)
