@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.errors import ConfigError
 from harness.records import CellRun
 from harness.state import aged, store
 
@@ -59,10 +58,8 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
     free = store.free_bytes(root)
     print(f"[matrix] disk: needs about {need / GIB:.1f} GiB ({'; '.join(lines)}), {free / GIB:.1f} GiB free"
           + (" (an option's own states dropped after its cells)" if drop_states else ""), file=sys.stderr, flush=True)
-    if need + GIB > free:
-        raise ConfigError(f"the matrix needs about {need / GIB:.1f} GiB at {root} ({'; '.join(lines)}) and "
-                          f"{free / GIB:.1f} GiB are free; DROP_STATES=1 keeps one option's layout at a time, "
-                          "`make states-clean` removes cached states")
+    store.require_free(root, need, "the matrix", "DROP_STATES=1 keeps one option's layout at a time, "
+                       "`make states-clean` removes cached states")
 
 
 def dropper(runs: list[CellRun]):

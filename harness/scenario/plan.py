@@ -26,6 +26,7 @@ from harness.workload.generator import WorkloadSpec
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 PLAN_VERSION = 2
+MEM_FLOOR_BYTES = 32 << 20      # the smallest MEM a runner starts in (_mem_bytes says what was measured)
 
 
 class StateRef(Strict):
@@ -188,9 +189,6 @@ def _body(path: Path, profile: str | None, overrides, thresholds) -> tuple:
         return sc, Body.model_validate(merged), profile
     except ValidationError as e:
         raise ConfigError(format_error(path, e, Body, prefix="(with --set)" if overrides else "")) from None
-
-
-MEM_FLOOR_BYTES = 32 << 20
 
 
 def _mem_bytes(mem: str | None) -> int | None:

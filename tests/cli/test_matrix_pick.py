@@ -21,13 +21,18 @@ engines:
 """
 
 
+def use_matrix(tmp_path, monkeypatch, text: str) -> CellOptions:
+    """The matrix file `text` in place of scenarios/matrix.yaml; the smoke cells' options, run here."""
+    f = tmp_path / "matrix.yaml"
+    f.write_text(text)
+    monkeypatch.setattr(hm, "load_matrix", lambda: load_matrix(f))
+    return CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
+
+
 @pytest.mark.serial
 @pytest.mark.slow
 def test_a_matrix_picks_the_option_known_to_be_better(tmp_path, monkeypatch):
-    f = tmp_path / "matrix.yaml"
-    f.write_text(MATRIX)
-    monkeypatch.setattr(hm, "load_matrix", lambda: load_matrix(f))
-    opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
+    opts = use_matrix(tmp_path, monkeypatch, MATRIX)
     assert hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results") in (0, 1)
     [root] = (tmp_path / "results").glob("matrix-sqlite-p99_5x-*")
     m = load_matrix_run(root / "matrix.json")

@@ -6,9 +6,8 @@ import pytest
 from harness import matrix as hm
 from harness import sweep
 from harness.errors import ConfigError
-from harness.scenario.matrix import load_matrix
 from harness.state import store
-from harness.sweep import CellOptions
+from tests.cli.test_matrix_pick import use_matrix
 
 MATRIX = """
 noise: 0.1
@@ -24,9 +23,7 @@ engines:
 @pytest.mark.slow
 def test_drop_states_removes_an_options_layout_after_its_cell_and_the_rest_at_the_end(tmp_path, monkeypatch,
                                                                                       capsys):
-    f = tmp_path / "matrix.yaml"
-    f.write_text(MATRIX)
-    monkeypatch.setattr(hm, "load_matrix", lambda: load_matrix(f))
+    opts = use_matrix(tmp_path, monkeypatch, MATRIX)
     monkeypatch.setenv("STATES", str(tmp_path / "states"))
     listed = lambda: sorted(e["id"] for e in store.listing(tmp_path / "states"))  # noqa: E731
     seen = []                                    # (option, the states before its cell, and after it)
@@ -37,7 +34,6 @@ def test_drop_states_removes_an_options_layout_after_its_cell_and_the_rest_at_th
         seen.append((cr.cell.tag, before, listed()))
         return rec
     monkeypatch.setattr(sweep, "run_cell", watching)
-    opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
     assert hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results", drop_states=True) in (0, 1)
     err = capsys.readouterr().err
     assert "[matrix] disk: needs about" in err and "(an option's own states dropped after its cells)" in err
@@ -51,12 +47,9 @@ def test_drop_states_removes_an_options_layout_after_its_cell_and_the_rest_at_th
 
 
 def test_a_matrix_the_disk_cannot_hold_is_refused_before_its_first_cell(tmp_path, monkeypatch):
-    f = tmp_path / "matrix.yaml"
-    f.write_text(MATRIX)
-    monkeypatch.setattr(hm, "load_matrix", lambda: load_matrix(f))
+    opts = use_matrix(tmp_path, monkeypatch, MATRIX)
     monkeypatch.setenv("STATES", str(tmp_path / "states"))
     monkeypatch.setattr(store, "free_bytes", lambda path: 1 << 20)
-    opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
     with pytest.raises(ConfigError, match=r"the matrix needs about .* GiB .* and 0\.0 GiB are free; DROP_STATES=1"):
         hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results")
     assert not list((tmp_path / "results").rglob("result.json")), "no cell ran"
