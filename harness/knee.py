@@ -22,7 +22,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write_json
 from harness.results.phases import describe
-from harness.scenario.plan import resolve_plan
+from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
 from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
 
@@ -59,7 +59,7 @@ class Axis:
 
 
 def _mib(v: float) -> float:
-    return float(max(16 << 20, (int(v) >> 20) << 20))
+    return float(max(MEM_FLOOR_BYTES, (int(v) >> 20) << 20))
 
 
 def machine_mem_bound_bytes() -> int:
@@ -100,7 +100,7 @@ def mem_floor(scenario: str, engine: str, opts: CellOptions) -> str:
         raise ConfigError(f"knee AXIS=mem: give MEM= (the lowest to try); profile {opts.profile!r} has no "
                           "data-to-memory ratios in decision.yaml")
     _, man, _ = ensure(resolve_plan(scenario, spec.size_of, profile=opts.profile, overrides=list(opts.overrides)))
-    return f"{max(16, int(man.data_bytes / max(spec.data_to_memory)) >> 20)}m"
+    return f"{max(MEM_FLOOR_BYTES, int(man.data_bytes / max(spec.data_to_memory))) >> 20}m"
 
 
 def mem_text(v: float) -> str:
