@@ -15,7 +15,9 @@ from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
 from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
-from harness.sweep import Cell, CellOptions, SweepInterrupted, completed, plan_cells, run_cells, sweep_dir_for
+from harness.records import CellRun
+from harness.sweep import (Cell, CellOptions, SweepInterrupted, cell_identity, completed, engine_build, plan_cells,
+                           run_cells, sweep_dir_for)
 
 BASELINE, BEST = "baseline", "best"
 MEASURED = ("passed", "failed")
@@ -72,7 +74,8 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     write_amplification=io.write_amplification if io else None,
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
-                    passed=r.status == "passed")
+                    passed=r.status == "passed" if not r.settled else None,   # a settled cell ran part of its window
+                    settled_blocks=(r.settled or {}).get("block"))
     vs = vs_baseline(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
@@ -119,6 +122,14 @@ def matrix(engine: str, scenario: str, mem: str | None, options: list[str] | Non
     return run_matrix(engine, scenario, mem, options, opts, results_root, drop_states)[0]
 
 
+def option_names(em: EngineMatrix, engine: str, options: list[str] | None) -> list[str]:
+    names = options or list(em.options)
+    unknown = [n for n in names if n not in em.options]
+    if unknown:
+        raise ConfigError(f"OPTIONS: {unknown[0]!r} is not an option of {engine}; allowed: {', '.join(em.options)}")
+    return names
+
+
 def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
                results_root: Path, drop_states: bool = False) -> tuple[int, MatrixFile]:
     """The engine's matrix (resumable): its exit code and its matrix.json. drop_states: an option's own
@@ -127,10 +138,7 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     em = mx.engines.get(engine)
     if em is None:
         raise ConfigError(f"scenarios/matrix.yaml has no options for {engine}; it has: {', '.join(mx.engines)}")
-    names = options or list(em.options)
-    unknown = [n for n in names if n not in em.options]
-    if unknown:
-        raise ConfigError(f"OPTIONS: {unknown[0]!r} is not an option of {engine}; allowed: {', '.join(em.options)}")
+    names = option_names(em, engine, options)
     base = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, duration_s=opts.duration_s,
                         overrides=list(opts.overrides))
     opts = replace(opts, overrides=(*opts.overrides, *mx.cells.overrides(base.workload.block_interval_ms,
@@ -150,13 +158,15 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     matrix_states.check_disk([cr for cr in runs if completed(cr) is None], drop_states)   # resumed: what is left
     combo, interrupted = [], None
     try:
+        if mx.cells.settle and mx.cells.measure_blocks is not None:     # the baseline first: it settles the rest
+            run_cells([cr for cr in runs if cr.cell.tag == BASELINE], root / "sweep.json", meta)
+            settle_options(runs, scenario, mx.noise)
         run_cells(runs, root / "sweep.json", meta, stop=matrix_states.dropper(runs) if drop_states else None)
         combo = best_combination(mx, em, *_rows(mx, em, names, runs, unreadable=unreadable))
         if len(combo) > 1:
             over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
                                                                              values))
-            best = plan_cells([Cell(scenario, engine, mem, None, overrides=over, tag=BEST)], opts, root, 1)
-            runs += best
+            runs += plan_cells([Cell(scenario, engine, mem, None, overrides=over, tag=BEST)], opts, root, 1)
             run_cells(runs, root / "sweep.json", meta)
     except SweepInterrupted as e:
         interrupted = str(e)
@@ -178,6 +188,23 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
         print(f"[matrix] interrupted in cell {interrupted}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED, out
     return (0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED), out
+
+
+def settle_options(runs: list[CellRun], scenario: str, noise: float) -> float | None:
+    """Each option's own cell (not a read mix's) ends once its service p50 can no longer go below the
+    baseline's less the noise: it did not help, whatever its remaining blocks do (runner/abort.py). A cell
+    that may help runs every block, so the best in each group is chosen on full windows. Returns the limit."""
+    base_run = next(cr for cr in runs if cr.cell.tag == BASELINE and cr.cell.scenario == scenario)
+    base = load_result(base_run.dir / "result.json") if completed(base_run) else None
+    p50 = base.metrics.service_time_ms.p50 if base is not None and base.status in MEASURED else None
+    if not p50 or not base.integrity.ok:
+        return None
+    limit_ms = round(p50 * (1 - noise), 3)
+    for cr in runs:
+        if cr.cell.scenario == scenario and cr.cell.tag not in (BASELINE, BEST):
+            cr.plan = cr.plan.model_copy(update={"settle_service_p50_ms": limit_ms})
+            cr.cell_id = cell_identity(cr.plan, engine_build(cr.plan))
+    return limit_ms
 
 
 def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = (),
@@ -224,7 +251,8 @@ def table_markdown(m: MatrixFile) -> str:
     for r in m.rows:
         reads = (r.read_status or "-") if r.read_p99_ms is None else (f"{r.read_p99_ms:,.1f}" + (
             f" ({r.read_p99_vs_baseline:.2f}x)" if r.read_p99_vs_baseline is not None else ""))
-        lines.append(f"| {r.option}: {r.says} | {r.status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
+        status = f"{r.status}, settled after {r.settled_blocks} blocks" if r.settled_blocks else r.status
+        lines.append(f"| {r.option}: {r.says} | {status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
                      f"{f(r.rows_per_s, ',.0f')} | {_delta(r.p99_vs_baseline, r.helped and m.basis == P99)} | "
                      f"{_delta(r.service_p50_vs_baseline, r.helped and m.basis == SERVICE)} | "
                      f"{f(r.write_amplification, '.1f')} | {f(r.read_iops, ',.0f')} | "
@@ -233,6 +261,8 @@ def table_markdown(m: MatrixFile) -> str:
            "its p99 the backlog since the clock started)" if m.basis == SERVICE else "")
     foot = (f"\nΔ: the option's figure over the baseline's; ✓ where its {m.basis}{why} is below {1 - m.noise:.2f}x "
             "(beyond the matrix's noise). "
-            f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"
+            + ("Settled: the cell ended once its service p50 could no longer beat the baseline's, its figures over "
+               "the blocks it ran. " if any(r.settled_blocks for r in m.rows) else "")
+            + f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"
             f"Answer: {m.answer}.\n")
     return head + "\n".join(lines) + "\n" + foot

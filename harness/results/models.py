@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 9
+RESULT_VERSION = 10
 
 
 class Model(BaseModel):
@@ -280,7 +280,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str
@@ -303,6 +303,7 @@ class RunResult(Model):
     metrics: Metrics
     thresholds: list[ThresholdResult] = []
     early_abort: Optional[dict] = None
+    settled: Optional[dict] = None                        # v10: a matrix cell ended once settled (abort.py)
     integrity: Integrity = Integrity()
     final_storage: Optional[dict] = None
     warnings: list[str] = []

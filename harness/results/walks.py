@@ -165,7 +165,7 @@ class VerdictFile(Model):
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
 
 
-MATRIX_VERSION = 2
+MATRIX_VERSION = 3
 
 
 class OptionRow(Model):
@@ -189,10 +189,11 @@ class OptionRow(Model):
     read_p99_vs_baseline: Optional[float] = None
     read_status: Optional[str] = None
     passed: Optional[bool] = None        # every threshold of the scenario met
+    settled_blocks: Optional[int] = None  # v3: the cell ended after these blocks, unable to beat the baseline
 
 
 class MatrixFile(Model):
-    version: Literal[1, 2] = MATRIX_VERSION
+    version: Literal[1, 2, 3] = MATRIX_VERSION
     engine: str
     scenario: str
     profile: Optional[str]

@@ -5,13 +5,16 @@ remaining blocks do. Only decidable cases abort, so an aborted cell is one that 
   over L;
 - pNN(x) < L over the whole phase: more blocks over L than the final block count allows. That count is
   known only for a throttled writer (blocks are due on a fixed schedule); unthrottled runs skip it.
-Rate, gauge and '>' thresholds never abort."""
+Rate, gauge and '>' thresholds never abort.
+A matrix cell may also end once it is settled: its service p50 can no longer go below the limit it was given
+(the baseline's less the matrix's noise), the same whole-phase count on `p50(service_ms) < limit`. That is not
+a failure: the cell is judged on the blocks it ran, and says it was settled."""
 from __future__ import annotations
 
 from collections import deque
 
 from harness.runner.metrics import percentile_rank
-from harness.scenario.thresholds import Threshold
+from harness.scenario.thresholds import Threshold, parse_threshold
 
 # HdrHistogram keeps 3 significant digits: count a block as over the limit only when it is clearly over,
 # so rounding can never turn a passing threshold into an abort.
@@ -49,21 +52,30 @@ class _Rule:
 
 
 class EarlyAbort:
-    def __init__(self, thresholds: list[Threshold], expected_blocks: int | None) -> None:
+    def __init__(self, thresholds: list[Threshold], expected_blocks: int | None,
+                 settle_service_p50_ms: float | None = None) -> None:
         self.rules = [_Rule(t, expected_blocks) for t in thresholds
                       if t.metric in ("commit_ms", "service_ms") and t.op in ("<", "<=")
                       and (t.agg == "max" or t.percentile is not None)]
+        # settling needs the final block count: only a throttled writer's phase has one
+        self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
+                       if settle_service_p50_ms and expected_blocks else None)
         self.reason: dict | None = None
+        self.settled: dict | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.rules)
+        return bool(self.rules) or self.settle is not None
 
     def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int) -> bool:
-        """After each measured block; True once some threshold is certain to fail."""
+        """After each measured block; True once some threshold is certain to fail, or the cell is settled."""
         for r in self.rules:
             if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms, measured_s):
                 self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
                 return True
+        if self.settle is not None and self.settle.breached(end_s, service_ms, measured_s):
+            self.settled = {"service_p50_ms_not_below": round(self.settle.limit_ms / OVER_MARGIN, 3),
+                            "measured_s": round(measured_s, 3), "block": block}
+            return True
         return False
 
 

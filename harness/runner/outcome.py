@@ -42,6 +42,7 @@ class Outcome:
     integrity: Integrity = field(default_factory=Integrity)
     thresholds: list[ThresholdResult] = field(default_factory=list)
     early_abort: dict | None = None
+    settled: dict | None = None
     sampler_error: str | None = None
     io: IoFigures | None = None
 
@@ -244,7 +245,8 @@ def make_result(plan, out: Outcome, metrics: Metrics, warnings: list[str]) -> Ru
         engine_driver=info and info.driver, engine_related_versions=info.related if info else {},
         engine_settings=info.settings if info else plan.engine_settings,
         plan=plan.model_dump(mode="json", by_alias=True), environment=env, load=out.load, metrics=metrics,
-        thresholds=out.thresholds, early_abort=out.early_abort, integrity=out.integrity,
+        thresholds=out.thresholds, early_abort=out.early_abort, settled=out.settled,
+        integrity=out.integrity,
         final_storage=vars(out.final) if out.final else None, warnings=warnings,
         files={k: v for k, v in RUN_FILES.items() if (run_dir / v).exists()})
 

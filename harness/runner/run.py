@@ -23,22 +23,21 @@ from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
 from harness.reads import dc_check
 from harness.reads.queries import resolve as resolve_queries
-from harness.results import Integrity, Metrics, Spool, ThresholdResult
+from harness.results import Spool
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
 from harness.runner.io_watch import IoWatch, io_figures
+from harness.runner.judge import judge, verify
 from harness.runner.feed_client import BlockFeed
-from harness.runner.metrics import percentile_rank
 from harness.runner.readers import ReaderPool
 from harness.runner.phases import CpuProbe
-from harness.runner.outcome import FinalStorage, Outcome, build_metrics, metric_source, write_result
+from harness.runner.outcome import FinalStorage, Outcome, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
 from harness.scenario.plan import RunPlan
-from harness.scenario.thresholds import evaluate, parse_threshold
+from harness.scenario.thresholds import parse_threshold
 from harness.state.clone import CLONE_RECORD
 from harness.state.preload import PRELOAD_FILE, preload, preload_record
-from harness.workload.digest import digest_rows
 
 LOAD_PROGRESS_EVERY_S = 5.0
 # An unthrottled run spools for this multiple of the load's rate: the measured mix can run faster than
@@ -190,60 +189,6 @@ def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers
         time.sleep(plan.phases.cooldown_s)
 
 
-def verify(engine, plan: RunPlan, expected: dict) -> Integrity:
-    if plan.integrity == "model":
-        actual = digest_rows({t: engine.iter_rows(t) for t in expected})
-    else:   # counts only: for scales where a full scan per table is too slow
-        counts = engine.row_counts()
-        actual = {t: f"{counts[t]}:*" for t in expected}
-        expected = {t: f"{v.split(':')[0]}:*" for t, v in expected.items()}
-    mismatched = sorted(t for t in expected if expected[t] != actual.get(t))
-    return Integrity(ok=not mismatched, method=plan.integrity, expected=expected, actual=actual,
-                     mismatched_tables=mismatched or None)
-
-
-# A percentile needs this many values to be more than the largest few: below it, a window's pNN is said as
-# what it is. The walk judges on it all the same (the exact rank, as the whole phase's summary uses).
-PERCENTILE_MIN_VALUES = 100
-
-
-def window_note(t, plan: RunPlan) -> str | None:
-    """A windowed pNN over fewer than PERCENTILE_MIN_VALUES blocks per window is the window's max (or
-    near it): said, so 'p99 over 60s' at a 2 s cadence (30 blocks) reads as the max it is."""
-    interval_ms = plan.workload.block_interval_ms
-    if not t.window_s or not t.agg.startswith("p") or not interval_ms:
-        return None
-    n = int(t.window_s * 1000 / interval_ms)
-    if n >= PERCENTILE_MIN_VALUES:
-        return None
-    k = n - percentile_rank(float(t.agg[1:]), n) + 1
-    which = "max" if k == 1 else f"{k}{'nd' if k == 2 else 'rd' if k == 3 else 'th'} largest value"
-    return (f"each {t.window_s} s window holds {n} blocks, fewer than the {PERCENTILE_MIN_VALUES} a {t.agg} needs: "
-            f"it is judged on each window's {which}")
-
-
-def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None) -> Metrics:
-    """Thresholds with their measured values, the early abort, and the run's status; the metrics they read."""
-    metrics = build_metrics(state, plan, out.load, out.final, out.spool, out.io)
-    results = [ThresholdResult(**t, note=window_note(th, plan)) for t, th in
-               zip(evaluate(thresholds, metric_source(state, metrics)), thresholds)]
-    if abort and abort.reason:
-        out.early_abort = abort.reason
-        log(plan, f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
-        results = [t.model_copy(update={"passed": False, "early_abort": True})
-                   if t.expr == abort.reason["threshold"] else t for t in results]
-    out.thresholds = results
-    wrong = [c for c in state.answer_checks.values() if c.wrong]
-    if not out.integrity.ok:
-        out.status, out.error = "error", "integrity check failed: the engine's rows differ from the model"
-    elif wrong:
-        out.status, out.error = "error", (f"{sum(c.wrong for c in wrong)} read answers differ from the model "
-                                          f"(reads_by_kind.*.wrong); first: {wrong[0].first_wrong}")
-    else:
-        out.status = "passed" if all(t.passed for t in results) else "failed"
-    return metrics
-
-
 def run(plan: RunPlan) -> int:
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -310,8 +255,9 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                          plan.workload.variant, in_process=plan.capabilities.readers_in_process_only,
                          dc=plan.dc_dims, answers_path=run_dir / dc_check.ANSWERS)
     thresholds = [parse_threshold(t) for t in plan.thresholds]
-    abort = EarlyAbort(thresholds, expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
-                                                            plan.phases.measure_s)) if plan.early_abort else None
+    abort = EarlyAbort(thresholds if plan.early_abort else [],
+                       expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
+                                                plan.phases.measure_s), plan.settle_service_p50_ms) or None
     try:
         dc = plan.workload_spec().dc
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})" + (
@@ -346,5 +292,5 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
                                                       for k, c in state.answer_checks.items()))
     with open(run_dir / "blocks.csv", "w") as f:
         state.block_log.write_csv(f, state.phase_log)
-    write_result(plan, out, state, judge(plan, state, out, thresholds, abort))
+    write_result(plan, out, state, judge(plan, state, out, thresholds, abort, lambda msg: log(plan, msg)))
     return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(out.status, EXIT_RUN_FAILED)

@@ -85,6 +85,9 @@ class CellRule(BaseModel):
                                                               "(none: the profile's warmup_s)")
     measure_blocks: Optional[int] = Field(20, gt=0, description="the measured phase in blocks at the scenario's "
                                                                "cadence (none: the profile's measure_s)")
+    settle: bool = Field(True, description="an option's cell ends once its service p50 can no longer beat the "
+                                           "baseline's less the noise (it did not help); a cell that may help runs "
+                                           "every block")
     aged_state: bool = Field(True, description="the cells clone one aged state per layout (load.aged_state)")
     integrity: Literal["model", "counts"] = Field("counts", description="counts: each table's rows against the "
                                                                        "model's count (model: every row)")

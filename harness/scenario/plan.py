@@ -61,6 +61,7 @@ class RunPlan(Strict):
     thresholds: list[str] = Field(default_factory=list)
     integrity: Literal["model", "counts"]
     early_abort: bool = False        # stop the measured phase once a threshold can no longer pass
+    settle_service_p50_ms: Optional[float] = None   # (make matrix) stop it once service p50 cannot go below this
     run_dir: str
     data_dir: str
     keep_data: bool = False

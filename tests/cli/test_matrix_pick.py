@@ -46,3 +46,16 @@ def test_a_matrix_picks_the_option_known_to_be_better(tmp_path, monkeypatch):
     assert {r["integrity"]["method"] for r in results} == {"counts"}
     assert all(r["load"]["state_aged_blocks"] > 0 and r["load"]["age_blocks"] == 0 for r in results)
     assert all(r["metrics"]["service_time_ms"]["count"] <= 22 for r in results)
+    # settled: the option that cannot beat the baseline stops once that is certain (its 11th slow block of
+    # 20), the one that may help and the baseline run every block
+    def result_of(tag):
+        [p] = root.glob(f"p99_5x/sqlite-{tag}-*/result.json")
+        return json.loads(p.read_text())
+    worse, better, base = result_of("more_rows"), result_of("fewer_rows"), result_of("baseline")
+    limit = round(base["metrics"]["service_time_ms"]["p50"] * 0.9, 3)
+    assert worse["settled"]["service_p50_ms_not_below"] == limit and worse["plan"]["settle_service_p50_ms"] == limit
+    assert 11 <= worse["settled"]["block"] < 20 and worse["metrics"]["service_time_ms"]["count"] < 20
+    assert rows["more_rows"].settled_blocks == worse["settled"]["block"] and rows["more_rows"].passed is None
+    assert better["settled"] is None and base["settled"] is None and base["plan"]["settle_service_p50_ms"] is None
+    assert better["metrics"]["service_time_ms"]["count"] >= 20
+    assert "settled after" in (root / "matrix.md").read_text()

@@ -96,13 +96,14 @@ def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_pa
     from harness.sweep import CellOptions, SweepInterrupted
 
     def baseline_then_interrupt(runs, sweep_json, meta, stop=None):
-        cr = runs[0]
+        cr = runs[0]                  # the baseline runs alone first; the next call is interrupted
+        if len(runs) > 1:
+            raise SweepInterrupted(runs[1].dir.name)
         cr.dir.mkdir(parents=True)
         write_json(cr.dir / "result.json", _run(2250, 32000))
         write_json(cr.dir / "cell.json", CellRecord(
             cell_id=cr.cell_id, scenario=cr.cell.scenario, engine="sqlite", mem="256m", data_limit_bytes=256 << 20,
             scale=0.001, repeat=1, runtime="local", dir=cr.dir.name, state="complete", started_utc="now"))
-        raise SweepInterrupted(runs[1].dir.name)
 
     monkeypatch.setattr(hm, "run_cells", baseline_then_interrupt)
     opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))

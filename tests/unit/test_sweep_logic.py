@@ -43,6 +43,23 @@ def test_unthrottled_whole_phase_percentile_and_rates_never_abort():
     assert _first_abort(ab, [500] * 50) is None
 
 
+def test_a_cell_settles_once_its_p50_cannot_beat_the_limit_and_not_before():
+    # 20 blocks expected, settle under 100 ms: the 11th block at or over 100 decides it (p50's rank is 10),
+    # whatever the first blocks were; a thousand-ms threshold that still passes does not stop it
+    ab = EarlyAbort([parse_threshold("max(commit_ms) < 1000")], 20, settle_service_p50_ms=100)
+    assert _first_abort(ab, [50] * 9 + [150] * 11) == 19
+    ab = EarlyAbort([], 20, settle_service_p50_ms=100)
+    assert _first_abort(ab, [150] * 11 + [50] * 9) == 10
+    assert ab.reason is None and ab.settled == {"service_p50_ms_not_below": 100, "measured_s": 1.1, "block": 11}
+    # nine blocks over with the rest under: it may still help, so every block runs
+    ab = EarlyAbort([], 20, settle_service_p50_ms=100)
+    assert _first_abort(ab, [150] * 9 + [50] * 11) is None and ab.settled is None
+    # an abort is an abort, not a settle; an unthrottled writer (no final count) never settles
+    ab = EarlyAbort([parse_threshold("max(commit_ms) < 120")], 20, settle_service_p50_ms=100)
+    assert _first_abort(ab, [150] * 20) == 0 and ab.settled is None and ab.reason["block"] == 1
+    assert not EarlyAbort([], None, settle_service_p50_ms=100)
+
+
 def test_a_value_within_hdr_precision_of_the_limit_is_not_over():
     assert _first_abort(_abort(["max(commit_ms) < 100"], None), [100.1, 100.15]) is None
 

@@ -158,7 +158,7 @@ def test_an_engine_out_of_memory_inside_the_cell_is_its_oom_with_the_engines_rea
 
 
 def test_a_windowed_percentile_over_too_few_blocks_says_it_is_the_max():
-    from harness.runner.run import window_note
+    from harness.runner.judge import window_note
     from harness.scenario.plan import resolve_plan
     from harness.scenario.thresholds import parse_threshold
     t = parse_threshold("p99(commit_ms) over 60s < 500")
