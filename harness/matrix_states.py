@@ -1,14 +1,16 @@
 """A matrix's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 23 GB and
 its aged copy as much again). Before the first cell: the disk the matrix needs, said and checked. With
-DROP_STATES=1, an option's own states (a layout of its own: page size, indexes, schema) go after the last
-cell that clones them; the baseline layout's stay until the matrix is done, since the best combination clones
-them too."""
+DROP_STATES=1, between cells: the next cell's states are built, then a base state goes as soon as every
+aged state still to be cloned from it is on disk (cells clone aged states only), and an option's own aged
+state (a layout of its own: page size, indexes, schema) after the last cell that clones it; the baseline
+layout's aged state stays until the matrix is done, since the best combination clones it too. So at most
+the baseline's aged state, one other layout's base and aged, or its aged and a clone, are on disk at once."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from harness.records import CellRun
+from harness.records import CellRun, completed
 from harness.state import aged, store
 
 GIB = 2 ** 30
@@ -31,24 +33,28 @@ def _bytes(root: Path, inputs: store.StateInputs) -> tuple[int, bool]:
 
 
 def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int, list[str]]:
-    """Bytes the matrix needs beyond what is on disk: the states still to build (with DROP_STATES, the
-    baseline layout's plus the largest other layout's), plus the largest clone, which exists while its cell
-    runs."""
-    layouts: dict[tuple[str, ...], int] = {}
+    """Bytes the matrix needs beyond what is on disk: the states still to build, plus the largest clone, which
+    exists while its cell runs. With DROP_STATES, the peak of dropper's order: the baseline's aged state, and
+    beside it its own base and a clone, or another layout's base and aged state, or that aged state and a
+    clone."""
+    layouts: dict[tuple[str, ...], list[int]] = {}          # per layout: [base, aged] bytes still to build
     lines, clone, seen = [], 0, set()
     for cr in runs:
-        key, build = tuple(i.id for i in state_inputs(cr.plan)), 0
-        for inputs in state_inputs(cr.plan):
+        inputs_list = state_inputs(cr.plan)
+        sizes = layouts.setdefault(tuple(i.id for i in inputs_list), [0, 0])
+        for k, inputs in enumerate(inputs_list):
             size, on_disk = _bytes(root, inputs)
             clone = max(clone, size)
             if not on_disk and inputs.id not in seen:
-                build += size
+                sizes[k] += size
                 lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
-        layouts[key] = layouts.get(key, 0) + build
-    first, *others = list(layouts.values()) or [0]          # the first cell's layout: the baseline's
-    states = first + (max(others, default=0) if drop_states else sum(others))
-    return states + clone, lines + [f"one clone at a time: up to {clone / GIB:.1f} GiB"]
+    (first_base, first_aged), *others = list(layouts.values()) or [[0, 0]]   # the first cell's: the baseline's
+    if drop_states:
+        need = first_aged + max(first_base + clone, *(b + a for b, a in others), *(a + clone for _, a in others))
+    else:
+        need = first_base + first_aged + sum(b + a for b, a in others) + clone
+    return need, lines + [f"one clone at a time: up to {clone / GIB:.1f} GiB"]
 
 
 def check_disk(runs: list[CellRun], drop_states: bool) -> None:
@@ -63,9 +69,11 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
 
 
 def dropper(runs: list[CellRun]):
-    """A run_cells `stop` hook that never stops: after each cell, the states no later cell clones are
-    removed, but for the baseline layout's (the first cell's)."""
-    keep = {i.id for i in state_inputs(runs[0].plan)}
+    """A run_cells `stop` hook that never stops: after each cell, the states no later cell clones go (but for
+    the baseline layout's aged state, the first cell's); the next cell still to run gets its states built
+    now, and then each base state whose aged states the cells still to run have on disk goes too."""
+    from harness.state.build import ensure
+    keep = {state_inputs(runs[0].plan)[-1].id}
     last = {}
     for n, cr in enumerate(runs):
         for inputs in state_inputs(cr.plan):
@@ -73,9 +81,28 @@ def dropper(runs: list[CellRun]):
 
     def after(record) -> bool:
         n = next((k for k, cr in enumerate(runs) if cr.record is record), None)
+        if n is None:
+            return False
         _drop([sid for sid, at in last.items() if at == n and sid not in keep])
+        pending = [cr for cr in runs[n + 1:] if completed(cr) is None]
+        if pending:
+            try:
+                ensure(pending[0].plan)
+            except Exception as e:       # the cell builds it again and records the failure as its own
+                print(f"[matrix] the next cell's state: {e}", file=sys.stderr, flush=True)
+                return False
+        _drop(_bases_done(runs[:n + 1], pending))
         return False
     return after
+
+
+def _bases_done(ran: list[CellRun], pending: list[CellRun]) -> list[str]:
+    """Base states no pending cell needs: each pending cell's aged state is on disk already."""
+    root = store.root_dir()
+    needed = {store.inputs_for(cr.plan).id for cr in pending
+              if not aged.wanted(cr.plan) or store.find(root, state_inputs(cr.plan)[-1]) is None}
+    bases = {store.inputs_for(cr.plan).id for cr in ran + pending if aged.wanted(cr.plan)}
+    return sorted(bases - needed)
 
 
 def drop_all(runs: list[CellRun]) -> None:
