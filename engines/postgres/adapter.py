@@ -4,6 +4,7 @@ deletes, the terminations and the inserts. The arrays are built in prepare_block
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,6 +46,13 @@ def block_sql(variant: str) -> sql.BlockSQL:
                         f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
             else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
     return sql.BlockSQL(variant, insert, delete, terminate)
+
+
+def with_fillfactor(index_sql: str, fillfactor: int) -> str:
+    """The CREATE INDEX statements with their B-tree fillfactor (PostgreSQL's default, 90, left unsaid)."""
+    if fillfactor == 90:
+        return index_sql
+    return re.sub(r"\);", f") WITH (fillfactor = {int(fillfactor)});", index_sql)
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
@@ -113,6 +121,12 @@ BGWRITER = ("checkpoints", "checkpoints_requested", "checkpoint_write_time_us", 
             "buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync")
 
 
+# the fillfactor each secondary index of the schema has (its reloptions, else B-tree's default 90)
+INDEX_FILLFACTOR_SQL = ("SELECT DISTINCT coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o "
+                        "WHERE o LIKE 'fillfactor=%'), '90') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT i.indisprimary")
+
+
 class PostgresEngine(EngineBase):
     name: ClassVar[str] = "postgres"
 
@@ -133,12 +147,14 @@ class PostgresEngine(EngineBase):
             raise
         self._stats_lock = threading.Lock()
         self.settings_names = list(s.server_conf())
+        self._fillfactor = s.index_fillfactor
         self.variant: str | None = None
         self._phases: dict[str, float] | None = None
         self._ckpt_at_open = self._checkpoint_counter()
 
     def create_schema(self, variant: str, indexes=None) -> None:
-        self.conn.execute(registry.ddl(self.name, variant, indexes))
+        tables, index_sql = registry.ddl_split(self.name, variant, indexes)
+        self.conn.execute(tables + "\n" + with_fillfactor(index_sql, self._fillfactor))
         self.use_schema(variant)
 
     def use_schema(self, variant: str) -> None:
@@ -153,7 +169,8 @@ class PostgresEngine(EngineBase):
         if not self.server.keeps_cluster_in_data_dir():
             raise ServerError(f"{self._data_dir}: user {self.server.user} cannot enter every folder down to it, so "
                               "the cluster would be built elsewhere and lost; use a STATES folder every user may enter")
-        tables, self._index_sql = registry.ddl_split(self.name, variant, indexes)
+        tables, index_sql = registry.ddl_split(self.name, variant, indexes)
+        self._index_sql = with_fillfactor(index_sql, self._fillfactor)
         self.conn.execute(tables)
         self.use_schema(variant)
 
@@ -244,6 +261,9 @@ class PostgresEngine(EngineBase):
         version = self.conn.execute("SHOW server_version").fetchone()[0]
         eff = {n: self.conn.execute(f"SHOW {n}").fetchone()[0] for n in self.settings_names}
         eff["server_user"] = self.server.user
+        found = sorted(int(r[0]) for r in self.conn.execute(INDEX_FILLFACTOR_SQL).fetchall())
+        if found:                       # read back from the indexes themselves (a cloned state's, say)
+            eff["index_fillfactor"] = found[0] if len(found) == 1 else found
         return EngineInfo(library=f"PostgreSQL {version}", driver=f"psycopg {psycopg.__version__} "
                           f"(libpq {psycopg.pq.version() // 10000}.{psycopg.pq.version() % 10000}, {psycopg.pq.__impl__})", settings=eff,
                           data_limit_bytes_seen=self.server.limit_bytes_seen())

@@ -32,6 +32,10 @@ class Settings(BaseModel):
     # on: pg_stat_wal times every WAL write and sync (a block's commit split, harness/runner/phases.py); a
     # clock read per WAL write, against a write or an fsync
     track_wal_io_timing: Literal["on", "off"] = "on"
+    # a layout setting (engine.toml state_settings): a starting state is built with it. Below 100 a B-tree page
+    # keeps room for inserts in the middle, so a random key splits fewer pages, for a larger index
+    index_fillfactor: int = Field(90, ge=10, le=100, description="the secondary B-tree indexes' fillfactor "
+                                  "(90: PostgreSQL's own default)", json_schema_extra=HARNESS_SIDE)
     bin_dir: Optional[str] = Field(None, description="PostgreSQL's bin directory; default: the newest under /usr/lib/postgresql",
                                    json_schema_extra=HARNESS_SIDE)
     os_user: str = Field("arkbench", description="the non-root user the server runs as (created if missing)",
