@@ -157,11 +157,12 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
     matrix_states.check_disk([cr for cr in runs if completed(cr) is None], drop_states)   # resumed: what is left
     combo, interrupted = [], None
+    stop = matrix_states.dropper(runs) if drop_states else None
     try:
         if mx.cells.settle and mx.cells.measure_blocks is not None:     # the baseline first: it settles the rest
-            run_cells([cr for cr in runs if cr.cell.tag == BASELINE], root / "sweep.json", meta)
+            run_cells([cr for cr in runs if cr.cell.tag == BASELINE], root / "sweep.json", meta, stop=stop)
             settle_options(runs, scenario, mx.noise)
-        run_cells(runs, root / "sweep.json", meta, stop=matrix_states.dropper(runs) if drop_states else None)
+        run_cells(runs, root / "sweep.json", meta, stop=stop)
         combo = best_combination(mx, em, *_rows(mx, em, names, runs, unreadable=unreadable))
         if len(combo) > 1:
             over = tuple(o for n in combo for o in em.options[n].overrides(engine, base.memory.data_limit_bytes,
