@@ -178,11 +178,17 @@ def code_digest(engine: str, methods: tuple[str, ...] = BULK_METHODS) -> str:
 
 
 def build_only_settings(engine: str, settings: dict) -> dict:
-    """What the engine's build opens with beyond the run's settings, without its memory settings: those
-    follow the machine (DuckDB's share of the memory free) and change no byte of the files."""
+    """What the engine's build opens with in place of a run's settings (the keys its build sets, from these
+    settings or from the defaults: a run that already asks synchronous=OFF builds the same file as one that
+    does not), without its memory settings: those follow the machine (DuckDB's share of the memory free)
+    and change no byte of the files."""
     memory_keys = set(registry.manifest(engine).memory.sized)
-    built = registry.engine_class(engine).build_settings(settings)
-    return {k: v for k, v in built.items() if settings.get(k) != v and k not in memory_keys}
+    cls = registry.engine_class(engine)
+    built = cls.build_settings(settings)
+    defaults = registry.settings_model(engine)().model_dump(mode="json")
+    keys = {k for k, v in built.items() if settings.get(k) != v}
+    keys |= {k for k, v in cls.build_settings(defaults).items() if defaults.get(k) != v}
+    return {k: built[k] for k in sorted(keys) if k in built and k not in memory_keys}
 
 
 def inputs_for(plan) -> StateInputs:

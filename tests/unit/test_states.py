@@ -181,6 +181,9 @@ def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or
     assert one != base and "-aged50-" in one
     assert aged_id("engines.sqlite.cache_size=1GB") == aged_id("engines.sqlite.mmap_size=1GB") == \
         aged_id("engines.sqlite.wal_autocheckpoint=0", "checkpoint.every_blocks=1") == one
+    # the build opens with synchronous=OFF whatever the run's: a run at OFF shares the state (a 1x matrix
+    # built a 10 GB base and aged it again for sync_off before this)
+    assert aged_id("engines.sqlite.synchronous='OFF'") == one
     assert aged_id("engines.sqlite.page_size=8192") != one, "a page size is the file's own"
     assert aged_id("workload.rows_per_block=100") != one, "other blocks age it otherwise"
     assert aged_id("load.age_blocks=10") != one
