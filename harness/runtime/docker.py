@@ -144,8 +144,12 @@ def judge_exit(plan: RunPlan, rc: int, oom_killed: bool, server_oom: str | None 
             write_failed_result(plan, "oom", why)
         return EXIT_RUN_FAILED
     if oom_killed or rc == 137:
-        why = (f"OOM-killed at the {plan.memory.runner_limit_bytes}-byte container memory limit"
-               if oom_killed else "the container was killed (exit 137)")
+        # Docker's OOMKilled flag is not always set for a kernel OOM kill (moby/moby#15621, #18510): seen here
+        # on a swarm task whose runner the limit killed
+        limit = plan.memory.runner_limit_bytes
+        why = (f"OOM-killed at the {limit}-byte container memory limit" if oom_killed else
+               "the container was killed (exit 137)" + (f" under its {limit}-byte memory limit; Docker did not flag "
+                                                         "an OOM kill, which it does not always do" if limit else ""))
         # a server engine's runner is its client: its own OOM is a harness failure, not the engine's
         oom = (oom_killed or plan.memory.data_limit_bytes) and not plan.memory.runner_is_client
         write_failed_result(plan, "oom" if oom else "error", why)

@@ -3,6 +3,7 @@ again afterwards): real sqlite cells as one-shot services, an OOM kill recorded 
 each result, nothing left behind, and a sweep killed mid-way rerunning only the cells it had not finished."""
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -100,7 +101,9 @@ def test_a_swarm_sweep_limits_places_records_oom_and_resumes_after_a_kill(tmp_pa
     res = json.loads((root / "reorg" / cells["256m"]["dir"] / "result.json").read_text())
     assert res["environment"]["node"] in hostnames, "the node's own name, not the task container's id"
     assert res["memory"]["data_limit_bytes_seen"] == 256 << 20, "the orchestrator's limit, read inside"
-    assert "OOM-killed" in json.loads((root / "reorg" / cells["48m"]["dir"] / "result.json").read_text())["error"]
+    # Docker does not always flag a kernel OOM kill (judge_exit): the status says oom either way
+    assert re.search(r"OOM-killed|killed \(exit 137\) under its \d+-byte memory limit",
+                     json.loads((root / "reorg" / cells["48m"]["dir"] / "result.json").read_text())["error"])
     assert (root / "reorg" / cells["256m"]["dir"] / "container.log").read_text().strip()
     assert (root / "report.html").exists()
     assert not _ours(), "every service of the walk is removed"
