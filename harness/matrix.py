@@ -191,21 +191,24 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
     return (0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED), out
 
 
-def settle_options(runs: list[CellRun], scenario: str, noise: float) -> float | None:
+def settle_options(runs: list[CellRun], scenario: str, noise: float) -> None:
     """Each option's own cell (not a read mix's) ends once its service p50 can no longer go below the
     baseline's less the noise: it did not help, whatever its remaining blocks do (runner/abort.py). A cell
-    that may help runs every block, so the best in each group is chosen on full windows. Returns the limit."""
+    that may help runs every block, so the best in each group is chosen on full windows."""
     base_run = next(cr for cr in runs if cr.cell.tag == BASELINE and cr.cell.scenario == scenario)
     base = load_result(base_run.dir / "result.json") if completed(base_run) else None
     p50 = base.metrics.service_time_ms.p50 if base is not None and base.status in MEASURED else None
     if not p50 or not base.integrity.ok:
-        return None
+        return
     limit_ms = round(p50 * (1 - noise), 3)
+    builds = {}                              # as plan_cells keys them: found once, not once a cell
     for cr in runs:
         if cr.cell.scenario == scenario and cr.cell.tag not in (BASELINE, BEST):
             cr.plan = cr.plan.model_copy(update={"settle_service_p50_ms": limit_ms})
-            cr.cell_id = cell_identity(cr.plan, engine_build(cr.plan))
-    return limit_ms
+            key = (cr.cell.engine, cr.plan.runtime, cr.plan.capabilities)
+            if key not in builds:
+                builds[key] = engine_build(cr.plan)
+            cr.cell_id = cell_identity(cr.plan, builds[key])
 
 
 def _rows(mx: Matrix, em: EngineMatrix, names: list[str], runs, combo: list[str] = (),

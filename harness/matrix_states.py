@@ -73,35 +73,32 @@ def dropper(runs: list[CellRun]):
     the baseline layout's aged state, the first cell's); the next cell still to run gets its states built
     now, and then each base state whose aged states the cells still to run have on disk goes too."""
     from harness.state.build import ensure
-    keep = {state_inputs(runs[0].plan)[-1].id}
-    last = {}
-    for n, cr in enumerate(runs):
-        for inputs in state_inputs(cr.plan):
-            last[inputs.id] = n
+    per_run = [state_inputs(cr.plan) for cr in runs]        # [base] or [base, aged], each run's, found once
+    keep = {per_run[0][-1].id}
+    last = {inputs.id: n for n, run_inputs in enumerate(per_run) for inputs in run_inputs}
 
     def after(record) -> bool:
-        n = next((k for k, cr in enumerate(runs) if cr.record is record), None)
+        n = next((k for k, cr in enumerate(runs[:len(per_run)]) if cr.record is record), None)
         if n is None:
             return False
         _drop([sid for sid, at in last.items() if at == n and sid not in keep])
-        pending = [cr for cr in runs[n + 1:] if completed(cr) is None]
+        pending = [k for k in range(n + 1, len(per_run)) if completed(runs[k]) is None]
         if pending:
             try:
-                ensure(pending[0].plan)
+                ensure(runs[pending[0]].plan)
             except Exception as e:       # the cell builds it again and records the failure as its own
                 print(f"[matrix] the next cell's state: {e}", file=sys.stderr, flush=True)
                 return False
-        _drop(_bases_done(runs[:n + 1], pending))
+        _drop(_bases_done(per_run[:n + 1], [per_run[k] for k in pending]))
         return False
     return after
 
 
-def _bases_done(ran: list[CellRun], pending: list[CellRun]) -> list[str]:
-    """Base states no pending cell needs: each pending cell's aged state is on disk already."""
+def _bases_done(ran: list[list[store.StateInputs]], pending: list[list[store.StateInputs]]) -> list[str]:
+    """Base states no pending cell needs: each pending cell that clones an aged state has it on disk."""
     root = store.root_dir()
-    needed = {store.inputs_for(cr.plan).id for cr in pending
-              if not aged.wanted(cr.plan) or store.find(root, state_inputs(cr.plan)[-1]) is None}
-    bases = {store.inputs_for(cr.plan).id for cr in ran + pending if aged.wanted(cr.plan)}
+    needed = {i[0].id for i in pending if len(i) == 1 or store.find(root, i[-1]) is None}
+    bases = {i[0].id for i in ran + pending if len(i) > 1}
     return sorted(bases - needed)
 
 
