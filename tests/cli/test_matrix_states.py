@@ -39,7 +39,8 @@ def test_drop_states_keeps_aged_states_only_and_an_options_only_while_it_runs(tm
     assert hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results", drop_states=True) in (0, 1)
     err = capsys.readouterr().err
     assert "[matrix] disk: needs about" in err and "(an option's own states dropped after its cells)" in err
-    (base, _, base_after), (page, page_before, page_after), (cache, cache_before, _) = seen[:3]   # a 4th: the best combination, when both helped
+    # the first three cells (a fourth, the best combination, runs when both options helped)
+    (base, _, base_after), (page, page_before, page_after), (cache, cache_before, _) = seen[:3]
     assert (base, page, cache) == ("baseline", "page_8k", "cache_small")
     [base_aged] = [sid for sid in base_after if "-aged" in sid]
     assert len(base_after) == 2, "the baseline's cell built its base and its aged state"
