@@ -179,6 +179,33 @@ def test_every_dc_answer_is_checked_and_a_node_status_changed_behind_the_harness
     assert all(k["checked"] > 0 for k in kinds.values()) and kinds["workloads_on_node"]["wrong"] == 0
 
 
+# dc_01's available node that fits the most candidate queries (the most cores, then RAM): the one to change
+A_ROOMY_AVAILABLE_NODE_OF_DC_01 = (
+    f"SELECT d.entity_key FROM string_attributes d "
+    f"JOIN string_attributes s ON s.entity_key = d.entity_key AND s.key = 'status' AND s.value = 'available' "
+    f"AND s.{CURRENT} "
+    f"JOIN numeric_attributes c ON c.entity_key = d.entity_key AND c.key = 'cpu_count' AND c.{CURRENT} "
+    f"JOIN numeric_attributes r ON r.entity_key = d.entity_key AND r.key = 'ram_gb' AND r.{CURRENT} "
+    f"WHERE d.key = 'dc_id' AND d.value = 'dc_01' AND d.{CURRENT} ORDER BY c.value DESC, r.value DESC LIMIT 1")
+
+
+@pytest.mark.slow(seconds=40)
+def test_a_node_changed_behind_the_harness_is_caught_by_the_candidates_kind(tmp_path):
+    """V1's mix (dc_app) at smoke: while it measures, another connection makes one available node of dc_01
+    busy in place. The scheduler's candidate lists that hold it are no longer the model's: candidates
+    wrong > 0, status error, exit 3."""
+    mutated, rc, out, err = _mutate_while_measuring(
+        tmp_path, "dc_read_mix", f"UPDATE string_attributes SET value = 'busy' WHERE key = 'status' AND {CURRENT} "
+                                 f"AND entity_key IN ({A_ROOMY_AVAILABLE_NODE_OF_DC_01})",
+        "--set", "readers.mix=dc_app", "--duration", "15")
+    assert mutated, "no available node of dc_01 to change while the run measured"
+    r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
+    kinds = r["metrics"]["reads_by_kind"]
+    assert rc == 3 and r["status"] == "error", (r["error"], err[-800:])
+    assert kinds["candidates"]["checked"] > 0 and kinds["candidates"]["wrong"] > 0, kinds
+    assert kinds["workload_state"]["wrong"] == 0, kinds
+
+
 @pytest.mark.slow
 def test_a_dc_read_mix_answers_every_kind_right(tmp_path):
     """The same run untouched: every kind asked and checked, none wrong, none the model could not check."""
