@@ -233,3 +233,14 @@ def test_a_real_verdict_tries_the_steps_options_and_answers_with_the_one_that_pa
     [cell] = v["matrix"]
     assert cell["tried"] == ["autockpt_1000"] and cell["outcome"] == "pass"
     assert any(c["status"] == "failed" for c in v["steps"][0]["cells"]), "the policy's settings missed it first"
+
+
+def test_an_engine_out_of_memory_at_its_policy_tries_its_options_too(tmp_path):
+    """An out-of-memory cell is a failure an option can mend (fewer indexes, a smaller cache), so the step's
+    options run there as after missed thresholds."""
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "oom", ("sqlite", "4g", "autockpt_off_passive"): "passed",
+                                ("sqlite", "2g"): "oom"}, tree=_tuned_tree())
+    walk.run()
+    assert [t for e, m, *t in walk.ran if m == "4g" and t] == [["mmap"], ["autockpt_off_passive"]]
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].engine == "sqlite" and ans["4g"].tuned_with.startswith("wal_autocheckpoint off")
