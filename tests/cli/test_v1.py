@@ -77,3 +77,19 @@ def test_v1_smoke_walks_the_write_rates_and_writes_the_frontier(tmp_path):
     assert "candidates" in r["metrics"]["reads_by_kind"] and r["plan"]["readers"]["threads_auto"] is True
     readers = r["metrics"]["harness"]["readers"]
     assert readers["cores"] == r["plan"]["readers"]["threads"] and readers["cpu_s"] > 0 and readers["wall_s"] > 0
+
+
+@pytest.mark.parametrize("profile", ["quick", "ratio"])
+def test_a_v1_step_loads_v1s_share_of_its_entities(profile):
+    """A step's plan holds the profile's share of V1's 621K entities (one DC and mendoza's share), not the
+    scenario's two DCs (the ratio profile once loaded 1.22M)."""
+    from harness.scenario.plan import resolve_plan
+    from harness.state.store import dc_seed_entities, inputs_for
+    from harness.v1 import step_overrides
+    from harness.workload.shapes import MENDOZA_1X_ENTITIES
+    v1 = load_v1()
+    share = v1.profiles[profile].share
+    plan = resolve_plan(v1.scenario, "sqlite", profile=profile, overrides=step_overrides(v1, share, 10_000, 2000))
+    entities = dc_seed_entities(inputs_for(plan)) + plan.load.scale * MENDOZA_1X_ENTITIES
+    assert abs(entities - share * v1.entities) <= 0.01 * share * v1.entities, entities
+    assert plan.workload.rows_per_block == 20_000
