@@ -17,7 +17,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import read_json, write_json
 from harness.scenario.plan import resolve_plan
-from harness.scenario.v1 import V1, load_v1
+from harness.scenario.v1 import DATA_CENTRES, V1, load_v1
 from harness.sweep import CellOptions, sweep_dir_for
 
 V1_VERSION = 1
@@ -36,8 +36,9 @@ def step_overrides(v1: V1, share: float, write_rows_per_s: float, block_interval
     """One write rate's search as SET items: the entities' share, the block size that makes the rate at the
     scenario's cadence, the criteria and the read rates."""
     fraction, scale = v1.dc_entities(share)
-    # one DC: the fraction is of one DC's 600K, and the scenario's profiles load two
-    return [f"workload.dc.data_centres=1", f"workload.dc.fraction={fraction:.6g}", f"load.scale={scale:.6g}",
+    # V1's DC count, not the scenario's (its profiles load two): the fraction is of these DCs
+    return [f"workload.dc.data_centres={DATA_CENTRES}", f"workload.dc.fraction={fraction:.6g}",
+            f"load.scale={scale:.6g}",
             f"workload.rows_per_block={max(1, round(write_rows_per_s * block_interval_ms / 1000))}",
             f"thresholds={_yaml_list(v1.criteria)}", f"ceiling.steps_qps={_yaml_list(f'{q:g}' for q in v1.read_qps)}",
             f"ceiling.max_qps={v1.max_read_qps:g}", *([f"readers.mix={v1.mix}"] if v1.mix else [])]

@@ -16,6 +16,7 @@ from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 V1_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "v1.yaml"
 MENDOZA_SHARE = 21_000 / 621_000     # of the entities: mendoza's beside the DC seed
+DATA_CENTRES = 1                     # V1's Data Center: its seed is one DC's nodes and workloads
 
 
 class Strict(BaseModel):
@@ -72,10 +73,11 @@ class V1(Strict):
         return self
 
     def dc_entities(self, share: float) -> tuple[float, float]:
-        """(DC fraction, mendoza scale) that load `share` of the entities: one DC is 600K of them, the rest
-        mendoza's (1x is 800K)."""
-        one_dc = NODES_PER_DC * (1 + WORKLOADS_PER_NODE)
-        return share * self.entities * (1 - MENDOZA_SHARE) / one_dc, share * self.entities * MENDOZA_SHARE / MENDOZA_1X_ENTITIES
+        """(DC fraction, mendoza scale) that load `share` of the entities: DATA_CENTRES DCs of 600K hold most of
+        them, the rest are mendoza's (1x is 800K)."""
+        dcs = DATA_CENTRES * NODES_PER_DC * (1 + WORKLOADS_PER_NODE)
+        return (share * self.entities * (1 - MENDOZA_SHARE) / dcs,
+                share * self.entities * MENDOZA_SHARE / MENDOZA_1X_ENTITIES)
 
 
 def load_v1(path: Path = V1_FILE) -> V1:
