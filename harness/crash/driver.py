@@ -35,6 +35,7 @@ from harness.units import parse_size_bytes
 ACKS = "acks.log"
 AIM_TIMEOUT_S = 30.0        # a kill aimed at a phase the life never enters lands where it is after this
 STATUS_POLL_S = 0.0002
+AIM_TRIES = 5               # stops that missed their phase (it ended first) before the kill lands where it is
 WAL_MAX_BLOCKS = 50_000     # a WAL size that this many blocks never reach: the engine checkpoints anyway
 
 
@@ -112,23 +113,37 @@ class Crasher:
         if ev is None:
             raise LifeFailed(f"the engine's process ended before its kill; {life.log_path.name}: {life.tail()}")
         if aim in ("commit", "checkpoint"):
-            deadline = time.monotonic() + AIM_TIMEOUT_S
-            while self.status.get()[0] != aim and time.monotonic() < deadline:
-                self._drain(life)
-                time.sleep(STATUS_POLL_S)
-            typical = self.phase_ms[aim][-20:]
-            time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical else 0)
-        elif aim == "anywhere":     # any moment of a block's cycle: its commit, a checkpoint, the wait
-            commit_ms = self.phase_ms["commit"][-20:]
-            cycle_s = max(self.plan.workload.block_interval_ms, statistics.median(commit_ms) if commit_ms else 0) / 1000
-            time.sleep(self.rng.uniform(0, cycle_s))
-        pids = stop_tree(life.proc.pid)            # nothing moves between reading the status and the kill
-        where = self.status.get()
+            pids, where = self._stop_in(life, aim)
+        else:
+            if aim == "anywhere":     # any moment of a block's cycle: its commit, a checkpoint, the wait
+                commit_ms = self.phase_ms["commit"][-20:]
+                cycle_ms = max(self.plan.workload.block_interval_ms, statistics.median(commit_ms) if commit_ms else 0)
+                time.sleep(self.rng.uniform(0, cycle_ms / 1000))
+            pids = stop_tree(life.proc.pid)        # nothing moves between reading the status and the kill
+            where = self.status.get()
         signal_all(pids, signal.SIGKILL)
         life.proc.wait(timeout=60)
         wait_gone(pids)
         self.pump(life, lambda e: False)           # acknowledgements already sent count: the pipe held them
         return where
+
+    def _stop_in(self, life: Life, aim: str) -> tuple[list[int], tuple[str, int, float]]:
+        """Stop the life's tree at a moment inside the phase aimed at: a random point of its typical length after
+        it starts. A stop that came after the phase ended (a commit of a few ms, a loaded machine) lets the life
+        go on to the next one, up to AIM_TRIES; the kill lands where the last stop found it, as recorded."""
+        deadline = time.monotonic() + AIM_TIMEOUT_S
+        for attempt in range(AIM_TRIES):
+            while self.status.get()[0] != aim and time.monotonic() < deadline:
+                self._drain(life)
+                time.sleep(STATUS_POLL_S)
+            typical = self.phase_ms[aim][-20:]
+            time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical else 0)
+            pids = stop_tree(life.proc.pid)
+            where = self.status.get()
+            if where[0] == aim or attempt == AIM_TRIES - 1 or time.monotonic() >= deadline:
+                break
+            signal_all(pids, signal.SIGCONT)
+        return pids, where
 
     def _drain(self, life: Life) -> None:
         while True:

@@ -86,9 +86,12 @@ def test_memory_limit_is_enforced_and_recorded(tmp_path):
 @pytest.mark.slow(seconds=90)
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
 def test_oom_is_recorded_with_timeseries(tmp_path):
-    # ~400K rows at scale 0.02: SQLite's page cache (1 GB allowed) outgrows 256 MB during the load.
+    # ~400K rows at scale 0.02: SQLite's page cache (1 GB allowed) outgrows 256 MB once the run reads the state.
+    # 40 s alone; near the limit the kernel reclaims the runner's code pages before it kills, for minutes on a
+    # loaded machine (CI, the images building beside it took it past 120 s)
     rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "quick", "--scale", "0.02",
-                                     "--duration", "5", "--mem", "256m", "--set", "engines.sqlite.cache_size=1GB")
+                                     "--duration", "5", "--mem", "256m", "--set", "engines.sqlite.cache_size=1GB",
+                                     timeout=420)
     assert rc == 3 and r["status"] == "oom" and "OOM" in r["error"]
     lines = (run_dir / "timeseries.csv").read_text().splitlines()
     assert len(lines) >= 2, "the time series up to the kill is kept"
