@@ -17,7 +17,7 @@ from harness.runtime.local import run_local
 from harness.scenario.plan import StateRef
 from harness.state import store
 from harness.state.build import StateBuildFailed, ensure
-from harness.state.clone import CLONE_RECORD, clone
+from harness.state.clone import CLONE_RECORD, clone, release, take
 
 
 def start_state(plan):
@@ -29,9 +29,13 @@ def start_state(plan):
     owner = None
     if plan.runtime == "docker" and os.geteuid() == 0:
         owner = CONTAINER_UID
-    c = clone(d / store.DATA, Path(plan.data_dir), owner)
-    print(f"[state] cloned {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) in {c.clone_s:.1f} s, "
-          f"page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
+    if plan.take_state:
+        with store.lock(d.parent, man.id):
+            d, c = take(d, Path(plan.data_dir), owner)
+    else:
+        c = clone(d / store.DATA, Path(plan.data_dir), owner)
+    print(f"[state] {'took' if c.method == 'move' else 'cloned'} {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) "
+          f"in {c.clone_s:.1f} s, page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
     run_dir = Path(plan.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CLONE_RECORD).write_text(json.dumps(
@@ -58,10 +62,14 @@ def execute(plan) -> int:
         plan = start_state(plan)
     except StateBuildFailed as e:
         return build_failed(plan, e)
-    if plan.workload.crash:           # its own blocks and lives, no feed (harness/crash/)
-        from harness.crash.driver import run_crash
-        return run_crash(plan)
-    with FeedServer.for_plan(plan):
-        if plan.runtime == "docker":
-            return run_docker(plan)
-        return run_local(plan)
+    try:
+        if plan.workload.crash:           # its own blocks and lives, no feed (harness/crash/)
+            from harness.crash.driver import run_crash
+            return run_crash(plan)
+        with FeedServer.for_plan(plan):
+            if plan.runtime == "docker":
+                return run_docker(plan)
+            return run_local(plan)
+    finally:
+        if plan.take_state and plan.state:
+            release(Path(plan.state.model).parent)

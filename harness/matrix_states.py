@@ -1,12 +1,14 @@
 """A matrix's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 23 GB and
 its aged copy as much again). Before the first cell: the disk the matrix needs, said and checked. With
-DROP_STATES=1, between cells: the next cell's states are built, then a base state goes as soon as every
-aged state still to be cloned from it is on disk (cells clone aged states only), and an option's own aged
-state (a layout of its own: page size, indexes, schema) after the last cell that clones it; the baseline
-layout's aged state stays until the matrix is done, since the best combination clones it too. So at most
-the baseline's aged state, one other layout's base and aged, or its aged and a clone, are on disk at once."""
+DROP_STATES=1, the last cell to clone a state moves its data in instead (mark_takes), and between cells: the
+next cell's states are built, then a base state goes as soon as every aged state still to be cloned from it
+is on disk (cells clone aged states only), and an option's own aged state (a layout of its own: page size,
+indexes, schema) after the last cell that clones it; the baseline layout's aged state stays until the matrix
+is done, since the best combination clones it too. So at most the baseline's aged state, one other layout's
+base and aged, or its aged and a clone, are on disk at once."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -66,6 +68,17 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
           + (" (an option's own states dropped after its cells)" if drop_states else ""), file=sys.stderr, flush=True)
     store.require_free(root, need, "the matrix", "DROP_STATES=1 keeps one option's layout at a time, "
                        "`make states-clean` removes cached states")
+
+
+def mark_takes(runs: list[CellRun]) -> list[CellRun]:
+    """With DROP_STATES=1, the last cell that clones a state moves its data in rather than copy it (clone.take):
+    the state would go after that cell anyway. Not the baseline layout's aged state, which the best combination
+    may clone after every other cell."""
+    per_run = [state_inputs(cr.plan) for cr in runs]
+    last = {inputs.id: n for n, run_inputs in enumerate(per_run) for inputs in run_inputs}
+    keep = per_run[0][-1].id if per_run else None
+    return [dataclasses.replace(cr, plan=cr.plan.model_copy(update={"take_state": True}))
+            if last[per_run[n][-1].id] == n and per_run[n][-1].id != keep else cr for n, cr in enumerate(runs)]
 
 
 def dropper(runs: list[CellRun]):

@@ -65,7 +65,7 @@ def add_cell_args(p) -> None:
 
 # ---- identity --------------------------------------------------------------------------------------
 
-_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data")
+_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data", "take_state")
 
 
 def engine_build(plan: RunPlan) -> str:

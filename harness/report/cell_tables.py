@@ -54,8 +54,10 @@ def starting_database(load: dict) -> str:
     """How the cell's database was made: a cloned state (its build, the clone) or the organic load; then
     the ageing blocks."""
     if load.get("method") == "state":
-        out = (f"state built by {load.get('build_method')} load in {_f(load.get('build_s'), 0)} s, cloned "
-               f"({load.get('clone_method')}) in {_f(load.get('clone_s'))} s, page cache evicted")
+        how = "moved in (no later cell cloned it)" if load.get("clone_method") == "move" else \
+            f"cloned ({load.get('clone_method')})"
+        out = (f"state built by {load.get('build_method')} load in {_f(load.get('build_s'), 0)} s, {how} "
+               f"in {_f(load.get('clone_s'))} s, page cache evicted")
     elif load:
         out = f"organic load (row by row) in {_f(load.get('seconds'), 0)} s"
     else:

@@ -65,6 +65,7 @@ class RunPlan(Strict):
     run_dir: str
     data_dir: str
     keep_data: bool = False
+    take_state: bool = False         # (make matrix, DROP_STATES=1) no later cell clones the state: move its data
     state: Optional[StateRef] = None
 
     def write(self, path: Path) -> None:

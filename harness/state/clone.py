@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.state import preload
-from harness.state.store import require_free, tree_bytes
+from harness.state.store import DATA, TAKEN, require_free, tree_bytes
 
 CLONE_RECORD = "state.json"      # in the run directory: the state and its clone, as the result's load holds them
 
@@ -76,3 +76,30 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     evict(src, write_back=False)        # the source's pages too: not the clone's, but RAM all the same
     t2 = time.perf_counter()
     return Clone(method, size, round(t1 - t0, 3), round(t2 - t1, 3), files)
+
+
+def take(state_dir: Path, dst: Path, owner_uid: int | None = None) -> tuple[Path, Clone]:
+    """A state no later cell clones, its data moved into dst instead of copied (a matrix's DROP_STATES=1
+    would delete it after this cell anyway): the directory is renamed <id>.taken first, so it is no state
+    any more, then its data renamed into dst, cold. Returns the taken directory (its model is read there
+    until the cell ends; release() removes it) and the record. On another filesystem: a copy, as clone()."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if os.stat(state_dir).st_dev != os.stat(dst.parent).st_dev:
+        return state_dir, clone(state_dir / DATA, dst, owner_uid)
+    if dst.exists():
+        dst.rmdir()                     # a clone's target: empty, or this raises
+    taken = state_dir.with_name(state_dir.name + TAKEN)
+    t0 = time.perf_counter()
+    state_dir.rename(taken)
+    (taken / DATA).rename(dst)
+    if owner_uid is not None:
+        subprocess.run(["chown", "-R", f"{owner_uid}:{owner_uid}", str(dst)], check=True)
+    t1 = time.perf_counter()
+    files = evict(dst, write_back=True)     # built or aged just before: its pages may still be cached
+    return taken, Clone("move", tree_bytes(dst), round(t1 - t0, 3), round(time.perf_counter() - t1, 3), files)
+
+
+def release(taken: Path) -> None:
+    """A taken state's remains (its model, its manifest), once its cell is done."""
+    if taken.name.endswith(TAKEN):
+        shutil.rmtree(taken, ignore_errors=True)

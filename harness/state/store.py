@@ -43,6 +43,7 @@ DEFAULT_ROOT = Path("states")
 MANIFEST = "manifest.json"
 MODEL = "model.bin"
 DATA = "data"
+TAKEN = ".taken"          # a state a cell took (clone.take): its data moved into the cell, its model read there
 
 
 class StateInputs(BaseModel):
@@ -266,7 +267,7 @@ def listing(root: Path) -> list[dict]:
         except (OSError, ValueError):
             pass
         out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d),
-                    "complete": man is not None and not d.name.endswith(".partial"),
+                    "complete": man is not None and not d.name.endswith((".partial", TAKEN)),
                     "rows": man.rows if man else None, "build_s": man.build_s if man else None,
                     "built_utc": man.built_utc if man else None})
     return out

@@ -1,7 +1,9 @@
 """DROP_STATES=1 on a real matrix: a base state goes once its aged state is built (cells clone aged states),
 an option with a layout of its own (page size) has its aged state removed after its cell, before the next
 option's cell runs, while the baseline's stays until the matrix is done; the disk it needs is said before
-the first cell."""
+the first cell. The last cell to clone a state moves its data in (the state would go after it anyway)."""
+import json
+
 import pytest
 
 from harness import matrix as hm
@@ -46,8 +48,11 @@ def test_drop_states_keeps_aged_states_only_and_an_options_only_while_it_runs(tm
     assert len(base_after) == 2, "the baseline's cell built its base and its aged state"
     # between the cells, the page size's states were built and both bases went: cells clone aged states
     assert len(page_before) == 2 and all("-aged" in sid for sid in page_before) and base_aged in page_before
-    assert page_after == page_before
-    assert cache_before == [base_aged], "the page size's aged state went after its cell; the baseline's stays"
+    assert page_after == [base_aged], "the page size's only cell took its aged state (moved, not copied)"
+    assert cache_before == [base_aged], "the page size's aged state went with its cell; the baseline's stays"
+    moved = {f.parent.name.split("-")[1]: json.loads(f.read_text())["clone_method"]       # sqlite-<tag>-...
+             for f in (tmp_path / "results").rglob("state.json")}
+    assert moved["page_8k"] == "move" and moved["baseline"] == moved["cache_small"] == "copy", moved
     assert store.listing(tmp_path / "states") == [], "all gone once the matrix is done"
 
 
