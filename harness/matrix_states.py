@@ -24,6 +24,15 @@ def state_inputs(plan) -> list[store.StateInputs]:
     return [base, aged.aged_inputs(plan, base)] if aged.wanted(plan) else [base]
 
 
+def uses(plan) -> list[str]:
+    """The ids a cell's plan needs on disk when its turn comes: its states, and the one its state derives from
+    (derive.py) while that derivation is still to be made."""
+    from harness.state import derive
+    ids = [i.id for i in state_inputs(plan)]
+    src = derive.source_inputs(plan, aged.wanted(plan))
+    return ids + ([src.id] if src is not None else [])
+
+
 def _bytes(root: Path, inputs: store.StateInputs) -> tuple[int, bool]:
     """(its size, whether it is on disk now): an aged state is its base's size, rows added and removed alike."""
     found = store.find(root, inputs)
@@ -75,7 +84,7 @@ def mark_takes(runs: list[CellRun]) -> list[CellRun]:
     the state would go after that cell anyway. Not the baseline layout's aged state, which the best combination
     may clone after every other cell."""
     per_run = [state_inputs(cr.plan) for cr in runs]
-    last = {inputs.id: n for n, run_inputs in enumerate(per_run) for inputs in run_inputs}
+    last = {sid: n for n, cr in enumerate(runs) for sid in uses(cr.plan)}
     keep = per_run[0][-1].id if per_run else None
     return [dataclasses.replace(cr, plan=cr.plan.model_copy(update={"take_state": True}))
             if last[per_run[n][-1].id] == n and per_run[n][-1].id != keep else cr for n, cr in enumerate(runs)]
@@ -88,7 +97,7 @@ def dropper(runs: list[CellRun]):
     from harness.state.build import ensure
     per_run = [state_inputs(cr.plan) for cr in runs]        # [base] or [base, aged], each run's, found once
     keep = {per_run[0][-1].id}
-    last = {inputs.id: n for n, run_inputs in enumerate(per_run) for inputs in run_inputs}
+    last = {sid: n for n, cr in enumerate(runs) for sid in uses(cr.plan)}
 
     def after(record) -> bool:
         n = next((k for k, cr in enumerate(runs[:len(per_run)]) if cr.record is record), None)

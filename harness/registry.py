@@ -208,7 +208,7 @@ def engine_class(name: str):
     m = manifest(name)
     cls = _object(name, m.adapter)
     check_required_methods(m, cls)
-    check_reader_factory(m, cls)
+    check_capability_methods(m, cls)
     return cls
 
 
@@ -220,13 +220,19 @@ def check_required_methods(m: Manifest, cls: type) -> None:
                           f"an adapter defines {', '.join(REQUIRED_METHODS)} (harness/engine_api)")
 
 
-def check_reader_factory(m: Manifest, cls: type) -> None:
-    """Readers run as processes of their own unless readers_in_process_only; such a process opens its reader
-    through the adapter's reader_factory()."""
-    if not m.capabilities.readers_in_process_only and not callable(getattr(cls, "reader_factory", None)):
-        raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: capabilities.readers_in_process_only: false, but "
-                          f"{m.adapter} has no reader_factory() for a reader process to open its reader with; "
-                          "allowed: true (readers are threads of the runner), or add reader_factory() to the adapter")
+# (capability, its value that needs the method, the adapter's method, what for)
+CAPABILITY_METHODS = (("readers_in_process_only", False, "reader_factory", "for a reader process to open its reader"),
+                      ("drop_index_frees_space", True, "drop_indexes", "to derive a state with fewer indexes"))
+
+
+def check_capability_methods(m: Manifest, cls: type) -> None:
+    """A capability that the harness acts on through an adapter method (readers as processes open their reader
+    through reader_factory(); a state with fewer indexes is derived through drop_indexes())."""
+    for flag, needs, method, why in CAPABILITY_METHODS:
+        if getattr(m.capabilities, flag) == needs and not callable(getattr(cls, method, None)):
+            raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: capabilities.{flag}: {str(needs).lower()}, but "
+                              f"{m.adapter} has no {method}() {why}; allowed: {str(not needs).lower()}, or add "
+                              f"{method}() to the adapter")
 
 
 def baseline_loop(name: str):

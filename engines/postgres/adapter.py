@@ -219,6 +219,11 @@ class PostgresEngine(EngineBase):
     def reader_factory(self):
         return functools.partial(open_reader, self.server.conninfo(), self.variant or "bitemporal")
 
+    def drop_indexes(self, names: list[str]) -> None:
+        """A state derived from one with every index (harness/state/derive.py): the index files go with them."""
+        for name in names:
+            self.conn.execute(f"DROP INDEX {name}")        # names from the schema's DDL (registry.index_name)
+
     def checkpoint(self, mode: str) -> None:
         self.conn.execute("CHECKPOINT")          # the one mode its manifest declares
 

@@ -39,6 +39,11 @@ class Capabilities(BaseModel):
                                                       "of its own, opened by reader_factory(), so readers and "
                                                       "writer share no GIL")
 
+    drop_index_frees_space: bool = Field(False, description="DROP INDEX leaves the files as a build without the "
+                                         "index would (PostgreSQL deletes the index's files; SQLite keeps its pages "
+                                         "on the freelist): a state with fewer secondary indexes is derived from one "
+                                         "with all of them by drop_indexes(names), not built and aged anew")
+
     @property
     def strongest_checkpoint(self) -> str | None:
         """The strongest mode checkpoint() accepts (listed last), or None without manual checkpoints."""

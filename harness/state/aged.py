@@ -36,6 +36,15 @@ def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
         "apply_sha256": store.code_digest(plan.engine, APPLY_METHODS)}})
 
 
+def unlimited_settings(plan) -> dict:
+    """The plan's settings outside MEM, with the build's cache: the bytes written are the same."""
+    settings = plan.unsized_engine_settings()
+    cache_keys = set(registry.manifest(plan.engine).memory.sized)
+    settings.update({k: v for k, v in registry.engine_class(plan.engine).build_settings(settings).items()
+                     if k in cache_keys})
+    return settings
+
+
 def _age(engine, gen: BlockGenerator, blocks: int) -> tuple[int, float]:
     """The blocks applied as a run's writer applies them, with progress; (rows written, seconds)."""
     rows, t0 = 0, time.perf_counter()
@@ -65,15 +74,11 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     for f in base_dir.iterdir():                      # the models (mendoza's and the DC's)
         if f.is_file() and f.name != store.MANIFEST:
             shutil.copy2(f, partial / f.name)
-    cls = registry.engine_class(plan.engine)
-    settings = plan.unsized_engine_settings()        # outside MEM, with the build's cache: the bytes are the same
-    cache_keys = set(registry.manifest(plan.engine).memory.sized)
-    settings.update({k: v for k, v in cls.build_settings(settings).items() if k in cache_keys})
     gen = BlockGenerator(plan.workload_spec())
     gen.restore(partial / store.MODEL)
-    engine = cls()
+    engine = registry.engine_class(plan.engine)()
     try:
-        engine.open(settings, partial / store.DATA)
+        engine.open(unlimited_settings(plan), partial / store.DATA)
         engine.use_schema(inputs.variant)
         store.log(f"ageing {base.id} by {inputs.aged['blocks']} blocks into {partial}")
         rows, age_s = _age(engine, gen, int(inputs.aged["blocks"]))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.errors import RunFailed, is_out_of_memory
-from harness.state import aged, store
+from harness.state import aged, derive, store
 from harness.state.rows import sorted_chunks
 from harness.workload.generator import BlockGenerator
 
@@ -39,6 +39,13 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, 
         found = store.find(root, inputs)
         if found:
             return (*found, False)
+        try:
+            derived = derive.from_disk(plan, inputs, root)
+        except Exception as e:
+            raise StateBuildFailed(f"deriving {inputs.id} failed: {type(e).__name__}: {e}",
+                                   oom=is_out_of_memory(e)) from e
+        if derived:
+            return (*derived, True)
         if inputs.aged:
             base_dir, base, _ = ensure(plan, root, aged_ok=False)
             try:

@@ -80,7 +80,8 @@ class StateManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     inputs: StateInputs
-    method: str                           # "bulk"
+    method: str                           # "bulk", "aged", "derived" (derive.py)
+    derived_from: Optional[str] = None    # a derived state's source state
     engine_version: str
     model_digest: dict[str, str]          # table -> "count:sum" (digest.py), as a row-by-row load leaves it
     logical_bytes: int

@@ -83,10 +83,15 @@ def test_readers_as_processes_need_the_adapters_reader_factory(tmp_path):
             return None
     with pytest.raises(ConfigError, match=r"toy/engine.toml: capabilities.readers_in_process_only: false, but "
                                           r"adapter:E has no reader_factory\(\)"):
-        registry.check_reader_factory(m, NoFactory)
-    registry.check_reader_factory(m, WithFactory)
+        registry.check_capability_methods(m, NoFactory)
+    registry.check_capability_methods(m, WithFactory)
     threads = m.model_copy(update={"capabilities": m.capabilities.model_copy(update={"readers_in_process_only": True})})
-    registry.check_reader_factory(threads, NoFactory)
+    registry.check_capability_methods(threads, NoFactory)
+    drops = threads.model_copy(update={"capabilities": threads.capabilities.model_copy(
+        update={"drop_index_frees_space": True})})
+    with pytest.raises(ConfigError, match=r"capabilities.drop_index_frees_space: true, but adapter:E has no "
+                                          r"drop_indexes\(\) to derive a state with fewer indexes"):
+        registry.check_capability_methods(drops, NoFactory)
     for name in registry.names():        # every engine's adapter agrees with its manifest
         registry.engine_class(name)
 

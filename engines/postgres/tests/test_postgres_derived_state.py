@@ -1,0 +1,60 @@
+"""A state with fewer secondary indexes is derived from the state with all of them, aged or not, when that one
+is on disk (harness/state/derive.py): the same id and rows, only the kept indexes left, the manifest saying
+whence. Not where an update would skip the kept indexes (HOT), and not on an engine whose DROP INDEX leaves
+its pages behind."""
+import os
+import shutil
+
+import pytest
+
+from engines.postgres.adapter import PostgresEngine
+from harness.scenario.plan import resolve_plan
+from harness.state import derive, store
+from harness.state.build import ensure
+from tests.conftest import open_tmp_dir
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as its own user only when we are root")
+KEPT = ["string_attributes_kv_temporal_idx", "numeric_attributes_kv_temporal_idx", "payloads_delete_index"]
+
+
+def _plan(engine: str, *overrides: str):
+    return resolve_plan("p99_5x", engine, profile="smoke", overrides=["load.aged_state=true", *overrides])
+
+
+def _indexes(state_dir) -> set[str]:
+    e = PostgresEngine()
+    e.open({}, state_dir / store.DATA)
+    try:
+        return {r[0] for r in e.conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
+                                             "AND indexname NOT LIKE '%pkey'")}
+    finally:
+        e.close(discard=True)
+
+
+@pytest.mark.slow
+def test_fewer_indexes_derive_from_every_index_aged_and_bulk_built():
+    root = open_tmp_dir("arkbench-derive-")
+    try:
+        _, full, _ = ensure(_plan("postgres"), root)
+        fewer = _plan("postgres", f"workload.indexes=[{', '.join(KEPT)}]")
+        d, man, built_now = ensure(fewer, root)
+        assert built_now and man.method == "derived" and man.derived_from == full.id, man
+        assert man.id == derive.aged.aged_inputs(fewer, store.inputs_for(fewer)).id, "the built state's own id"
+        assert man.row_counts == full.row_counts and man.model_digest == full.model_digest
+        assert _indexes(d) == set(KEPT) and len(_indexes(root / full.id)) == 10
+        assert man.data_bytes < full.data_bytes, "the dropped indexes' files are gone"
+        # the bulk-built base too, from the full base (on disk: the full aged state was aged from it)
+        base_dir, base, _ = ensure(fewer, root, aged_ok=False)
+        assert base.method == "derived" and base.derived_from == full.inputs.aged["base"]
+        assert _indexes(base_dir) == set(KEPT)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_no_derivation_where_an_update_skips_the_kept_indexes_or_drop_index_keeps_pages():
+    no_to_block = _plan("postgres", "workload.indexes=[string_attributes_entity_kv_idx]")
+    assert derive.source_inputs(no_to_block, aged_ok=True) is None, "HOT updates would age it otherwise"
+    assert derive.source_inputs(no_to_block, aged_ok=False) is not None, "a bulk-built one derives"
+    sqlite = _plan("sqlite", f"workload.indexes=[{', '.join(KEPT)}]")
+    assert derive.source_inputs(sqlite, aged_ok=False) is None, "SQLite's DROP INDEX leaves free pages"
+    assert derive.source_inputs(_plan("postgres"), aged_ok=True) is None, "every index: nothing to derive from"

@@ -1,0 +1,100 @@
+"""A starting state with fewer secondary indexes (workload.indexes), derived from the same state with all of
+them when that one is on disk, instead of built and aged anew: copied, the other indexes dropped,
+checkpointed, its row counts checked. Only where the engine's DROP INDEX leaves the files as a build without
+the index would (capabilities.drop_index_frees_space: PostgreSQL deletes an index's files; SQLite would keep
+its pages on the freelist). A bulk-built state is then the same: the rows, and each kept index created after
+them. An aged one too, where each table keeps an index on every column the blocks update: an update then
+writes to the kept indexes whatever others exist (PostgreSQL's HOT updates skip the indexes of a row whose
+indexed columns did not change, so with fewer indexes the ageing would write differently). Its id is the
+built state's; its manifest says method "derived" and from which state."""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+from harness import environment, registry
+from harness.state import aged, store
+from harness.state.clone import clone
+
+UPDATED_COLUMNS = {"bitemporal": {"to_block"}}     # what a block's UPDATE sets (a version's end), by schema
+
+
+def source_inputs(plan, aged_ok: bool) -> store.StateInputs | None:
+    """The state this plan's derives from (every secondary index), or None where it cannot derive."""
+    w = plan.workload
+    if w.indexes is None or not plan.capabilities.drop_index_frees_space:
+        return None
+    src = plan.model_copy(update={"workload": w.model_copy(update={"indexes": None})})
+    base = store.inputs_for(src)
+    if not (aged_ok and aged.wanted(plan)):
+        return base
+    return aged.aged_inputs(src, base) if _updates_reach_kept_indexes(plan) else None
+
+
+def _updates_reach_kept_indexes(plan) -> bool:
+    updated = UPDATED_COLUMNS.get(plan.workload.variant)
+    if updated is None:
+        return False
+    covered: dict[str, set[str]] = {}
+    for stmt in registry.ddl_split(plan.engine, plan.workload.variant, plan.workload.indexes)[1].split(";"):
+        m = re.search(r"\bON\s+(\w+)\s*\(([^)]*)\)", stmt, re.I)
+        if m:
+            covered.setdefault(m.group(1), set()).update(c.split()[0] for c in m.group(2).split(","))
+    tables = {re.search(r"\bON\s+(\w+)", s, re.I).group(1)
+              for s in registry.ddl_split(plan.engine, plan.workload.variant)[1].split(";") if s.strip()}
+    return all(updated <= covered.get(t, set()) for t in tables)
+
+
+def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest] | None:
+    """The state derived now, when its source is on disk; None otherwise (it is built as usual)."""
+    src = source_inputs(plan, aged_ok=inputs.aged is not None)
+    found = store.find(root, src) if src is not None else None
+    if found is None:
+        return None
+    src_dir, src_man = found
+    final, partial = root / inputs.id, root / f"{inputs.id}.partial"
+    store.require_free(root, src_man.data_bytes, f"deriving the state {inputs.id}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    store.log(f"deriving {inputs.id} from {src_man.id}: its indexes but {', '.join(inputs.indexes) or 'none'} "
+              "dropped")
+    t0 = time.perf_counter()
+    c = clone(src_dir / store.DATA, partial / store.DATA)
+    for f in src_dir.iterdir():                      # the models
+        if f.is_file() and f.name != store.MANIFEST:
+            shutil.copy2(f, partial / f.name)
+    drop = [i for i in _index_names(plan) if i not in inputs.indexes]
+    engine = registry.engine_class(plan.engine)()
+    try:
+        engine.open(aged.unlimited_settings(plan), partial / store.DATA)
+        engine.use_schema(inputs.variant)
+        engine.drop_indexes(drop)
+        if plan.capabilities.checkpoint_modes:
+            engine.checkpoint(plan.capabilities.strongest_checkpoint)
+        counts = engine.row_counts()
+        if counts != src_man.row_counts:
+            raise RuntimeError(f"the derived state holds {counts} rows, its source {src_man.row_counts}")
+        db_bytes = engine.storage().db_bytes
+    except BaseException:
+        store.close_quietly(engine, discard=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    engine.close()
+    build_s = time.perf_counter() - t0
+    man = src_man.model_copy(update=dict(
+        id=inputs.id, inputs=inputs, method="derived", derived_from=src_man.id, db_bytes=db_bytes,
+        data_bytes=store.tree_bytes(partial / store.DATA), build_s=round(build_s, 3),
+        phases_s={"clone": round(c.clone_s + c.evict_s, 3), "drop": round(build_s - c.clone_s - c.evict_s, 3)},
+        built_utc=environment.utc_now()))
+    (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
+    partial.rename(final)
+    store.log(f"derived {inputs.id} in {build_s:.0f} s ({len(drop)} indexes dropped, "
+              f"{man.data_bytes / 2**30:.2f} GiB)")
+    return final, man
+
+
+def _index_names(plan) -> list[str]:
+    stmts = registry.ddl_split(plan.engine, plan.workload.variant)[1].split(";")
+    return [registry.index_name(s.strip()) for s in stmts if s.strip()]
