@@ -35,16 +35,19 @@ def source_inputs(plan, aged_ok: bool) -> store.StateInputs | None:
 
 def _updates_reach_kept_indexes(plan) -> bool:
     updated = UPDATED_COLUMNS.get(plan.workload.variant)
-    if updated is None:
-        return False
-    covered: dict[str, set[str]] = {}
-    for stmt in registry.ddl_split(plan.engine, plan.workload.variant, plan.workload.indexes)[1].split(";"):
+    kept = _indexed_columns(plan.engine, plan.workload.variant, plan.workload.indexes)
+    return updated is not None and all(updated <= kept.get(t, set())
+                                       for t in _indexed_columns(plan.engine, plan.workload.variant, None))
+
+
+def _indexed_columns(engine: str, variant: str, indexes: list[str] | None) -> dict[str, set[str]]:
+    """Per table, the columns its secondary indexes (those named, or all) cover."""
+    out: dict[str, set[str]] = {}
+    for stmt in registry.ddl_split(engine, variant, indexes)[1].split(";"):
         m = re.search(r"\bON\s+(\w+)\s*\(([^)]*)\)", stmt, re.I)
         if m:
-            covered.setdefault(m.group(1), set()).update(c.split()[0] for c in m.group(2).split(","))
-    tables = {re.search(r"\bON\s+(\w+)", s, re.I).group(1)
-              for s in registry.ddl_split(plan.engine, plan.workload.variant)[1].split(";") if s.strip()}
-    return all(updated <= covered.get(t, set()) for t in tables)
+            out.setdefault(m.group(1), set()).update(c.split()[0] for c in m.group(2).split(","))
+    return out
 
 
 def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest] | None:
