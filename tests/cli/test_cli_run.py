@@ -168,12 +168,12 @@ AN_AVAILABLE_GPU_NODE_OF_DC_01 = (
 
 @pytest.mark.slow
 def test_every_dc_answer_is_checked_and_a_node_status_changed_behind_the_harness_is_caught(tmp_path):
-    """dc_read_mix at smoke: while the DC events are written, one available GPU node of dc_01 is made busy by
-    another connection; the available-GPU counts read after it differ from the model's, so wrong > 0,
-    status error, exit 3. The other kinds are still checked."""
+    """dc_read_mix at smoke with the reference's DC read table (mix dc): while the DC events are written, one
+    available GPU node of dc_01 is made busy by another connection; the available-GPU counts read after it
+    differ from the model's, so wrong > 0, status error, exit 3. The other kinds are still checked."""
     mutated, rc, out, err = _mutate_while_measuring(
         tmp_path, "dc_read_mix", f"UPDATE string_attributes SET value = 'busy' WHERE key = 'status' AND {CURRENT} "
-                                 f"AND entity_key IN ({AN_AVAILABLE_GPU_NODE_OF_DC_01})")
+                                 f"AND entity_key IN ({AN_AVAILABLE_GPU_NODE_OF_DC_01})", "--set", "readers.mix=dc")
     assert mutated, "no available GPU node of dc_01 to change while the run measured"
     r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
     kinds = r["metrics"]["reads_by_kind"]
@@ -194,13 +194,12 @@ A_ROOMY_AVAILABLE_NODE_OF_DC_01 = (
 
 @pytest.mark.slow(seconds=40)
 def test_a_node_changed_behind_the_harness_is_caught_by_the_candidates_kind(tmp_path):
-    """V1's mix (dc_app) at smoke: while it measures, another connection makes one available node of dc_01
-    busy in place. The scheduler's candidate lists that hold it are no longer the model's: candidates
-    wrong > 0, status error, exit 3."""
+    """dc_read_mix's own mix (dc_app, V1's) at smoke: while it measures, another connection makes one available
+    node of dc_01 busy in place. The scheduler's candidate lists that hold it are no longer the model's:
+    candidates wrong > 0, status error, exit 3."""
     mutated, rc, out, err = _mutate_while_measuring(
         tmp_path, "dc_read_mix", f"UPDATE string_attributes SET value = 'busy' WHERE key = 'status' AND {CURRENT} "
-                                 f"AND entity_key IN ({A_ROOMY_AVAILABLE_NODE_OF_DC_01})",
-        "--set", "readers.mix=dc_app", "--duration", "15")
+                                 f"AND entity_key IN ({A_ROOMY_AVAILABLE_NODE_OF_DC_01})", "--duration", "15")
     assert mutated, "no available node of dc_01 to change while the run measured"
     r = json.loads(Path(out.strip().splitlines()[-1]).read_text())
     kinds = r["metrics"]["reads_by_kind"]
@@ -214,8 +213,8 @@ def test_a_dc_read_mix_answers_every_kind_right(tmp_path):
     """The same run untouched: every kind asked and checked, none wrong, none the model could not check."""
     rc, r, _, err = run_scenario(tmp_path, "--scenario", "dc_read_mix", "--profile", "smoke", timeout=300)
     kinds = r["metrics"]["reads_by_kind"]
-    assert set(kinds) == {"nodes_by_dc", "available_gpu_nodes", "workloads_on_node", "node_workload_match",
-                          "historical_state"}
+    assert set(kinds) == {"candidates", "node_workloads", "workload_state", "node_state",     # the scheduler's
+                          "nodes_by_dc", "available_gpu_nodes", "node_workload_match", "historical_state"}
     assert all(k["checked"] > 0 and k["wrong"] == 0 and k["unknown"] == 0 for k in kinds.values()), kinds
     assert r["integrity"]["ok"] is True and r["status"] in ("passed", "failed"), err[-2000:]
 
