@@ -152,8 +152,6 @@ def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] |
         runs = plan_cells(cells, opts, root, 1)
     except ConfigError as e:
         raise ConfigError(f"matrix: {e}") from None
-    if drop_states:
-        runs = matrix_states.mark_takes(runs)
     print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
           f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}

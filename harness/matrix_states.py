@@ -8,7 +8,6 @@ is done, since the best combination clones it too. So at most the baseline's age
 base and aged, or its aged and a clone, are on disk at once."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -79,25 +78,26 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
                        "`make states-clean` removes cached states")
 
 
-def mark_takes(runs: list[CellRun]) -> list[CellRun]:
-    """With DROP_STATES=1, the last cell that clones a state moves its data in rather than copy it (clone.take):
-    the state would go after that cell anyway. Not the baseline layout's aged state, which the best combination
-    may clone after every other cell."""
-    per_run = [state_inputs(cr.plan) for cr in runs]
-    last = {sid: n for n, cr in enumerate(runs) for sid in uses(cr.plan)}
-    keep = per_run[0][-1].id if per_run else None
-    return [dataclasses.replace(cr, plan=cr.plan.model_copy(update={"take_state": True}))
-            if last[per_run[n][-1].id] == n and per_run[n][-1].id != keep else cr for n, cr in enumerate(runs)]
+def mark_takes(runs: list[CellRun], per_run: list[list[store.StateInputs]], last: dict[str, int],
+               keep: set[str]) -> None:
+    """The last cell that clones a state moves its data in rather than copy it (clone.take): the state would go
+    after that cell anyway. Not the baseline layout's aged state (keep), which the best combination may clone
+    after every other cell."""
+    for n, cr in enumerate(runs):
+        if last[per_run[n][-1].id] == n and per_run[n][-1].id not in keep:
+            cr.plan = cr.plan.model_copy(update={"take_state": True})
 
 
 def dropper(runs: list[CellRun]):
     """A run_cells `stop` hook that never stops: after each cell, the states no later cell clones go (but for
     the baseline layout's aged state, the first cell's); the next cell still to run gets its states built
-    now, and then each base state whose aged states the cells still to run have on disk goes too."""
+    now, and then each base state whose aged states the cells still to run have on disk goes too. Each
+    state's last cell is marked to take it (mark_takes) before the first runs."""
     from harness.state.build import ensure
     per_run = [state_inputs(cr.plan) for cr in runs]        # [base] or [base, aged], each run's, found once
     keep = {per_run[0][-1].id}
     last = {sid: n for n, cr in enumerate(runs) for sid in uses(cr.plan)}
+    mark_takes(runs, per_run, last, keep)
 
     def after(record) -> bool:
         n = next((k for k, cr in enumerate(runs[:len(per_run)]) if cr.record is record), None)
