@@ -101,7 +101,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)
         if drop_states and walk.steps:
-            _drop_state(walk.steps[-1].engine, plans)
+            _drop_state(walk.steps[-1].engine, plans, walk)
 
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
     try:
@@ -173,12 +173,19 @@ def _first_plans(tree: DecisionTree, mems: list[str], scale, opts: CellOptions) 
     return plans
 
 
-def _drop_state(engine: str, plans: dict) -> None:
-    """--drop-states: an engine's starting states go once its step is done (a 1x PostgreSQL state is 23 GB)."""
+def _drop_state(engine: str, plans: dict, walk: Walk) -> None:
+    """--drop-states: an engine's starting states go once its step is done (a 1x PostgreSQL state is 23 GB),
+    those its tuned cells cloned too (an option with a layout of its own: the simple schema, say)."""
+    import json
     from harness.state import store
+    from harness.state.clone import CLONE_RECORD
     root = store.root_dir()
     ids = {store.inputs_for(p).id for (sc, e), p in plans.items() if e == engine}
-    for sid in ids:
+    for r in walk.records:
+        record = walk.root / r.scenario / r.dir / CLONE_RECORD
+        if r.engine == engine and record.is_file():
+            ids.add(json.loads(record.read_text())["state"])
+    for sid in sorted(ids):
         if (root / sid).exists():
             store.remove(root, [sid])
             log(f"dropped the state {sid} (--drop-states)")

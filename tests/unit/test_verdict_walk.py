@@ -2,6 +2,8 @@
 answer is. The cells themselves are replaced by outcomes given per engine and MEM: these tests are about
 the walk's own logic (the CLI tests in tests/cli/test_sweep.py run real cells)."""
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -9,6 +11,7 @@ import pytest
 
 from harness.results import CellRecord
 from harness.scenario.decision import load_decision
+from harness.state import store
 from harness.sweep import CellOptions
 from harness.verdict import answer
 from harness.verdict.plan import criterion_plans, order_mems
@@ -101,13 +104,13 @@ def test_a_window_longer_than_the_phase_is_scaled_down_and_said():
     assert all(not p.notes and p.thresholds == tuple(p.criterion.thresholds) for p in full)
 
 
-def run_tree(tmp_path, tree: dict, timeout: int):
+def run_tree(tmp_path, tree: dict, timeout: int, *extra: str, env: dict | None = None):
     """A real smoke verdict over `tree`: the process and its verdict.json (None if it wrote none)."""
     path = tmp_path / "tree.yaml"
     path.write_text(json.dumps(tree))
     p = subprocess.run([sys.executable, "-m", "harness.cli", "verdict", "--decision", str(path), "--profile", "smoke",
-                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
-                       capture_output=True, text=True, timeout=timeout)
+                        "--runtime", "local", "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d"), *extra],
+                       capture_output=True, text=True, timeout=timeout, env=env)
     found = next((tmp_path / "r").glob("verdict-*/verdict.json"), None)
     return p, json.loads(found.read_text()) if found else None
 
@@ -233,6 +236,22 @@ def test_a_real_verdict_tries_the_steps_options_and_answers_with_the_one_that_pa
     [cell] = v["matrix"]
     assert cell["tried"] == ["autockpt_1000"] and cell["outcome"] == "pass"
     assert any(c["status"] == "failed" for c in v["steps"][0]["cells"]), "the policy's settings missed it first"
+
+
+@pytest.mark.slow(seconds=40)
+def test_drop_states_removes_the_states_a_steps_tuned_cells_cloned(tmp_path):
+    """--drop-states after a step: its own state and the one its option with a layout of its own (the simple
+    schema) built and cloned; at 1x each is 8-23 GB, and a walk over four engines left two behind."""
+    tree = {"steps": [{"engine": "sqlite", "decision": "Stay with SQLite", "tune": ["no_bitemporal"]}],
+            "otherwise": "revisit", "mems": {"smoke": ["256m"]},
+            "criteria": [{"name": "no WAL", "scenario": "p99_5x", "thresholds": ["max(wal_bytes) < 1KB"],
+                          "target": {"scale": 0.001, "measure_s": 4}}]}
+    states = tmp_path / "states"
+    p, v = run_tree(tmp_path, tree, 600, "--drop-states", env={**os.environ, "STATES": str(states)})
+    assert v is not None and v["matrix"][0]["tried"] == ["no_bitemporal"], p.stderr[-3000:]
+    dropped = re.findall(r"dropped the state (\S+)", p.stderr)
+    assert sorted(d.split("-")[1] for d in dropped) == ["bitemporal", "simple"], p.stderr[-3000:]
+    assert store.listing(states) == [], "no state left behind"
 
 
 def test_an_engine_out_of_memory_at_its_policy_tries_its_options_too(tmp_path):
