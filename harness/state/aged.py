@@ -71,9 +71,7 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
     c = clone(base_dir / store.DATA, partial / store.DATA)
-    for f in base_dir.iterdir():                      # the models (mendoza's and the DC's)
-        if f.is_file() and f.name != store.MANIFEST:
-            shutil.copy2(f, partial / f.name)
+    store.copy_models(base_dir, partial)
     gen = BlockGenerator(plan.workload_spec())
     gen.restore(partial / store.MODEL)
     engine = registry.engine_class(plan.engine)()

@@ -65,9 +65,7 @@ def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.
               "dropped")
     t0 = time.perf_counter()
     c = clone(src_dir / store.DATA, partial / store.DATA)
-    for f in src_dir.iterdir():                      # the models
-        if f.is_file() and f.name != store.MANIFEST:
-            shutil.copy2(f, partial / f.name)
+    store.copy_models(src_dir, partial)
     drop = [i for i in _index_names(plan) if i not in inputs.indexes]
     engine = registry.engine_class(plan.engine)()
     try:

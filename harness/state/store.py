@@ -246,6 +246,13 @@ def find(root: Path, inputs: StateInputs) -> tuple[Path, StateManifest] | None:
     return d, man
 
 
+def copy_models(src_dir: Path, dst_dir: Path) -> None:
+    """A state's models (mendoza's and the DC's) beside another's data: every file but the manifest."""
+    for f in src_dir.iterdir():
+        if f.is_file() and f.name != MANIFEST:
+            shutil.copy2(f, dst_dir / f.name)
+
+
 def tree_bytes(path: Path) -> int:
     """Bytes allocated on disk (st_blocks), as df counts them."""
     total = 0
