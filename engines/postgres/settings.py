@@ -21,6 +21,8 @@ class Settings(BaseModel):
     checkpoint_completion_target: float = Field(0.9, ge=0, le=1)
     max_wal_size: str = "1GB"
     min_wal_size: str = "80MB"
+    # off: a checkpoint deletes the WAL segments it no longer needs rather than renaming them for reuse
+    wal_recycle: Literal["on", "off"] = "on"
     wal_buffers: str = "-1"
     work_mem: str = "4MB"
     maintenance_work_mem: str = "64MB"
