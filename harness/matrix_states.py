@@ -1,11 +1,12 @@
-"""A matrix's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 23 GB and
+"""A matrix's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 15 GB and
 its aged copy as much again). Before the first cell: the disk the matrix needs, said and checked. With
 DROP_STATES=1, the last cell to clone a state moves its data in instead (mark_takes), and between cells: the
 next cell's states are built, then a base state goes as soon as every aged state still to be cloned from it
-is on disk (cells clone aged states only), and an option's own aged state (a layout of its own: page size,
-indexes, schema) after the last cell that clones it; the baseline layout's aged state stays until the matrix
-is done, since the best combination clones it too. So at most the baseline's aged state, one other layout's
-base and aged, or its aged and a clone, are on disk at once."""
+is on disk (cells clone aged states only) and no state still to be derived reads it, and an option's own
+aged state (a layout of its own: page size, indexes, schema) after the last cell that clones it; the
+baseline layout's aged state stays until the matrix is done, since the best combination clones it too. So
+at most the baseline's aged state, one other layout's base and aged, or its aged and a clone, are on disk
+at once (and the baseline's base while a state derives from it)."""
 from __future__ import annotations
 
 import sys
@@ -27,9 +28,7 @@ def uses(plan) -> list[str]:
     """The ids a cell's plan needs on disk when its turn comes: its states, and the one its state derives from
     (derive.py) while that derivation is still to be made."""
     from harness.state import derive
-    ids = [i.id for i in state_inputs(plan)]
-    src = derive.source_inputs(plan, aged.wanted(plan))
-    return ids + ([src.id] if src is not None else [])
+    return [i.id for i in state_inputs(plan)] + [s.id for s in derive.sources(plan)]
 
 
 def _bytes(root: Path, inputs: store.StateInputs) -> tuple[int, bool]:
@@ -45,13 +44,17 @@ def _bytes(root: Path, inputs: store.StateInputs) -> tuple[int, bool]:
 def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int, list[str]]:
     """Bytes the matrix needs beyond what is on disk: the states still to build, plus the largest clone, which
     exists while its cell runs. With DROP_STATES, the peak of dropper's order: the baseline's aged state, and
-    beside it its own base and a clone, or another layout's base and aged state, or that aged state and a
-    clone."""
+    beside it its own base and a clone, or another layout's base and aged state (and the baseline's base, where
+    that layout derives from it), or that aged state and a clone."""
+    from harness.state import derive
     layouts: dict[tuple[str, ...], list[int]] = {}          # per layout: [base, aged] bytes still to build
-    lines, clone, seen = [], 0, set()
+    lines, clone, seen, from_first = [], 0, set(), set()     # and the layouts derived from the first one's base
+    first_base_id = state_inputs(runs[0].plan)[0].id if runs else None
     for cr in runs:
         inputs_list = state_inputs(cr.plan)
         sizes = layouts.setdefault(tuple(i.id for i in inputs_list), [0, 0])
+        if any(s.id == first_base_id for s in derive.sources(cr.plan)):
+            from_first.add(tuple(i.id for i in inputs_list))
         for k, inputs in enumerate(inputs_list):
             size, on_disk = _bytes(root, inputs)
             clone = max(clone, size)
@@ -59,11 +62,12 @@ def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int
                 sizes[k] += size
                 lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
-    (first_base, first_aged), *others = list(layouts.values()) or [[0, 0]]   # the first cell's: the baseline's
-    if drop_states:
-        need = first_aged + max(first_base + clone, *(b + a for b, a in others), *(a + clone for _, a in others))
+    (_, (first_base, first_aged)), *others = list(layouts.items()) or [((), [0, 0])]   # the first: the baseline's
+    if drop_states:       # a layout derived from the baseline's base has that base beside it while it is made
+        peaks = [b + a + (first_base if key in from_first else 0) for key, (b, a) in others]
+        need = first_aged + max(first_base + clone, *peaks, *(a + clone for _, (_, a) in others))
     else:
-        need = first_base + first_aged + sum(b + a for b, a in others) + clone
+        need = first_base + first_aged + sum(b + a for _, (b, a) in others) + clone
     return need, lines + [f"one clone at a time: up to {clone / GIB:.1f} GiB"]
 
 
@@ -111,15 +115,19 @@ def dropper(runs: list[CellRun]):
             except Exception as e:       # the cell builds it again and records the failure as its own
                 print(f"[matrix] the next cell's state: {e}", file=sys.stderr, flush=True)
                 return False
-        _drop(_bases_done(per_run[:n + 1], [per_run[k] for k in pending]))
+        _drop(_bases_done(per_run[:n + 1], [per_run[k] for k in pending], [runs[k].plan for k in pending]))
         return False
     return after
 
 
-def _bases_done(ran: list[list[store.StateInputs]], pending: list[list[store.StateInputs]]) -> list[str]:
-    """Base states no pending cell needs: each pending cell that clones an aged state has it on disk."""
+def _bases_done(ran: list[list[store.StateInputs]], pending: list[list[store.StateInputs]], plans: list) -> list[str]:
+    """Base states no pending cell needs: each pending cell that clones an aged state has it on disk, and no
+    state still to be derived reads it (derive.py: a base at another layout derives from the default's)."""
+    from harness.state import derive
     root = store.root_dir()
-    needed = {i[0].id for i in pending if len(i) == 1 or store.find(root, i[-1]) is None}
+    todo = [k for k, i in enumerate(pending) if store.find(root, i[-1]) is None]
+    needed = {pending[k][0].id for k in todo} | {s.id for k in todo for s in derive.sources(plans[k])}
+    needed |= {i[0].id for i in pending if len(i) == 1}
     bases = {i[0].id for i in ran + pending if len(i) > 1}
     return sorted(bases - needed)
 

@@ -222,7 +222,8 @@ def check_required_methods(m: Manifest, cls: type) -> None:
 
 # (capability, its value that needs the method, the adapter's method, what for)
 CAPABILITY_METHODS = (("readers_in_process_only", False, "reader_factory", "for a reader process to open its reader"),
-                      ("drop_index_frees_space", True, "drop_indexes", "to derive a state with fewer indexes"))
+                      ("drop_index_frees_space", True, "drop_indexes", "to derive a state with fewer indexes"),
+                      ("reindex_builds_layout", True, "rebuild_indexes", "to derive a state at other layout settings"))
 
 
 def check_capability_methods(m: Manifest, cls: type) -> None:

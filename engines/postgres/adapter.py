@@ -123,6 +123,8 @@ BGWRITER = ("checkpoints", "checkpoints_requested", "checkpoint_write_time_us", 
             "buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync")
 
 
+SECONDARY_INDEXES_SQL = ("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace "
+                         "n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT i.indisprimary ORDER BY 1")
 # the fillfactor each secondary index of the schema has (its reloptions, else B-tree's default 90)
 INDEX_FILLFACTOR_SQL = ("SELECT DISTINCT coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o "
                         "WHERE o LIKE 'fillfactor=%'), '90') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -225,6 +227,14 @@ class PostgresEngine(EngineBase):
         """A state derived from one with every index (harness/state/derive.py): the index files go with them."""
         for name in names:
             self.conn.execute(f"DROP INDEX {name}")        # names from the schema's DDL (registry.index_name)
+
+    def rebuild_indexes(self) -> None:
+        """A bulk-built state at another index_fillfactor, derived from the default's (harness/state/derive.py):
+        each secondary index rebuilt from the rows as bulk_finish's CREATE INDEX builds it, then settled."""
+        for (name,) in self.conn.execute(SECONDARY_INDEXES_SQL).fetchall():
+            self.conn.execute(f"ALTER INDEX {name} SET (fillfactor = {int(self._fillfactor)})")
+            self.conn.execute(f"REINDEX INDEX {name}")
+        self.settle()
 
     def checkpoint(self, mode: str) -> None:
         self.conn.execute("CHECKPOINT")          # the one mode its manifest declares

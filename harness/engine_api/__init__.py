@@ -43,6 +43,10 @@ class Capabilities(BaseModel):
                                          "index would (PostgreSQL deletes the index's files; SQLite keeps its pages "
                                          "on the freelist): a state with fewer secondary indexes is derived from one "
                                          "with all of them by drop_indexes(names), not built and aged anew")
+    reindex_builds_layout: bool = Field(False, description="rebuilding an index builds it as its CREATE INDEX after "
+                                        "the rows would, with the layout settings (engine.toml state_settings) the "
+                                        "engine was opened with: a bulk-built state at other layout settings is "
+                                        "derived from the default's by rebuild_indexes(), not built anew")
 
     @property
     def strongest_checkpoint(self) -> str | None:

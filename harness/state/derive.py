@@ -6,7 +6,11 @@ its pages on the freelist). A bulk-built state is then the same: the rows, and e
 them. An aged one too, where each table keeps an index on every column the blocks update: an update then
 writes to the kept indexes whatever others exist (PostgreSQL's HOT updates skip the indexes of a row whose
 indexed columns did not change, so with fewer indexes the ageing would write differently). Its id is the
-built state's; its manifest says method "derived" and from which state."""
+built state's; its manifest says method "derived" and from which state.
+
+Likewise a bulk-built state at other layout settings (PostgreSQL's index_fillfactor), from the default's, where
+the engine rebuilds an index as its build would create it (capabilities.reindex_builds_layout): copied, its
+secondary indexes rebuilt, settled. Not an aged one: its ageing wrote into indexes of the other layout."""
 from __future__ import annotations
 
 import re
@@ -22,15 +26,37 @@ UPDATED_COLUMNS = {"bitemporal": {"to_block"}}     # what a block's UPDATE sets 
 
 
 def source_inputs(plan, aged_ok: bool) -> store.StateInputs | None:
-    """The state this plan's derives from (every secondary index), or None where it cannot derive."""
+    """The state this plan's derives from (every secondary index, the default layout), or None where it cannot
+    derive."""
     w = plan.workload
-    if w.indexes is None or not plan.capabilities.drop_index_frees_space:
+    layout = _layout_apart(plan)
+    if (w.indexes is not None and not plan.capabilities.drop_index_frees_space) or (w.indexes is None and not layout):
         return None
-    src = plan.model_copy(update={"workload": w.model_copy(update={"indexes": None})})
+    src = plan.model_copy(update={"workload": w.model_copy(update={"indexes": None}),
+                                  "engine_settings": {**plan.engine_settings, **layout}})
     base = store.inputs_for(src)
     if not (aged_ok and aged.wanted(plan)):
         return base
-    return aged.aged_inputs(src, base) if _updates_reach_kept_indexes(plan) else None
+    return aged.aged_inputs(src, base) if not layout and _updates_reach_kept_indexes(plan) else None
+
+
+def sources(plan) -> list[store.StateInputs]:
+    """The state a plan's derivation reads: its aged state's source, else its base's (then aged from it)."""
+    for aged_ok in ((True, False) if aged.wanted(plan) else (False,)):
+        src = source_inputs(plan, aged_ok)
+        if src is not None:
+            return [src]
+    return []
+
+
+def _layout_apart(plan) -> dict:
+    """The layout settings (engine.toml state_settings) this plan sets apart from their defaults, each at its
+    default (the source's); none where the engine cannot rebuild its indexes at them."""
+    if not plan.capabilities.reindex_builds_layout:
+        return {}
+    defaults = registry.settings_model(plan.engine)().model_dump(mode="json")
+    return {k: defaults[k] for k in registry.manifest(plan.engine).state_settings
+            if plan.engine_settings.get(k) != defaults[k]}
 
 
 def _updates_reach_kept_indexes(plan) -> bool:
@@ -61,17 +87,24 @@ def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.
     store.require_free(root, src_man.data_bytes, f"deriving the state {inputs.id}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    store.log(f"deriving {inputs.id} from {src_man.id}: its indexes but {', '.join(inputs.indexes) or 'none'} "
-              "dropped")
+    every = _index_names(plan)
+    drop = [i for i in every if i not in (every if inputs.indexes is None else inputs.indexes)]
+    layout = {k: plan.engine_settings[k] for k in _layout_apart(plan)}
+    store.log(f"deriving {inputs.id} from {src_man.id}: " + "; ".join(
+        ([f"{len(drop)} indexes dropped"] if drop else []) + ([f"its indexes rebuilt at {layout}"] if layout else [])))
     t0 = time.perf_counter()
     c = clone(src_dir / store.DATA, partial / store.DATA)
     store.copy_models(src_dir, partial)
-    drop = [i for i in _index_names(plan) if i not in inputs.indexes]
-    engine = registry.engine_class(plan.engine)()
-    try:
-        engine.open(aged.unlimited_settings(plan), partial / store.DATA)
+    cls = registry.engine_class(plan.engine)
+    engine = cls()
+    try:    # a rebuild runs as the build's index builds do, with its settings
+        settings = aged.unlimited_settings(plan)
+        engine.open(cls.build_settings(settings) if layout else settings, partial / store.DATA)
         engine.use_schema(inputs.variant)
-        engine.drop_indexes(drop)
+        if drop:
+            engine.drop_indexes(drop)
+        if layout:
+            engine.rebuild_indexes()
         if plan.capabilities.checkpoint_modes:
             engine.checkpoint(plan.capabilities.strongest_checkpoint)
         counts = engine.row_counts()
@@ -87,12 +120,12 @@ def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.
     man = src_man.model_copy(update=dict(
         id=inputs.id, inputs=inputs, method="derived", derived_from=src_man.id, db_bytes=db_bytes,
         data_bytes=store.tree_bytes(partial / store.DATA), build_s=round(build_s, 3),
-        phases_s={"clone": round(c.clone_s + c.evict_s, 3), "drop": round(build_s - c.clone_s - c.evict_s, 3)},
+        phases_s={"clone": round(c.clone_s + c.evict_s, 3),
+                  "rebuild" if layout else "drop": round(build_s - c.clone_s - c.evict_s, 3)},
         built_utc=environment.utc_now()))
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
-    store.log(f"derived {inputs.id} in {build_s:.0f} s ({len(drop)} indexes dropped, "
-              f"{man.data_bytes / 2**30:.2f} GiB)")
+    store.log(f"derived {inputs.id} in {build_s:.0f} s ({man.data_bytes / 2**30:.2f} GiB)")
     return final, man
 
 

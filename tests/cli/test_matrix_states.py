@@ -69,6 +69,7 @@ def test_the_disk_a_matrix_needs_is_its_peak_with_drop_states_and_the_sum_withou
     from types import SimpleNamespace as NS
 
     from harness import matrix_states as ms
+    from harness.state import derive
     gib = ms.GIB
     # PostgreSQL at 1x: every base and aged state 23 GiB; the baseline layout, an option of its own layout,
     # and one more cell of the baseline's
@@ -76,7 +77,30 @@ def test_the_disk_a_matrix_needs_is_its_peak_with_drop_states_and_the_sum_withou
     runs = [NS(plan=name) for name in ("base", "idx", "base")]
     monkeypatch.setattr(ms, "state_inputs", lambda plan: [NS(id=i) for i in layouts[plan]])
     monkeypatch.setattr(ms, "_bytes", lambda root, inputs: (23 * gib, False))
+    monkeypatch.setattr(derive, "sources", lambda plan: [NS(id="B")] if plan == "ff" else [])
     need, lines = ms.disk_needed(runs, None, drop_states=True)
     assert need == 69 * gib       # the baseline's aged + its base and a clone, or the other's base and aged
     assert ms.disk_needed(runs, None, drop_states=False)[0] == 115 * gib     # all four, and a clone
     assert len(lines) == 5 and lines[-1] == "one clone at a time: up to 23.0 GiB"
+    # a layout whose base derives from the baseline's (a fillfactor): that base stays beside it meanwhile
+    layouts["ff"] = ["F", "F-aged"]
+    runs.append(NS(plan="ff"))
+    assert ms.disk_needed(runs, None, drop_states=True)[0] == 92 * gib       # B-aged + B, F and F-aged
+
+
+def test_a_base_stays_while_a_state_still_to_derive_reads_it(monkeypatch):
+    """The baseline's base, which every aged state it ran has on disk, stays while a pending cell's base is
+    still to derive from it (a fillfactor's), and goes once that cell's aged state is on disk."""
+    from types import SimpleNamespace as NS
+
+    from harness import matrix_states as ms
+    from harness.state import derive
+    on_disk = {"B-aged"}
+    monkeypatch.setattr(ms.store, "root_dir", lambda: None)
+    monkeypatch.setattr(ms.store, "find", lambda root, inputs: (None, None) if inputs.id in on_disk else None)
+    monkeypatch.setattr(derive, "sources", lambda plan: [NS(id="B")] if plan == "ff" else [])
+    ran, pending = [[NS(id="B"), NS(id="B-aged")]], [[NS(id="F"), NS(id="F-aged")]]
+    assert ms._bases_done(ran, pending, ["ff"]) == [], "F is still to derive from B"
+    assert ms._bases_done(ran, pending, ["other"]) == ["B"], "no derivation reads B: it goes"
+    on_disk |= {"F", "F-aged"}
+    assert ms._bases_done(ran, pending, ["ff"]) == ["B", "F"], "both aged states are on disk"

@@ -51,6 +51,43 @@ def test_fewer_indexes_derive_from_every_index_aged_and_bulk_built():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _index_sizes(state_dir) -> dict[str, int]:
+    e = PostgresEngine()
+    e.open({}, state_dir / store.DATA)
+    try:
+        return dict(e.conn.execute("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+                                   "WHERE indexrelname NOT LIKE '%pkey'").fetchall())
+    finally:
+        e.close(discard=True)
+
+
+@pytest.mark.slow
+def test_a_base_at_another_fillfactor_derives_by_rebuilding_as_its_build_would():
+    """index_ff_70's base from the baseline's, its indexes rebuilt: the same rows and index sizes as a build at
+    70 (a REINDEX is CREATE INDEX's build); its aged state is aged from it, never derived."""
+    root = open_tmp_dir("arkbench-derive-ff-")
+    try:
+        default_dir, default, _ = ensure(_plan("postgres"), root, aged_ok=False)
+        ff70 = _plan("postgres", "engines.postgres.index_fillfactor=70")
+        assert derive.source_inputs(ff70, aged_ok=True) is None, "ageing at 70 writes other index pages"
+        assert [s.id for s in derive.sources(ff70)] == [default.id]
+        d, man, built_now = ensure(ff70, root, aged_ok=False)
+        assert built_now and man.method == "derived" and man.derived_from == default.id, man
+        assert man.id == store.inputs_for(ff70).id and man.row_counts == default.row_counts
+        built = root / "built"
+        built.mkdir()
+        b_dir, b_man, _ = ensure(ff70, built, aged_ok=False)        # the same state, built from its rows
+        assert b_man.method != "derived" and b_man.id == man.id
+        derived_sizes, built_sizes = _index_sizes(d), _index_sizes(b_dir)
+        assert derived_sizes == built_sizes, (derived_sizes, built_sizes)
+        assert all(derived_sizes[k] > v for k, v in _index_sizes(default_dir).items() if v > 8192 * 4), \
+            "70% full pages: larger indexes than at 90"
+        aged_dir, aged_man, _ = ensure(ff70, root)
+        assert aged_man.method == "aged" and aged_man.inputs.aged["base"] == man.id
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_no_derivation_where_an_update_skips_the_kept_indexes_or_drop_index_keeps_pages():
     no_to_block = _plan("postgres", "workload.indexes=[string_attributes_entity_kv_idx]")
     assert derive.source_inputs(no_to_block, aged_ok=True) is None, "HOT updates would age it otherwise"
