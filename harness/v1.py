@@ -121,6 +121,7 @@ def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Pat
         low = min(steps, key=lambda s: s["offered_qps"])
         point.update(read_p99_ms=low["read_p99_ms"], write_p99_ms=low["write_p99_ms"],
                      write_rows_per_s_achieved=low["write_rows_per_s"], bounded_by=low["failed_on"],
+                     readers_cpu_share=low.get("readers_cpu_share"),
                      lowest={"offered_qps": low["offered_qps"], "achieved_qps": low["achieved_qps"],
                              "reads_late": low.get("reads_late")})
     for s in steps:
@@ -138,13 +139,26 @@ def bigger_machine(frontier: list[dict]) -> str:
     were the bound; well below, the engine was (its locks, its I/O), which cores do not lift."""
     shares = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
     if not shares:
-        return ""
+        return _bigger_machine_below_every_knee(frontier)
     top = max(shares)
     if top >= READERS_CPU_BOUND:
         return (f"; at the knee the readers used {top:.0%} of every core: a machine with more cores would carry "
                 "more reads")
     return (f"; at the knee the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
             "set it, so more cores alone would not carry many more reads")
+
+
+def _bigger_machine_below_every_knee(frontier: list[dict]) -> str:
+    """No read rate passed: the readers' share at the lowest rate tried, which the writer shared the cores with."""
+    shares = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None]
+    if not shares:
+        return ""
+    top = max(shares)
+    if top >= READERS_CPU_BOUND:
+        return (f"; at the lowest read rate tried the readers used {top:.0%} of every core, the writer the rest: "
+                "a machine with more cores would give both more")
+    return (f"; at the lowest read rate tried the readers used at most {top:.0%} of the cores: the engine, not the "
+            "readers' CPU, set it")
 
 
 def answer(frontier: list[dict], v1: V1) -> dict:
