@@ -135,30 +135,19 @@ READERS_CPU_BOUND = 0.7      # the readers' share of every core at a knee from w
 
 
 def bigger_machine(frontier: list[dict]) -> str:
-    """What more cores would change, from the readers' CPU share at the knees: near all of it, the readers
-    were the bound; well below, the engine was (its locks, its I/O), which cores do not lift."""
-    shares = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
-    if not shares:
-        return _bigger_machine_below_every_knee(frontier)
-    top = max(shares)
-    if top >= READERS_CPU_BOUND:
-        return (f"; at the knee the readers used {top:.0%} of every core: a machine with more cores would carry "
-                "more reads")
-    return (f"; at the knee the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
-            "set it, so more cores alone would not carry many more reads")
-
-
-def _bigger_machine_below_every_knee(frontier: list[dict]) -> str:
-    """No read rate passed: the readers' share at the lowest rate tried, which the writer shared the cores with."""
-    shares = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None]
+    """What more cores would change, from the readers' CPU share at the knees (where no read rate passed, at
+    the lowest one tried, beside the writer): near all of it, the readers were the bound; well below, the
+    engine was (its locks, its I/O), which cores do not lift."""
+    knees = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
+    lowest = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None]
+    where, shares = ("at the knee", knees) if knees else ("at the lowest read rate tried", lowest)
     if not shares:
         return ""
     top = max(shares)
     if top >= READERS_CPU_BOUND:
-        return (f"; at the lowest read rate tried the readers used {top:.0%} of every core, the writer the rest: "
-                "a machine with more cores would give both more")
-    return (f"; at the lowest read rate tried the readers used at most {top:.0%} of the cores: the engine, not the "
-            "readers' CPU, set it")
+        return f"; {where} the readers used {top:.0%} of every core: a machine with more cores would carry more reads"
+    return (f"; {where} the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
+            "set it, so more cores alone would not carry many more reads")
 
 
 def answer(frontier: list[dict], v1: V1) -> dict:

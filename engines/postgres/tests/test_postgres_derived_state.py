@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from engines.postgres.adapter import PostgresEngine
+from engines.postgres.tests.pg_state import query
 from harness.scenario.plan import resolve_plan
 from harness.state import derive, store
 from harness.state.build import ensure
@@ -22,13 +22,8 @@ def _plan(engine: str, *overrides: str):
 
 
 def _indexes(state_dir) -> set[str]:
-    e = PostgresEngine()
-    e.open({}, state_dir / store.DATA)
-    try:
-        return {r[0] for r in e.conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
-                                             "AND indexname NOT LIKE '%pkey'")}
-    finally:
-        e.close(discard=True)
+    return {r[0] for r in query(state_dir, "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
+                                           "AND indexname NOT LIKE '%pkey'")}
 
 
 @pytest.mark.slow
@@ -52,13 +47,8 @@ def test_fewer_indexes_derive_from_every_index_aged_and_bulk_built():
 
 
 def _index_sizes(state_dir) -> dict[str, int]:
-    e = PostgresEngine()
-    e.open({}, state_dir / store.DATA)
-    try:
-        return dict(e.conn.execute("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
-                                   "WHERE indexrelname NOT LIKE '%pkey'").fetchall())
-    finally:
-        e.close(discard=True)
+    return dict(query(state_dir, "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+                                 "WHERE indexrelname NOT LIKE '%pkey'"))
 
 
 @pytest.mark.slow

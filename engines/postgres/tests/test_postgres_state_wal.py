@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from engines.postgres.adapter import PostgresEngine
+from engines.postgres.tests.pg_state import query
 from harness.scenario.plan import resolve_plan
 from harness.state import store
 from harness.state.build import ensure
@@ -16,15 +16,6 @@ SEGMENT_BYTES = 16 << 20            # initdb's default WAL segment
 KEPT_SEGMENTS = 3                   # the current one, and what a checkpoint may preallocate
 
 
-def _wal_written_bytes(data_dir) -> int:
-    e = PostgresEngine()
-    e.open({}, data_dir)
-    try:
-        return int(e.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").fetchone()[0])
-    finally:
-        e.close(discard=True)
-
-
 @pytest.mark.slow
 def test_a_built_state_keeps_no_spent_wal_segments():
     root = open_tmp_dir("arkbench-state-wal-")
@@ -33,7 +24,7 @@ def test_a_built_state_keeps_no_spent_wal_segments():
         state_dir, man, _ = ensure(plan, root, aged_ok=False)
         wal_dir = next((state_dir / store.DATA).rglob("pg_wal"))
         kept = sum(p.stat().st_size for p in wal_dir.iterdir() if p.is_file())
-        written = _wal_written_bytes(state_dir / store.DATA)
+        [(written,)] = query(state_dir, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
         assert written > 2 * KEPT_SEGMENTS * SEGMENT_BYTES, f"the build wrote too little WAL to tell ({written})"
         assert kept <= KEPT_SEGMENTS * SEGMENT_BYTES, f"pg_wal kept {kept >> 20} MiB of {written >> 20} MiB written"
     finally:
