@@ -6,6 +6,7 @@ baseline's. Cells run as a sweep's do (harness/sweep.py): resumable, each in its
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,8 +133,17 @@ def option_names(em: EngineMatrix, engine: str, options: list[str] | None) -> li
 
 def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
                results_root: Path, drop_states: bool = False) -> tuple[int, MatrixFile]:
-    """The engine's matrix (resumable): its exit code and its matrix.json. drop_states: an option's own
-    states go after its last cell (matrix_states.py)."""
+    """The engine's matrix (resumable): its exit code and its matrix.json, and the wall time it took said
+    last. drop_states: an option's own states go after its last cell (matrix_states.py)."""
+    t0 = time.monotonic()
+    rc, out = _run_matrix(engine, scenario, mem, options, opts, results_root, drop_states)
+    print(f"[matrix] {engine} at {mem or 'no limit'}: {(time.monotonic() - t0) / 60:.1f} min wall in this run, "
+          "states included", file=sys.stderr, flush=True)
+    return rc, out
+
+
+def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
+                results_root: Path, drop_states: bool) -> tuple[int, MatrixFile]:
     mx = load_matrix()
     em = mx.engines.get(engine)
     if em is None:

@@ -3,6 +3,7 @@ an option with a layout of its own (page size) has its aged state removed after 
 option's cell runs, while the baseline's stays until the matrix is done; the disk it needs is said before
 the first cell. The last cell to clone a state moves its data in (the state would go after it anyway)."""
 import json
+import re
 
 import pytest
 
@@ -41,6 +42,7 @@ def test_drop_states_keeps_aged_states_only_and_an_options_only_while_it_runs(tm
     assert hm.matrix("sqlite", "p99_5x", None, None, opts, tmp_path / "results", drop_states=True) in (0, 1)
     err = capsys.readouterr().err
     assert "[matrix] disk: needs about" in err and "(an option's own states dropped after its cells)" in err
+    assert re.search(r"\[matrix\] sqlite at no limit: \d+\.\d min wall in this run, states included", err), err[-500:]
     # the first three cells (a fourth, the best combination, runs when both options helped)
     (base, _, base_after), (page, page_before, page_after), (cache, cache_before, _) = seen[:3]
     assert (base, page, cache) == ("baseline", "page_8k", "cache_small")
