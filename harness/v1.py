@@ -85,7 +85,7 @@ def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None 
             break
     out.update(complete=True, finished_utc=utc_now(), **answer(out["frontier"], v1))
     out["sentence"] += (f"; measured on {out.get('measured_on') or 'this machine'}, not a promise for other hardware"
-                        + bigger_machine(out["frontier"]))
+                        + bigger_machine(out["frontier"], base.capabilities.server))
     write_json(root / V1_FILE_NAME, out)
     from harness.report import write_report
     _, html = write_report(root)
@@ -134,10 +134,14 @@ def frontier_point(write_rows_per_s: float, found: dict, search: Path, root: Pat
 READERS_CPU_BOUND = 0.7      # the readers' share of every core at a knee from which more cores would carry more
 
 
-def bigger_machine(frontier: list[dict]) -> str:
+def bigger_machine(frontier: list[dict], server: bool = False) -> str:
     """What more cores would change, from the readers' CPU share at the knees (where no read rate passed, at
     the lowest one tried, beside the writer): near all of it, the readers were the bound; well below, the
-    engine was (its locks, its I/O), which cores do not lift."""
+    engine was (its locks, its I/O), which cores do not lift. Not for a server's clients: their queries run
+    in its processes, so their own share says nothing of it."""
+    if server:
+        return ("; the readers are the server's clients, their queries run in its processes: their own CPU share "
+                "does not tell what more cores would change")
     knees = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
     lowest = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None]
     where, shares = ("at the knee", knees) if knees else ("at the lowest read rate tried", lowest)

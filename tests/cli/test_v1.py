@@ -33,6 +33,7 @@ def test_what_a_bigger_machine_would_change_follows_the_readers_cpu_at_the_knee(
     engine = [{**_point(10_000, 2500), "readers_cpu_share": 0.31}, {**_point(20_000, None), "readers_cpu_share": 0.99}]
     assert "at most 31% of the cores: the engine, not the readers' CPU, set it" in bigger_machine(engine)
     assert bigger_machine([_point(10_000, 2500)]) == ""
+    assert "the readers are the server's clients" in bigger_machine(bound, server=True)
     none_passed = [{**_point(10_000, None), "readers_cpu_share": 0.62}]
     assert "at the lowest read rate tried the readers used at most 62% of the cores" in bigger_machine(none_passed)
     assert "at the lowest read rate tried the readers used 85% of every core" in \
