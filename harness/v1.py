@@ -135,22 +135,23 @@ READERS_CPU_BOUND = 0.7      # the readers' share of every core at a knee from w
 
 
 def bigger_machine(frontier: list[dict], server: bool = False) -> str:
-    """What more cores would change, from the readers' CPU share at the knees (where no read rate passed, at
-    the lowest one tried, beside the writer): near all of it, the readers were the bound; well below, the
-    engine was (its locks, its I/O), which cores do not lift. Not for a server's clients: their queries run
-    in its processes, so their own share says nothing of it."""
+    """What more cores would change, from the readers' CPU share at the knees: near all of it, the readers were
+    the bound; well below, the engine was (its locks, its I/O), which cores do not lift. Where no read rate
+    passed, only the readers' share at the lowest one tried (the writer's is not here, so no conclusion). Not
+    for a server's clients: their queries run in its processes, so their own share says nothing of it."""
     if server:
         return ("; the readers are the server's clients, their queries run in its processes: their own CPU share "
                 "does not tell what more cores would change")
     knees = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None and p["read_qps"]]
     lowest = [p["readers_cpu_share"] for p in frontier if p.get("readers_cpu_share") is not None]
-    where, shares = ("at the knee", knees) if knees else ("at the lowest read rate tried", lowest)
-    if not shares:
-        return ""
-    top = max(shares)
+    if not knees:       # the writer shared the cores too, and its share is not here: the readers' alone, said
+        return (f"; no read rate passed: at the lowest tried the readers used {max(lowest):.0%} of every core, "
+                "beside the writer") if lowest else ""
+    top = max(knees)
     if top >= READERS_CPU_BOUND:
-        return f"; {where} the readers used {top:.0%} of every core: a machine with more cores would carry more reads"
-    return (f"; {where} the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
+        return (f"; at the knee the readers used {top:.0%} of every core: a machine with more cores would carry "
+                "more reads")
+    return (f"; at the knee the readers used at most {top:.0%} of the cores: the engine, not the readers' CPU, "
             "set it, so more cores alone would not carry many more reads")
 
 
