@@ -123,12 +123,13 @@ BGWRITER = ("checkpoints", "checkpoints_requested", "checkpoint_write_time_us", 
             "buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync")
 
 
-SECONDARY_INDEXES_SQL = ("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace "
-                         "n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT i.indisprimary ORDER BY 1")
-# the fillfactor each secondary index of the schema has (its reloptions, else B-tree's default 90)
+# the schema's secondary indexes (c: each one's pg_class row)
+_SECONDARY = ("FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+              "WHERE n.nspname = 'public' AND NOT i.indisprimary")
+SECONDARY_INDEXES_SQL = f"SELECT c.relname {_SECONDARY} ORDER BY 1"
+# the fillfactor each secondary index has (its reloptions, else B-tree's default 90)
 INDEX_FILLFACTOR_SQL = ("SELECT DISTINCT coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o "
-                        "WHERE o LIKE 'fillfactor=%'), '90') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT i.indisprimary")
+                        f"WHERE o LIKE 'fillfactor=%'), '90') {_SECONDARY}")
 
 
 class PostgresEngine(EngineBase):
