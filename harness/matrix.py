@@ -76,7 +76,7 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
                     passed=r.status == "passed" if not r.settled else None,   # a settled cell ran part of its window
-                    settled_blocks=(r.settled or {}).get("block"))
+                    settled_blocks=(r.settled or {}).get("block"), settled_budget_s=(r.settled or {}).get("budget_s"))
     vs = vs_baseline(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
@@ -171,7 +171,7 @@ def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] 
     try:
         if mx.cells.settle and mx.cells.measure_blocks is not None:     # the baseline first: it settles the rest
             run_cells([cr for cr in runs if cr.cell.tag == BASELINE], root / "sweep.json", meta, stop=stop)
-            settle_options(runs, scenario, mx.noise)
+            settle_options(runs, scenario, mx.noise, mx.cells)
         run_cells(runs, root / "sweep.json", meta, stop=stop)
         combo = best_combination(mx, em, *_rows(mx, em, names, runs, unreadable=unreadable))
         if len(combo) > 1:
@@ -201,20 +201,25 @@ def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] 
     return (0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED), out
 
 
-def settle_options(runs: list[CellRun], scenario: str, noise: float) -> None:
+def settle_options(runs: list[CellRun], scenario: str, noise: float, rule) -> None:
     """Each option's own cell (not a read mix's) ends once its service p50 can no longer go below the
-    baseline's less the noise: it did not help, whatever its remaining blocks do (runner/abort.py). A cell
-    that may help runs every block, so the best in each group is chosen on full windows."""
+    baseline's less the noise: it did not help, whatever its remaining blocks do (runner/abort.py), or once
+    its clock has run rule.settle_budget times the baseline's (warm-up and measured blocks, at the measured
+    phase's pace) with every measured block over that limit. A cell that may help runs every block, so the
+    best in each group is chosen on full windows."""
     base_run = next(cr for cr in runs if cr.cell.tag == BASELINE and cr.cell.scenario == scenario)
     base = load_result(base_run.dir / "result.json") if completed(base_run) else None
     p50 = base.metrics.service_time_ms.p50 if base is not None and base.status in MEASURED else None
     if not p50 or not base.integrity.ok:
         return
     limit_ms = round(p50 * (1 - noise), 3)
+    blocks = (rule.warmup_blocks or 0) + rule.measure_blocks
+    budget_s = (round(rule.settle_budget * base.metrics.measured_s * blocks / rule.measure_blocks, 1)
+                if rule.settle_budget and base.metrics.measured_s else None)
     builds = {}                              # as plan_cells keys them: found once, not once a cell
     for cr in runs:
         if cr.cell.scenario == scenario and cr.cell.tag not in (BASELINE, BEST):
-            cr.plan = cr.plan.model_copy(update={"settle_service_p50_ms": limit_ms})
+            cr.plan = cr.plan.model_copy(update={"settle_service_p50_ms": limit_ms, "settle_budget_s": budget_s})
             key = (cr.cell.engine, cr.plan.runtime, cr.plan.capabilities)
             if key not in builds:
                 builds[key] = engine_build(cr.plan)
@@ -255,6 +260,13 @@ def _delta(vs: float | None, helped: bool | None) -> str:
     return "-" if vs is None else f"{vs:.2f}x" + (" ✓" if helped else "")
 
 
+def _status(r: OptionRow) -> str:
+    if not r.settled_blocks:
+        return r.status
+    return (f"{r.status}, settled after {r.settled_blocks} block{'s' * (r.settled_blocks > 1)}"
+            + (f" (every one over, past its {r.settled_budget_s:g} s budget)" if r.settled_budget_s else ""))
+
+
 def table_markdown(m: MatrixFile) -> str:
     f = lambda v, spec="": "-" if v is None else format(v, spec)  # noqa: E731
     head = (f"## Optimisation matrix: {m.engine}, {m.scenario} ({m.profile}), MEM={m.mem}\n\n"
@@ -265,7 +277,7 @@ def table_markdown(m: MatrixFile) -> str:
     for r in m.rows:
         reads = (r.read_status or "-") if r.read_p99_ms is None else (f"{r.read_p99_ms:,.1f}" + (
             f" ({r.read_p99_vs_baseline:.2f}x)" if r.read_p99_vs_baseline is not None else ""))
-        status = f"{r.status}, settled after {r.settled_blocks} blocks" if r.settled_blocks else r.status
+        status = _status(r)
         lines.append(f"| {r.option}: {r.says} | {status} | {f(r.p99_ms, ',.0f')} | {f(r.service_p50_ms, ',.0f')} | "
                      f"{f(r.rows_per_s, ',.0f')} | {_delta(r.p99_vs_baseline, r.helped and m.basis == P99)} | "
                      f"{_delta(r.service_p50_vs_baseline, r.helped and m.basis == SERVICE)} | "
@@ -275,8 +287,9 @@ def table_markdown(m: MatrixFile) -> str:
            "its p99 the backlog since the clock started)" if m.basis == SERVICE else "")
     foot = (f"\nΔ: the option's figure over the baseline's; ✓ where its {m.basis}{why} is below {1 - m.noise:.2f}x "
             "(beyond the matrix's noise). "
-            + ("Settled: the cell ended once its service p50 could no longer beat the baseline's, its figures over "
-               "the blocks it ran. " if any(r.settled_blocks for r in m.rows) else "")
+            + ("Settled: the cell ended once its service p50 could no longer beat the baseline's, or once its clock "
+               "had run its budget (a multiple of the baseline's) with every measured block slower than that, its "
+               "figures over the blocks it ran. " if any(r.settled_blocks for r in m.rows) else "")
             + f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"
             f"Answer: {m.answer}.\n")
     return head + "\n".join(lines) + "\n" + foot

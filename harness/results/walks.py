@@ -165,7 +165,7 @@ class VerdictFile(Model):
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
 
 
-MATRIX_VERSION = 3
+MATRIX_VERSION = 4
 
 
 class OptionRow(Model):
@@ -190,10 +190,11 @@ class OptionRow(Model):
     read_status: Optional[str] = None
     passed: Optional[bool] = None        # every threshold of the scenario met
     settled_blocks: Optional[int] = None  # v3: the cell ended after these blocks, unable to beat the baseline
+    settled_budget_s: Optional[float] = None  # v4: ended past this clock, every block slower than the baseline
 
 
 class MatrixFile(Model):
-    version: Literal[1, 2, 3] = MATRIX_VERSION
+    version: Literal[1, 2, 3, 4] = MATRIX_VERSION
     engine: str
     scenario: str
     profile: Optional[str]

@@ -8,7 +8,10 @@ remaining blocks do. Only decidable cases abort, so an aborted cell is one that 
 Rate, gauge and '>' thresholds never abort.
 A matrix cell may also end once it is settled: its service p50 can no longer go below the limit it was given
 (the baseline's less the matrix's noise), the same whole-phase count on `p50(service_ms) < limit`. That is not
-a failure: the cell is judged on the blocks it ran, and says it was settled."""
+a failure: the cell is judged on the blocks it ran, and says it was settled. Given a time budget too, a cell
+also settles once its clock (warm-up included) has passed the budget with every measured block over the
+limit: so an option many times slower than the baseline (SQLite's mmap under a memory cgroup, ~30 s a block
+against ~2 s) does not spend ten minutes proving what its first blocks showed; its row says it stopped so."""
 from __future__ import annotations
 
 from collections import deque
@@ -53,13 +56,14 @@ class _Rule:
 
 class EarlyAbort:
     def __init__(self, thresholds: list[Threshold], expected_blocks: int | None,
-                 settle_service_p50_ms: float | None = None) -> None:
+                 settle_service_p50_ms: float | None = None, settle_budget_s: float | None = None) -> None:
         self.rules = [_Rule(t, expected_blocks) for t in thresholds
                       if t.metric in ("commit_ms", "service_ms") and t.op in ("<", "<=")
                       and (t.agg == "max" or t.percentile is not None)]
         # settling needs the final block count: only a throttled writer's phase has one
         self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
                        if settle_service_p50_ms and expected_blocks else None)
+        self.budget_s = settle_budget_s if self.settle is not None else None
         self.reason: dict | None = None
         self.settled: dict | None = None
 
@@ -72,8 +76,14 @@ class EarlyAbort:
             if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms, measured_s):
                 self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
                 return True
-        if self.settle is not None and self.settle.breached(end_s, service_ms, measured_s):
-            self.settled = {"service_p50_ms_not_below": round(self.settle.limit_ms / OVER_MARGIN, 3),
+        if self.settle is None:
+            return False
+        limit_ms = round(self.settle.limit_ms / OVER_MARGIN, 3)
+        if self.settle.breached(end_s, service_ms, measured_s):
+            self.settled = {"service_p50_ms_not_below": limit_ms, "measured_s": round(measured_s, 3), "block": block}
+            return True
+        if self.budget_s and end_s > self.budget_s and self.settle.over == block:
+            self.settled = {"every_block_over_ms": limit_ms, "budget_s": self.budget_s,
                             "measured_s": round(measured_s, 3), "block": block}
             return True
         return False

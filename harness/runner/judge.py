@@ -56,8 +56,10 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
                    if t.expr == abort.reason["threshold"] else t for t in results]
     if abort and abort.settled:
         out.settled = abort.settled
-        log(f"settled after {abort.settled['block']} blocks: service p50 cannot go below "
-            f"{abort.settled['service_p50_ms_not_below']:g} ms")
+        s = abort.settled
+        log(f"settled after {s['block']} blocks: " + (
+            f"past its {s['budget_s']:g} s budget with every block over {s['every_block_over_ms']:g} ms"
+            if "budget_s" in s else f"service p50 cannot go below {s['service_p50_ms_not_below']:g} ms"))
     out.thresholds = results
     wrong = [c for c in state.answer_checks.values() if c.wrong]
     if not out.integrity.ok:

@@ -88,6 +88,9 @@ class CellRule(BaseModel):
     settle: bool = Field(True, description="an option's cell ends once its service p50 can no longer beat the "
                                            "baseline's less the noise (it did not help); a cell that may help runs "
                                            "every block")
+    settle_budget: Optional[float] = Field(3.0, gt=1, description="with settle, an option's cell also ends once its "
+                                           "clock (warm-up included) has run this many times the baseline's with "
+                                           "every measured block over that limit (none: never)")
     aged_state: bool = Field(True, description="the cells clone one aged state per layout (load.aged_state)")
     integrity: Literal["model", "counts"] = Field("counts", description="counts: each table's rows against the "
                                                                        "model's count (model: every row)")

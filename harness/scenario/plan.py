@@ -62,6 +62,7 @@ class RunPlan(Strict):
     integrity: Literal["model", "counts"]
     early_abort: bool = False        # stop the measured phase once a threshold can no longer pass
     settle_service_p50_ms: Optional[float] = None   # (make matrix) stop it once service p50 cannot go below this
+    settle_budget_s: Optional[float] = None         # (make matrix) or past this clock with every block over it
     run_dir: str
     data_dir: str
     keep_data: bool = False

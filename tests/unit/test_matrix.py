@@ -95,12 +95,17 @@ def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_pa
     from harness.results import CellRecord, load_matrix_run, write_json
     from harness.sweep import CellOptions, SweepInterrupted
 
+    settles = {}
+
     def baseline_then_interrupt(runs, sweep_json, meta, stop=None):
         cr = runs[0]                  # the baseline runs alone first; the next call is interrupted
         if len(runs) > 1:
+            settles.update({r.cell.tag: (r.plan.settle_service_p50_ms, r.plan.settle_budget_s) for r in runs})
             raise SweepInterrupted(runs[1].dir.name)
         cr.dir.mkdir(parents=True)
-        write_json(cr.dir / "result.json", _run(2250, 32000))
+        base = _run(2250, 32000)
+        write_json(cr.dir / "result.json", base.model_copy(update={
+            "metrics": base.metrics.model_copy(update={"measured_s": 48.0})}))
         write_json(cr.dir / "cell.json", CellRecord(
             cell_id=cr.cell_id, scenario=cr.cell.scenario, engine="sqlite", mem="256m", data_limit_bytes=256 << 20,
             scale=0.001, repeat=1, runtime="local", dir=cr.dir.name, state="complete", started_utc="now"))
@@ -113,6 +118,9 @@ def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_pa
     assert [(r.option, r.status) for r in m.rows] == [("baseline", "failed"), ("cache_25", "not run"),
                                                       ("mmap", "not run")]
     assert m.answer.startswith("incomplete: 1 of 3 cells measured") and m.basis == "service p50"
+    # each option's cell settles under 0.9x the baseline's p50, or past 3x its clock (10 + 20 blocks at the
+    # pace of its 20 measured ones in 48 s); the baseline does not
+    assert settles == {"baseline": (None, None), "cache_25": (2025.0, 216.0), "mmap": (2025.0, 216.0)}
     table = (root / "matrix.md").read_text()
     assert "| baseline: the scenario at its memory policy | failed | 32,000 | 2,250 |" in table
 
@@ -155,3 +163,13 @@ def test_matrices_side_by_side_name_each_engines_best_with_and_without_a_trade_o
     assert "no_bitemporal: p99 400 / p50 320 ms (0.40x ✓) PASS | history |" in md
     with pytest.raises(ConfigError, match="two engines or more"):
         hms.matrices(["sqlite"], "p99_5x", "2481m", CellOptions(profile="ratio"), tmp_path)
+
+
+def test_a_row_says_which_rule_settled_its_cell():
+    from harness.matrix import table_markdown
+    rows = [_mrow("baseline", 1.0), _mrow("cache_75", 1.05).model_copy(update={"settled_blocks": 11}),
+            _mrow("mmap", 14.9).model_copy(update={"settled_blocks": 1, "settled_budget_s": 216.0})]
+    table = table_markdown(_matrix_file("sqlite", rows))
+    assert "| cache_75: cache_75 | failed, settled after 11 blocks |" in table
+    assert "| mmap: mmap | failed, settled after 1 block (every one over, past its 216 s budget) |" in table
+    assert "or once its clock had run its budget" in table

@@ -60,6 +60,23 @@ def test_a_cell_settles_once_its_p50_cannot_beat_the_limit_and_not_before():
     assert not EarlyAbort([], None, settle_service_p50_ms=100)
 
 
+def test_a_cell_past_its_budget_with_every_block_over_settles_and_not_otherwise():
+    # 20 blocks expected, limit 100 ms, budget 3 s of clock: blocks end every 0.1 s here, so the clock passes
+    # 3 s at the 30th call; _first_abort's clock is the block count's, warm-up left out, so shift it
+    def first(values, budget_s=3.0, start_s=2.95):
+        ab = EarlyAbort([], 20, settle_service_p50_ms=100, settle_budget_s=budget_s)
+        for i, v in enumerate(values):
+            if ab.check(start_s + 0.1 * i, v, v, 0.1 * (i + 1), i + 1):
+                return i, ab.settled
+        return None, ab.settled
+    i, settled = first([3000] * 20)             # every block far over: the first past the budget ends it
+    assert i == 1 and settled == {"every_block_over_ms": 100, "budget_s": 3.0, "measured_s": 0.2, "block": 2}
+    assert first([3000, 50] + [3000] * 18)[0] == 11, "one block under: only the p50 rule may settle it"
+    assert first([3000] * 20, start_s=0.0)[0] == 10, "within the budget: the p50 rule's 11th block"
+    assert first([3000] * 20, budget_s=None)[0] == 10
+    assert not EarlyAbort([], None, settle_budget_s=3.0), "a budget alone settles nothing"
+
+
 def test_a_value_within_hdr_precision_of_the_limit_is_not_over():
     assert _first_abort(_abort(["max(commit_ms) < 100"], None), [100.1, 100.15]) is None
 
