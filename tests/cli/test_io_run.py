@@ -8,6 +8,7 @@ import pytest
 
 from harness.environment import filesystem
 from harness.platform.blockio import device_of
+from harness.results.walks import MATRIX_VERSION
 from tests.cli.test_cli_run import run_cli, run_scenario
 from tests.conftest import ROOT, can_use_cgroups
 
@@ -51,7 +52,8 @@ def test_the_matrix_runs_the_baseline_each_option_and_writes_its_table(tmp_path)
                             "--data", str(tmp_path / "data")], tmp_path, timeout=600)
     assert rc in (0, 1), err[-3000:]
     m = json.loads(Path(out.strip().splitlines()[-1]).read_text())
-    assert m["version"] == 3 and [r["option"] for r in m["rows"]][:3] == ["baseline", "cache_25", "autockpt_1000"]
+    assert m["version"] == MATRIX_VERSION
+    assert [r["option"] for r in m["rows"]][:3] == ["baseline", "cache_25", "autockpt_1000"]
     assert all(r["status"] in ("passed", "failed") and r["p99_ms"] > 0 for r in m["rows"])
     assert all(r["p99_vs_baseline"] is not None and r["service_p50_vs_baseline"] is not None for r in m["rows"][1:])
     assert m["basis"] in ("p99", "service p50") and "| Δ service p50 |" in out
