@@ -14,7 +14,7 @@ from harness import matrix_states
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
-from harness.scenario.matrix import EngineMatrix, Matrix, flat_values, load_matrix
+from harness.scenario.matrix import CellRule, EngineMatrix, Matrix, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.records import CellRun
 from harness.sweep import (Cell, CellOptions, SweepInterrupted, cell_identity, completed, engine_build, plan_cells,
@@ -66,7 +66,7 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
          base: RunResult | None, noise: float, basis: str = P99) -> OptionRow:
     if r is None:
         return OptionRow(option=name, says=says, overrides=over, trade_off=trade_off, status="not run")
-    m, io = r.metrics, r.metrics.io
+    m, io, settled = r.metrics, r.metrics.io, r.settled or {}
     row = OptionRow(option=name, says=says, overrides=over, trade_off=trade_off, dir=d.name if d else None,
                     status=r.status, p99_ms=m.commit_latency_ms.p99, service_p50_ms=m.service_time_ms.p50,
                     rows_per_s=m.rows_per_s,
@@ -75,8 +75,8 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     write_amplification=io.write_amplification if io else None,
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
-                    passed=r.status == "passed" if not r.settled else None,   # a settled cell ran part of its window
-                    settled_blocks=(r.settled or {}).get("block"), settled_budget_s=(r.settled or {}).get("budget_s"))
+                    passed=r.status == "passed" if not settled else None,   # a settled cell ran part of its window
+                    settled_blocks=settled.get("block"), settled_budget_s=settled.get("budget_s"))
     vs = vs_baseline(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
@@ -201,7 +201,7 @@ def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] 
     return (0 if all(r.status in ("passed", "failed", "oom") for r in rows) else EXIT_RUN_FAILED), out
 
 
-def settle_options(runs: list[CellRun], scenario: str, noise: float, rule) -> None:
+def settle_options(runs: list[CellRun], scenario: str, noise: float, rule: CellRule) -> None:
     """Each option's own cell (not a read mix's) ends once its service p50 can no longer go below the
     baseline's less the noise: it did not help, whatever its remaining blocks do (runner/abort.py), or once
     its clock has run rule.settle_budget times the baseline's (warm-up and measured blocks, at the measured

@@ -64,6 +64,7 @@ class EarlyAbort:
         self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
                        if settle_service_p50_ms and expected_blocks else None)
         self.budget_s = settle_budget_s if self.settle is not None else None
+        self.settle_limit_ms = round(self.settle.limit_ms / OVER_MARGIN, 3) if self.settle is not None else None
         self.reason: dict | None = None
         self.settled: dict | None = None
 
@@ -78,12 +79,11 @@ class EarlyAbort:
                 return True
         if self.settle is None:
             return False
-        limit_ms = round(self.settle.limit_ms / OVER_MARGIN, 3)
         if self.settle.breached(end_s, service_ms, measured_s):
-            self.settled = {"service_p50_ms_not_below": limit_ms, "measured_s": round(measured_s, 3), "block": block}
+            self.settled = {"service_p50_ms_not_below": self.settle_limit_ms, "measured_s": round(measured_s, 3), "block": block}
             return True
         if self.budget_s and end_s > self.budget_s and self.settle.over == block:
-            self.settled = {"every_block_over_ms": limit_ms, "budget_s": self.budget_s,
+            self.settled = {"every_block_over_ms": self.settle_limit_ms, "budget_s": self.budget_s,
                             "measured_s": round(measured_s, 3), "block": block}
             return True
         return False

@@ -57,7 +57,7 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
     if abort and abort.settled:
         out.settled = abort.settled
         s = abort.settled
-        log(f"settled after {s['block']} blocks: " + (
+        log(f"settled after {s['block']} block{'s' * (s['block'] > 1)}: " + (
             f"past its {s['budget_s']:g} s budget with every block over {s['every_block_over_ms']:g} ms"
             if "budget_s" in s else f"service p50 cannot go below {s['service_p50_ms_not_below']:g} ms"))
     out.thresholds = results
