@@ -80,7 +80,8 @@ class EarlyAbort:
         if self.settle is None:
             return False
         if self.settle.breached(end_s, service_ms, measured_s):
-            self.settled = {"service_p50_ms_not_below": self.settle_limit_ms, "measured_s": round(measured_s, 3), "block": block}
+            self.settled = {"service_p50_ms_not_below": self.settle_limit_ms, "measured_s": round(measured_s, 3),
+                            "block": block}
             return True
         if self.budget_s and end_s > self.budget_s and self.settle.over == block:
             self.settled = {"every_block_over_ms": self.settle_limit_ms, "budget_s": self.budget_s,
