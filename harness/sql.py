@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 
 from harness.workload.block import Block
-from harness.workload.schema import TABLES, columns, primary_key
+from harness.workload.schema import HISTORY, TABLES, columns, keeps_history_apart, primary_key
 
 
 def insert_sql(variant: str, table: str, rows: int = 1) -> str:
@@ -18,16 +18,29 @@ def delete_by_pk_sql(variant: str, table: str) -> str:
     return f"DELETE FROM {table} WHERE " + " AND ".join(f"{c} = ?" for c in primary_key(variant, table))
 
 
-def terminate_sql(variant: str, table: str) -> str:
-    """bitemporal: params (block, entity_key); simple: params (entity_key,)."""
+def terminate_sql(variant: str, table: str) -> tuple[str, ...]:
+    """The statements that end an entity's current version at a block, each taking terminate_params' pair
+    (block, entity_key) as ?1 and ?2: bitemporal sets its rows' end; current_history moves them, ended, to
+    the history table; simple deletes them."""
     if variant == "bitemporal":
         return (f"UPDATE {table} SET to_block = ?1 "
-                f"WHERE entity_key = ?2 AND from_block <= ?1 AND to_block > ?1")
-    return f"DELETE FROM {table} WHERE entity_key = ?"
+                f"WHERE entity_key = ?2 AND from_block <= ?1 AND to_block > ?1",)
+    delete = f"DELETE FROM {table} WHERE entity_key = ?2"
+    if not keeps_history_apart(variant):
+        return (delete,)
+    return (move_to_history_sql(table, "?1", "entity_key = ?2"), delete)
+
+
+def move_to_history_sql(table: str, block: str, where: str) -> str:
+    """current_history: copy the current rows that `where` selects into the history table, ended at
+    `block` (a placeholder or expression), in its column order."""
+    cur, hist = columns("current_history", table), columns("current_history", table + HISTORY)
+    select = ", ".join([*cur[:2], block, *cur[2:]])
+    return f"INSERT INTO {table}{HISTORY} ({', '.join(hist)}) SELECT {select} FROM {table} WHERE {where}"
 
 
 def terminate_params(variant: str, block_number: int, keys: list[bytes]) -> list[tuple]:
-    return [(block_number, k) for k in keys] if variant == "bitemporal" else [(k,) for k in keys]
+    return [(block_number, k) for k in keys]
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ class BlockSQL:
     variant: str
     insert: dict[str, str]
     delete: dict[str, str]
-    terminate: dict[str, str]
+    terminate: dict[str, tuple[str, ...]]     # a table's statements, in order, with the same parameters
 
     @classmethod
     def generic(cls, variant: str) -> "BlockSQL":
@@ -59,7 +72,8 @@ def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool
         if block.terminate_keys:
             params = terminate_params(sql.variant, block.number, block.terminate_keys)
             for table in TABLES:
-                conn.executemany(sql.terminate[table], params)
+                for stmt in sql.terminate[table]:
+                    conn.executemany(stmt, params)
         for table, rows in block.inserts.items():
             conn.executemany(sql.insert[table], rows)
         statements_end_ns = time.perf_counter_ns()
@@ -120,4 +134,5 @@ class QueryReader:
 
 
 def select_all_sql(variant: str, table: str) -> str:
+    """Every row of any table of the variant (a history table's too), in DDL column order."""
     return f"SELECT {', '.join(columns(variant, table))} FROM {table}"

@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats, engine_setting_names
+from harness.engine_api import TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats, engine_setting_names
 from harness.platform import cgroup
 from harness.workload import schema
 from harness.workload.block import Block
@@ -46,9 +46,11 @@ def block_sql(variant: str) -> sql.BlockSQL:
         insert[t] = f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _ins"
         delete[t] = f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
             f"{t}.{c} = _pk.{c}" for c in schema.primary_key(variant, t))
-        terminate[t] = (f"UPDATE {t} SET to_block = $1 WHERE entity_key IN (SELECT k FROM _keys) "
-                        f"AND from_block <= $1 AND to_block > $1") if variant == "bitemporal" \
-            else f"DELETE FROM {t} WHERE entity_key IN (SELECT k FROM _keys)"
+        keys = "entity_key IN (SELECT k FROM _keys)"
+        delete_current = f"DELETE FROM {t} WHERE {keys}"
+        terminate[t] = (f"UPDATE {t} SET to_block = $1 WHERE {keys} AND from_block <= $1 AND to_block > $1",) \
+            if variant == "bitemporal" else (sql.move_to_history_sql(t, "$1", keys), delete_current) \
+            if schema.keeps_history_apart(variant) else (delete_current,)
     return sql.BlockSQL(variant, insert, delete, terminate)
 
 
@@ -84,7 +86,8 @@ def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) ->
         if p.keys is not None:
             con.register("_keys", p.keys)
             for t in TABLES:
-                con.execute(q.terminate[t], [p.block.number] if q.variant == "bitemporal" else [])
+                for stmt in q.terminate[t]:      # $1: the block, where the statement names it
+                    con.execute(stmt, [p.block.number] if "$1" in stmt else [])
         for t, rows in p.inserts.items():
             con.register("_ins", rows)
             con.execute(q.insert[t])
@@ -202,7 +205,7 @@ class DuckDBEngine(EngineBase):
             return StorageStats(db_bytes=db, wal_bytes=self._wal_size(), checkpoints=self._checkpoints)
 
     def row_counts(self) -> dict[str, int]:
-        return {t: self.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+        return {t: self.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables(self.variant)}
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         cur = self.con.cursor()

@@ -87,7 +87,7 @@ class LibSQLEngine(SQLiteEngine):
         return self.remote.storage() if self.remote else super().storage()
 
     def row_counts(self) -> dict[str, int]:
-        return self.remote.row_counts() if self.remote else super().row_counts()
+        return self.remote.row_counts(self.variant) if self.remote else super().row_counts()
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         if self.remote:

@@ -8,7 +8,7 @@ import time
 from typing import Iterator
 
 from harness import sql
-from harness.engine_api import TABLES, StorageStats
+from harness.engine_api import TABLES, StorageStats, tables
 from harness.workload.block import Block
 
 INSERT_ROWS_PER_STATEMENT = 200       # 7 columns x 200 rows stays far below SQLite's 32766 parameters
@@ -29,8 +29,8 @@ def block_statements(block: Block) -> list:
     if block.terminate_keys:
         params = sql.terminate_params(v, block.number, block.terminate_keys)
         for t in TABLES:
-            stmt = sql.terminate_sql(v, t)
-            out += [Statement(stmt, list(p)) for p in params]
+            for stmt in sql.terminate_sql(v, t):
+                out += [Statement(stmt, list(p)) for p in params]
     for t, rows in block.inserts.items():
         for i in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
             chunk = rows[i:i + INSERT_ROWS_PER_STATEMENT]
@@ -97,8 +97,8 @@ class RemoteLibSQL:
         return StorageStats(db_bytes=self.scalar("PRAGMA page_count") * self.scalar("PRAGMA page_size"),
                             wal_bytes=0, checkpoints=0)
 
-    def row_counts(self) -> dict[str, int]:
-        return {t: self.scalar(f"SELECT count(*) FROM {t}") for t in TABLES}
+    def row_counts(self, variant: str | None) -> dict[str, int]:
+        return {t: self.scalar(f"SELECT count(*) FROM {t}") for t in tables(variant)}
 
     def iter_rows(self, variant: str, table: str, page_rows: int = 5000) -> Iterator[tuple]:
         # keyset pages over rowid: one bounded response per request

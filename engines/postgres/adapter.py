@@ -16,7 +16,7 @@ import psycopg
 from engines.postgres.server import ExternalServer, PostgresServer, ServerError
 from engines.postgres.settings import Settings
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, StorageStats
+from harness.engine_api import TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats
 from harness.engine_api import server_contract
 from harness.workload import schema
 from harness.workload.block import Block
@@ -44,10 +44,22 @@ def block_sql(variant: str) -> sql.BlockSQL:
         cols, pk = schema.columns(variant, t), schema.primary_key(variant, t)
         insert[t] = f"INSERT INTO {t} ({', '.join(cols)}) SELECT * FROM {unnest(t, cols)}"
         delete[t] = f"DELETE FROM {t} WHERE ({', '.join(pk)}) IN (SELECT * FROM {unnest(t, pk)})"
-        terminate[t] = (f"UPDATE {t} SET to_block = %(b)s WHERE entity_key = ANY(%(keys)s::bytea[]) "
-                        f"AND from_block <= %(b)s AND to_block > %(b)s") if variant == "bitemporal" \
-            else f"DELETE FROM {t} WHERE entity_key = ANY(%(keys)s::bytea[])"
+        terminate[t] = (_terminate_sql(variant, t),)
     return sql.BlockSQL(variant, insert, delete, terminate)
+
+
+def _terminate_sql(variant: str, t: str) -> str:
+    """One statement per table: bitemporal ends the rows in place; current_history deletes them and inserts
+    what the DELETE returned, ended, into the history table (one pass, no second lookup); simple deletes."""
+    keys = "entity_key = ANY(%(keys)s::bytea[])"
+    if variant == "bitemporal":
+        return f"UPDATE {t} SET to_block = %(b)s WHERE {keys} AND from_block <= %(b)s AND to_block > %(b)s"
+    if not schema.keeps_history_apart(variant):
+        return f"DELETE FROM {t} WHERE {keys}"
+    cur, hist = schema.columns(variant, t), schema.columns(variant, t + schema.HISTORY)
+    ended = ", ".join([*cur[:2], "%(b)s::bigint", *cur[2:]])
+    return (f"WITH moved AS (DELETE FROM {t} WHERE {keys} RETURNING {', '.join(cur)}) "
+            f"INSERT INTO {t}{schema.HISTORY} ({', '.join(hist)}) SELECT {ended} FROM moved")
 
 
 def with_fillfactor(index_sql: str, fillfactor: int) -> str:
@@ -96,7 +108,8 @@ def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
             if p.block.terminate_keys:
                 params = {"b": p.block.number, "keys": p.block.terminate_keys}
                 for t in TABLES:
-                    cur.execute(q.terminate[t], params)
+                    for stmt in q.terminate[t]:
+                        cur.execute(stmt, params)
             for t, cols in p.inserts.items():
                 cur.execute(q.insert[t], cols)
         statements_end_ns = time.perf_counter_ns()
@@ -266,7 +279,7 @@ class PostgresEngine(EngineBase):
                             checkpoints=self._checkpoint_counter() - self._ckpt_at_open)
 
     def row_counts(self) -> dict[str, int]:
-        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables(self.variant)}
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         with psycopg.connect(self.server.conninfo()) as conn:

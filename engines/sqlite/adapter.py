@@ -18,7 +18,7 @@ from typing import ClassVar, Iterator, Mapping
 from harness import registry, sql
 from engines.sqlite import bindings
 from engines.sqlite.background import BackgroundCheckpointer
-from harness.engine_api import TABLES, EngineBase, EngineCounters, EngineInfo, PageMap, StorageStats, engine_setting_names
+from harness.engine_api import EngineBase, tables, EngineCounters, EngineInfo, PageMap, StorageStats, engine_setting_names
 from harness.workload.block import Block
 
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
@@ -221,7 +221,7 @@ class SQLiteEngine(EngineBase):
         return PageMap(self.path, page_bytes, pages)
 
     def row_counts(self) -> dict[str, int]:
-        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+        return {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables(self.variant)}
 
     def iter_rows(self, table: str) -> Iterator[tuple]:
         cur = self.conn.execute(sql.select_all_sql(self.variant or "bitemporal", table))

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness import registry
 from harness.crash.blocks import Reader
 from harness.crash.status import FILE as STATUS_FILE, Status
-from harness.engine_api import TABLES
+from harness.engine_api import TABLES, tables
 from harness.scenario.plan import RunPlan
 from harness.workload.digest import digest_rows
 
@@ -37,7 +37,7 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
     engine, first_read_s = _open(plan, fresh, emit, status)
     status.set("verify")
     t1 = time.perf_counter()
-    digest = digest_rows({t: engine.iter_rows(t) for t in TABLES})
+    digest = digest_rows({t: engine.iter_rows(t) for t in tables(plan.workload.variant)})
     emit("state", digest=digest, verify_s=round(time.perf_counter() - t1, 3))
     cmd = json.loads(sys.stdin.readline() or "{}")
     if cmd.get("go") is None:
@@ -45,7 +45,8 @@ def main(plan_path: str, events_fd: int, fresh: bool) -> int:
         return 0
     _apply_blocks(plan, engine, cmd, emit, status, first_read_s)
     status.set("verify")
-    emit("final", digest=digest_rows({t: engine.iter_rows(t) for t in TABLES}), counts=engine.row_counts())
+    emit("final", digest=digest_rows({t: engine.iter_rows(t) for t in tables(plan.workload.variant)}),
+         counts=engine.row_counts())
     status.set("done")
     engine.close(discard=not plan.keep_data)
     return 0

@@ -10,7 +10,13 @@ from typing import Mapping, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.workload.block import Block
+from harness.workload import schema
 from harness.workload.schema import TABLES  # noqa: F401  (the adapters take the table names from the contract)
+
+
+def tables(variant: str | None) -> tuple[str, ...]:
+    """Every table of the schema an adapter was opened on (None: none yet, the bitemporal one's)."""
+    return schema.tables(variant or "bitemporal")
 
 # json_schema_extra of a settings field the engine itself never sees (a server URL, the OS user a
 # server runs as): not read back from the engine.

@@ -18,7 +18,10 @@ from harness.workload.block import MAX_BLOCK
 ROOT = Path(__file__).resolve().parents[2]
 GENERIC_FILE = ROOT / "engines" / "queries.yaml"
 MIXES_FILE = ROOT / "scenarios" / "mixes.yaml"
-VARIANTS = ("bitemporal", "simple")
+VARIANTS = ("bitemporal", "simple", "current_history")
+# current_history answers a bitemporal-only kind from its <table>_versions views (current ∪ history)
+_BITEMPORAL_CURRENT = f"AND to_block = {MAX_BLOCK}"
+_BASE_TABLE = re.compile(r"\b(FROM|JOIN)\s+(string_attributes|numeric_attributes|payloads)\b")
 # what a live entity of the sample offers (harness/reads/params.py); a mix's args may fix any of them
 PARAMS = ("key", "block", "block_end", "creator", "type", "status", "proposal", "chunk", "gpu_below",
           "attr", "attr_value")
@@ -40,6 +43,29 @@ class Kind(Strict):
     variants: tuple[str, ...] = VARIANTS
     expect_rows: bool = True
     check: Optional[Literal[CHECKS]] = None   # type: ignore[valid-type]  # the model's answer it is checked against
+    history_sql: Optional[list[str]] = Field(None, description="on current_history, instead of the tables "
+                                             "rewritten to their versions views: what is current from the "
+                                             "current tables, what needs history from <table>_versions")
+
+    @field_validator("history_sql", mode="before")
+    @classmethod
+    def _one_or_many_history(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    def runs_on(self, variant: str) -> bool:
+        """A bitemporal kind runs on current_history too, over its versions views."""
+        return variant in self.variants or (variant == "current_history" and "bitemporal" in self.variants)
+
+    def statements_for(self, variant: str) -> tuple[list[str], str]:
+        """(the statements, the text {current} stands for) on `variant`."""
+        if variant == "bitemporal":
+            return self.sql, _BITEMPORAL_CURRENT
+        if variant in self.variants:
+            return self.sql, ""
+        if self.history_sql:           # its {current} is on the current tables
+            return self.history_sql, ""
+        # a versions view holds the current versions at MAX_BLOCK, as the bitemporal table does
+        return [_BASE_TABLE.sub(r"\1 \2_versions", s) for s in self.sql], _BITEMPORAL_CURRENT
 
     @field_validator("sql", mode="before")
     @classmethod
@@ -49,12 +75,12 @@ class Kind(Strict):
     @model_validator(mode="after")
     def _params_known(self) -> "Kind":
         allowed = DC_PARAMS if self.check else PARAMS
-        for stmt in self.sql:
+        for stmt in self.sql + (self.history_sql or []):
             unknown = sorted(set(_PARAM.findall(stmt)) - set(allowed))
             if unknown:
                 raise ValueError(f"unknown parameter(s) {', '.join(':' + u for u in unknown)} in {stmt!r}; "
                                  f"allowed{' in a checked kind' if self.check else ''}: {', '.join(allowed)}")
-        if self.check and len(self.sql) != 1:
+        if self.check and (len(self.sql) != 1 or len(self.history_sql or [""]) != 1):
             raise ValueError(f"a checked kind ({self.check}) is one statement answering (block seen, answer)")
         return self
 
@@ -168,7 +194,7 @@ def check_entries(entries: list[MixEntry], variant: str, where: str) -> None:
         if e.kind not in kinds:
             raise ConfigError(f"{where}: unknown query kind {e.kind!r}; {GENERIC_FILE.name} has "
                               f"{', '.join(sorted(kinds))}")
-        if variant not in kinds[e.kind].variants:
+        if not kinds[e.kind].runs_on(variant):
             raise ConfigError(f"{where}: query kind {e.kind!r} runs on the {'/'.join(kinds[e.kind].variants)} "
                               f"schema, not {variant}")
 
@@ -176,12 +202,12 @@ def check_entries(entries: list[MixEntry], variant: str, where: str) -> None:
 def resolve(mix: str | dict[str, float], engine: str, variant: str, placeholder: str) -> list[Query]:
     check_mix(mix, variant)
     kinds = kinds_for(engine)
-    current = f"AND to_block = {MAX_BLOCK}" if variant == "bitemporal" else ""
     out = []
     for e in mix_entries(mix):
         k = kinds[e.kind]
         stmts = []
-        for text in k.sql:
+        texts, current = k.statements_for(variant)
+        for text in texts:
             text = text.replace("{current}", current)
             stmts.append(Statement(_PARAM.sub(placeholder, text), tuple(_PARAM.findall(text))))
         used = {p for s in stmts for p in s.params}

@@ -111,6 +111,12 @@ class StateDigest:
     tables: dict[str, TableDigest] = field(default_factory=dict)
     variant: str | None = None        # rows of the workload's schema: hashed by row_hasher
 
+    def __post_init__(self) -> None:
+        if self.variant:         # every table of the schema, even one no row has reached yet (a history table)
+            from harness.workload import schema
+            for name in schema.tables(self.variant):
+                self.table(name)
+
     def table(self, name: str) -> TableDigest:
         d = self.tables.get(name)
         if d is None:

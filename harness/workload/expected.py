@@ -11,6 +11,7 @@ import random
 from array import array
 from pathlib import Path
 
+from harness.workload import schema
 from harness.workload.block import MAX_BLOCK, Block
 from harness.workload.digest import StateDigest
 from harness.workload.entity import EntityState, entity_key, primary_keys, version_rows
@@ -243,15 +244,20 @@ def insert_version(digest: StateDigest, block: Block, rows: dict[str, list[tuple
 
 
 def terminate_version(digest: StateDigest, block: Block, rows: dict[str, list[tuple]], variant: str) -> int:
-    """End a current version at block.number (bitemporal: its rows now end there) or delete it (simple);
-    the rows written. Every row leads with the entity key."""
+    """End a current version at block.number (bitemporal: its rows now end there; current_history: they move
+    to the history tables, ending there) or delete it (simple); the rows written. Every row leads with the
+    entity key."""
     n = 0
+    apart = schema.keeps_history_apart(variant)
     for table, rs in rows.items():
         d = digest.table(table)
+        h = digest.table(table + schema.HISTORY) if apart else None
         for r in rs:
             d.remove(r)
             if variant == "bitemporal":
                 d.add(r[:2] + (block.number,) + r[3:])
+            elif h is not None:
+                h.add(schema.history_row(r, block.number))
         n += len(rs)
     block.terminate_keys.append(rows["payloads"][0][0])
     return n

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.workload.block import MAX_BLOCK
+
 TABLES = ("string_attributes", "numeric_attributes", "payloads")
-VARIANTS = ("bitemporal", "simple")
+VARIANTS = ("bitemporal", "simple", "current_history")
+HISTORY = "_history"        # current_history: a base table's closed versions
+VERSIONS = "_versions"      # current_history: a base table's every version, as a view
 LOGICAL_TYPES = ("bytes", "text", "int64")
 
 
@@ -65,7 +69,46 @@ def _simple() -> dict[str, Table]:
     return out
 
 
-SCHEMAS: dict[str, dict[str, Table]] = {"bitemporal": _bitemporal(), "simple": _simple()}
+def _current_history() -> dict[str, Table]:
+    """The simple schema's tables for the current versions; the closed ones in bitemporal-layout tables with
+    their primary key alone (an entity's history is a prefix scan of it: no secondary index to maintain)."""
+    out = _simple()
+    for name, t in _bitemporal().items():
+        out[name + HISTORY] = Table(name + HISTORY, t.columns, t.primary_key)
+    return out
+
+
+SCHEMAS: dict[str, dict[str, Table]] = {"bitemporal": _bitemporal(), "simple": _simple(),
+                                        "current_history": _current_history()}
+
+
+def tables(variant: str) -> tuple[str, ...]:
+    """Every table of the variant: TABLES, then current_history's history tables."""
+    return tuple(SCHEMAS[variant])
+
+
+def keeps_history_apart(variant: str) -> bool:
+    """A closed version moves to `<table>_history` (current_history) rather than staying in place."""
+    return TABLES[0] + HISTORY in SCHEMAS[variant]
+
+
+def history_row(current_row: tuple, to_block: int) -> tuple:
+    """current_history: a current (simple-layout) row as its history table holds it once closed at
+    `to_block`: (entity_key, from_block, to_block, ...the rest unchanged)."""
+    return current_row[:2] + (to_block,) + current_row[2:]
+
+
+def versions_view_sql(variant: str, table: str, int64_type: str) -> str | None:
+    """current_history: the view `<table>_versions`, the bitemporal table over current ∪ history."""
+    if not keeps_history_apart(variant):
+        return None
+    hist = SCHEMAS["bitemporal"][table]
+    rest = [c.name for c in hist.columns[3:]]
+    current = ", ".join(["entity_key", "block AS from_block",
+                         f"CAST({MAX_BLOCK} AS {int64_type}) AS to_block", *rest])
+    every = ", ".join(c.name for c in hist.columns)
+    return (f"CREATE VIEW {table}{VERSIONS} AS SELECT {current} FROM {table} "
+            f"UNION ALL SELECT {every} FROM {table}{HISTORY};")
 
 
 def table(variant: str, name: str) -> Table:
@@ -93,4 +136,5 @@ def generic_ddl(variant: str, types: dict[str, str]) -> str:
         cols.append(f"    PRIMARY KEY ({', '.join(t.primary_key)})")
         out.append(f"CREATE TABLE {t.name} (\n" + ",\n".join(cols) + "\n);")
         out += [f"CREATE INDEX {i.name} ON {t.name} ({', '.join(i.columns)});" for i in t.indexes]
+    out += [v for t in TABLES if (v := versions_view_sql(variant, t, types["int64"]))]
     return "\n".join(out) + "\n"
