@@ -58,24 +58,44 @@ class BlockSQL:
                    terminate={t: terminate_sql(variant, t) for t in TABLES})
 
 
+# A design's applier (harness/designs/) records the last block it applied in the transaction that applied it,
+# so a replay after a crash starts after it: generic SQL, one row.
+APPLIED_TABLE = "block_log_applied"
+APPLIED_DDL = (f"CREATE TABLE IF NOT EXISTS {APPLIED_TABLE} (block BIGINT NOT NULL)",
+               f"INSERT INTO {APPLIED_TABLE} SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM {APPLIED_TABLE})")
+APPLIED_SELECT = f"SELECT block FROM {APPLIED_TABLE}"
+
+
+def applied_update_sql(placeholder: str) -> str:
+    return f"UPDATE {APPLIED_TABLE} SET block = {placeholder}"
+
+
+def applied_mark(execute) -> int:
+    """The applied mark through `execute(sql) -> cursor`, the table made where it is missing."""
+    for stmt in APPLIED_DDL:
+        execute(stmt)
+    return int(execute(APPLIED_SELECT).fetchall()[0][0])
+
+
 def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool = False) -> int:
     """ONE transaction on a DB-API connection in autocommit mode: executemany per statement (the
     reference's experiment 4 found it equal to arkiv's per-row execute; per_row runs that instead), rolled
     back on any error. Returns when its COMMIT began (perf_counter_ns): the statements' end. The adapters and
     the bench-overhead control loops of the SQLite family both write through this."""
+    return write_blocks(conn, begin_sql, sql, [block], per_row)
+
+
+def write_blocks(conn, begin_sql: str, sql: BlockSQL, blocks: list[Block], per_row: bool = False,
+                 mark: int | None = None) -> int:
+    """write_block for several blocks in order in ONE transaction, with `mark` as the applied mark."""
     conn.execute(begin_sql)
     if per_row:
         conn = _PerRow(conn)
     try:
-        for table, pks in block.deletes.items():
-            conn.executemany(sql.delete[table], pks)
-        if block.terminate_keys:
-            params = terminate_params(sql.variant, block.number, block.terminate_keys)
-            for table in TABLES:
-                for stmt in sql.terminate[table]:
-                    conn.executemany(stmt, params)
-        for table, rows in block.inserts.items():
-            conn.executemany(sql.insert[table], rows)
+        for block in blocks:
+            _block_statements(conn, sql, block)
+        if mark is not None:
+            conn.execute(applied_update_sql("?"), (mark,))
         statements_end_ns = time.perf_counter_ns()
         conn.execute("COMMIT")
         return statements_end_ns
@@ -83,6 +103,18 @@ def write_block(conn, begin_sql: str, sql: BlockSQL, block: Block, per_row: bool
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _block_statements(conn, sql: BlockSQL, block: Block) -> None:
+    for table, pks in block.deletes.items():
+        conn.executemany(sql.delete[table], pks)
+    if block.terminate_keys:
+        params = terminate_params(sql.variant, block.number, block.terminate_keys)
+        for table in TABLES:
+            for stmt in sql.terminate[table]:
+                conn.executemany(stmt, params)
+    for table, rows in block.inserts.items():
+        conn.executemany(sql.insert[table], rows)
 
 
 class _PerRow:

@@ -78,19 +78,31 @@ def prepare(block: Block) -> Prepared:
 def write_block(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) -> int:
     """ONE transaction: the adapter and the bench-overhead control loop both write with it. Returns when its
     COMMIT began (perf_counter_ns)."""
+    return write_blocks(con, q, [p])
+
+
+def _block_statements(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, p: Prepared) -> None:
+    for t, pk in p.deletes.items():
+        con.register("_pk", pk)
+        con.execute(q.delete[t])
+    if p.keys is not None:
+        con.register("_keys", p.keys)
+        for t in TABLES:
+            for stmt in q.terminate[t]:      # $1: the block, where the statement names it
+                con.execute(stmt, [p.block.number] if "$1" in stmt else [])
+    for t, rows in p.inserts.items():
+        con.register("_ins", rows)
+        con.execute(q.insert[t])
+
+
+def write_blocks(con: duckdb.DuckDBPyConnection, q: sql.BlockSQL, ps: list[Prepared], mark: int | None = None) -> int:
+    """write_block for several blocks in order in ONE transaction, with `mark` as the applied mark."""
     con.execute("BEGIN TRANSACTION")
     try:
-        for t, pk in p.deletes.items():
-            con.register("_pk", pk)
-            con.execute(q.delete[t])
-        if p.keys is not None:
-            con.register("_keys", p.keys)
-            for t in TABLES:
-                for stmt in q.terminate[t]:      # $1: the block, where the statement names it
-                    con.execute(stmt, [p.block.number] if "$1" in stmt else [])
-        for t, rows in p.inserts.items():
-            con.register("_ins", rows)
-            con.execute(q.insert[t])
+        for p in ps:
+            _block_statements(con, q, p)
+        if mark is not None:
+            con.execute(sql.applied_update_sql("$1"), [mark])
         statements_end_ns = time.perf_counter_ns()
         con.execute("COMMIT")
         return statements_end_ns
@@ -161,8 +173,11 @@ class DuckDBEngine(EngineBase):
         return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
+        self.apply_group([p], None)
+
+    def apply_group(self, ps: list[Prepared], mark: int | None) -> None:
         t0 = time.perf_counter_ns()
-        t1 = write_block(self.con, self._sql, p)
+        t1 = write_blocks(self.con, self._sql, ps, mark)
         # an automatic checkpoint runs inside DuckDB's COMMIT (WAL past checkpoint_threshold): it stays in
         # `commit`; counters() counts the WAL truncations (automatic and manual checkpoints)
         self._phases = {"statements": (t1 - t0) / 1e6, "commit": (time.perf_counter_ns() - t1) / 1e6}
@@ -170,6 +185,9 @@ class DuckDBEngine(EngineBase):
 
     def block_phases(self) -> dict[str, float] | None:
         return self._phases
+
+    def applied_mark(self) -> int:
+        return sql.applied_mark(self.con.execute)
 
     def _wal_size(self) -> int:
         try:

@@ -67,6 +67,12 @@ class LibSQLEngine(SQLiteEngine):
     def apply_block(self, block: Block) -> None:
         (self.remote or super()).apply_block(block)
 
+    def apply_group(self, blocks: list[Block], mark: int | None) -> None:
+        if self.remote:
+            raise NotImplementedError("a block log's applier needs the embedded libSQL (server mode applies one "
+                                      "block per batch)")
+        super().apply_group(blocks, mark)
+
     def reader_factory(self):
         if not self.remote:
             return super().reader_factory()

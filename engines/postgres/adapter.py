@@ -94,6 +94,10 @@ def prepare(block: Block) -> Prepared:
 
 
 def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
+    return write_blocks(conn, q, [p])
+
+
+def write_blocks(conn: psycopg.Connection, q: sql.BlockSQL, ps: list[Prepared], mark: int | None = None) -> int:
     """ONE transaction, its statements pipelined: the adapter and the bench-overhead control loop both write
     with it. BEGIN, the statements in a pipeline whose end awaits their results, then COMMIT on its own, so the
     two are timed apart (two loopback round trips more than one pipeline for all). A sync in the middle of a
@@ -103,15 +107,10 @@ def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
     try:
         with conn.pipeline():
             cur = conn.cursor()
-            for t, cols in p.deletes.items():
-                cur.execute(q.delete[t], cols)
-            if p.block.terminate_keys:
-                params = {"b": p.block.number, "keys": p.block.terminate_keys}
-                for t in TABLES:
-                    for stmt in q.terminate[t]:
-                        cur.execute(stmt, params)
-            for t, cols in p.inserts.items():
-                cur.execute(q.insert[t], cols)
+            for p in ps:
+                _block_statements(cur, q, p)
+            if mark is not None:
+                cur.execute(sql.applied_update_sql("%s"), (mark,))
         statements_end_ns = time.perf_counter_ns()
         conn.execute("COMMIT")
     except BaseException:
@@ -119,6 +118,18 @@ def write_block(conn: psycopg.Connection, q: sql.BlockSQL, p: Prepared) -> int:
             conn.execute("ROLLBACK")
         raise
     return statements_end_ns
+
+
+def _block_statements(cur, q: sql.BlockSQL, p: Prepared) -> None:
+    for t, cols in p.deletes.items():
+        cur.execute(q.delete[t], cols)
+    if p.block.terminate_keys:
+        params = {"b": p.block.number, "keys": p.block.terminate_keys}
+        for t in TABLES:
+            for stmt in q.terminate[t]:
+                cur.execute(stmt, params)
+    for t, cols in p.inserts.items():
+        cur.execute(q.insert[t], cols)
 
 
 # The server's account of the measured phase's writes (counters(); PostgreSQL 15-16 views, 17's where they
@@ -211,12 +222,18 @@ class PostgresEngine(EngineBase):
         return prepare(block)
 
     def apply_block(self, p: Prepared) -> None:
+        self.apply_group([p], None)
+
+    def apply_group(self, ps: list[Prepared], mark: int | None) -> None:
         t0 = time.perf_counter_ns()
-        t1 = write_block(self.conn, self._sql, p)
+        t1 = write_blocks(self.conn, self._sql, ps, mark)
         self._phases = {"statements": (t1 - t0) / 1e6, "commit": (time.perf_counter_ns() - t1) / 1e6}
 
     def block_phases(self) -> dict[str, float] | None:
         return self._phases
+
+    def applied_mark(self) -> int:
+        return sql.applied_mark(self.conn.execute)
 
     def counters(self) -> EngineCounters:
         """The server's WAL and checkpoint statistics (SERVER_STATS, BGWRITER), cumulative since the cluster

@@ -159,10 +159,14 @@ class SQLiteEngine(EngineBase):
         self._sql = sql.BlockSQL.generic(variant)
 
     def apply_block(self, block: Block) -> None:
+        self.apply_group([block], None)
+
+    def apply_group(self, blocks: list[Block], mark: int | None) -> None:
         if self._background is not None and self._background.error:
             raise RuntimeError(f"the background checkpointer failed: {self._background.error}")
         t0 = time.perf_counter_ns()
-        t1 = sql.write_block(self.conn, self._begin, self._sql, block, self.settings.get("insert_mode") == "execute")
+        t1 = sql.write_blocks(self.conn, self._begin, self._sql, blocks, self.settings.get("insert_mode") == "execute",
+                              mark)
         t2 = time.perf_counter_ns()
         self._phases = {"statements": (t1 - t0) / 1e6, "commit": (t2 - t1) / 1e6}
         if self._auto_frames:
@@ -173,6 +177,9 @@ class SQLiteEngine(EngineBase):
 
     def block_phases(self) -> dict[str, float] | None:
         return self._phases
+
+    def applied_mark(self) -> int:
+        return sql.applied_mark(self.conn.execute)
 
     def reader(self) -> sql.QueryReader:
         return self.reader_factory()()

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from harness import registry
+from harness.results.design import block_log_line
 from harness.results.phases import PHASE_LABELS, describe
 
 
@@ -41,7 +42,9 @@ def print_summary(path: Path) -> None:
             print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
                   f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}"
                   + (f"{fmt(k.checked):>9}{fmt(k.wrong):>7}" if checked else ""), file=sys.stderr)
-    if (phases := phase_line(m.block_phases)) and not r.crash:
+    if m.block_log is not None:
+        print(f"  block log: {block_log_line(m.block_log)}", file=sys.stderr)
+    elif (phases := phase_line(m.block_phases)) and not r.crash:
         print(f"  block phases: {phases}", file=sys.stderr)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)

@@ -3,27 +3,15 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
+
+from harness.results.base import LatencySummary, Model
+from harness.results.design import BlockLogFigures
 
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 10
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LatencySummary(Model):
-    count: int = 0
-    p50: Optional[float] = None
-    p95: Optional[float] = None
-    p99: Optional[float] = None
-    p999: Optional[float] = None
-    max: Optional[float] = None
-    mean: Optional[float] = None
-    stdev: Optional[float] = None
+RESULT_VERSION = 11
 
 
 class ThresholdResult(Model):
@@ -239,6 +227,7 @@ class Metrics(Model):
     engine_counters: Optional[EngineCounterFigures] = None   # None: the engine gives none
     io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
     block_phases: Optional[BlockPhaseFigures] = None   # v9; None: no measured block
+    block_log: Optional[BlockLogFigures] = None        # v11; a block log's (harness/designs/), else None
 
 
 class Kill(Model):
@@ -280,7 +269,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

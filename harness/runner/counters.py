@@ -50,6 +50,8 @@ class RunState:
     readers: dict | None = None       # results.ReaderShare: how the readers ran (readers.ReaderPool.stop)
     answer_checks: dict = field(default_factory=dict)   # mix entry -> reads.dc_check.KindCheck, after the clock
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
+    design_figures: object | None = None     # results.design.BlockLogFigures: a block log's, after the drain
+    design_hists: dict = field(default_factory=dict)       # its thresholds' histograms (designs/figures.py)
 
     def elapsed_s(self, now_ns: int | None = None) -> float:
         return ((now_ns or time.monotonic_ns()) - self.t0_ns) / 1e9

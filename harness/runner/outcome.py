@@ -97,7 +97,7 @@ def build_metrics(state: RunState, plan, load: dict | None = None, final: FinalS
                               "max": round(max(state.checkpoint_ms), 3) if state.checkpoint_ms else None},
         mem_bytes_max=state.peak("mem_bytes"), rss_bytes_max=state.peak("rss_bytes"),
         harness=harness_share(plan, state, spool), engine_counters=engine_counter_figures(state), io=io,
-        block_phases=summarise_phases(state.phase_log, state.block_log.service_ms()))
+        block_phases=summarise_phases(state.phase_log, state.block_log.service_ms()), block_log=state.design_figures)
     if state.reads or state.read_errors or state.reads_empty or state.reads_late:
         m.update(read_latency_ms=summary_ms(state.read.total), reads=state.reads, read_errors=state.read_errors,
                  # over the window: the reads counted are those due in it (readers.ReadSink)
@@ -185,9 +185,11 @@ def histogram_value(h, agg: str) -> float:
 
 def metric_source(state: RunState, metrics: Metrics | None = None):
     hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
-            "read_ms": state.read.total}
+            "read_ms": state.read.total, **state.design_hists}
     # rows: those committed inside the measured window, so rate(rows) is the sustained rate
     counters = {"rows": state.rows_in_window, "blocks": state.blocks, "reads": state.reads}
+    if state.design_figures is not None:        # a block log's: the rows applied (rate% of the offered rows)
+        counters["applied_rows"] = state.design_figures.applied_rows
 
     def source(agg: str, metric: str, window_s: int | None):
         if metric in hist:
@@ -205,12 +207,14 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
             return histogram_value(h, agg)
         if metric in counters and agg == "rate%":
             rows = metrics.offered_rows_per_s * state.window_s() if metrics and metrics.offered_rows_per_s else state.rows
-            offered = {"rows": rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]
+            offered = {"rows": rows, "applied_rows": rows, "reads": state.reads_offered_per_s * state.window_s()}[metric]
             return round(100 * counters[metric] / offered, 3) if offered else None
         if metric in counters:
             return counters[metric] / state.window_s() if agg == "rate" else counters[metric]
         if metric == "bloat_ratio":
             return metrics.bloat_ratio if metrics else None
+        if metric == "apply_lag_growth_blocks":
+            return state.design_figures.lag_growth_blocks if state.design_figures is not None else None
         if metric in IO_FIGURES:
             values = [v for v in IO_FIGURES[metric](metrics.io) if v is not None] if metrics and metrics.io else []
             return {"max": max, "min": min, "mean": lambda v: sum(v) / len(v), "last": lambda v: v[-1]}[agg](values) \

@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from harness import registry
+from harness import designs
 from harness.engine_api import observed_storage, server_contract
 from harness.environment import capture
 from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ENGINE_OOM, is_out_of_memory
@@ -34,6 +34,7 @@ from harness.runner.outcome import FinalStorage, Outcome, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
+from harness.designs.figures import block_log_figures
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import parse_threshold
 from harness.state.clone import CLONE_RECORD
@@ -201,7 +202,7 @@ def run(plan: RunPlan) -> int:
         # Never run unlimited while claiming a limit.
         log(plan, f"refusing: a {own}-byte limit was asked but this process sees {seen}")
         return EXIT_BAD_INPUT
-    engine = registry.engine_class(plan.engine)()
+    engine = designs.engine_for(plan)
     try:
         return _run(plan, engine, state, out)
     except LimitNotEnforced as e:
@@ -265,6 +266,8 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
             f" + the DC seed: {dc.data_centres} DCs of {dc.nodes_per_dc} nodes and {5 * dc.nodes_per_dc} workloads "
             f"(fraction {dc.fraction:g} of a DC)" if dc else ""))
         out.load = {**load_phase(engine, feed, plan, state), **preloaded}
+        if plan.block_log:          # the load's blocks and checkpoint applied before the clock
+            out.load["block_log_drain_s"] = round(engine.drain(), 3)
         out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)
         watch.take_end_residency()
@@ -278,6 +281,10 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         out.sampler_error = sampler.storage_error
 
     last = last or feed.after_load
+    if plan.block_log:      # every acknowledged block applied, then the design's own figures
+        log(plan, "draining the block log: applying every acknowledged block")
+        state.design_figures, state.design_hists = block_log_figures(
+            engine, plan, state.measure_start_ns, state.window_end_ns, engine.drain())
     out.io = io_figures(engine, plan, state, watch, lambda msg: log(plan, msg))
     final = observed_storage(engine, plan.capabilities)
     out.final = FinalStorage(final.db_bytes, final.wal_bytes,

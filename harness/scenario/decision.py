@@ -64,6 +64,17 @@ class Control(Strict):
     why: str
 
 
+def _check_options(engine: str, names: list[str], field: str) -> None:
+    """Each name is an option of `engine` in scenarios/matrix.yaml."""
+    from harness.scenario.matrix import load_matrix
+    em = load_matrix().engines.get(engine)
+    known = list(em.options) if em else []
+    unknown = [o for o in names if o not in known]
+    if unknown:
+        raise ValueError(f"{field}: {unknown[0]!r} is not an option of {engine} in scenarios/matrix.yaml; "
+                         f"allowed: {', '.join(known) or 'none'}")
+
+
 class Step(Strict):
     engine: str
     decision: str
@@ -77,14 +88,21 @@ class Step(Strict):
     @model_validator(mode="after")
     def _settings(self) -> "Step":
         _check_settings(self.engine, self.set)
-        if self.tune:
-            from harness.scenario.matrix import load_matrix
-            em = load_matrix().engines.get(self.engine)
-            known = list(em.options) if em else []
-            unknown = [o for o in self.tune if o not in known]
-            if unknown:
-                raise ValueError(f"tune: {unknown[0]!r} is not an option of {self.engine} in scenarios/matrix.yaml; "
-                                 f"allowed: {', '.join(known) or 'none'}")
+        _check_options(self.engine, self.tune, "tune")
+        return self
+
+
+class Leaf(Strict):
+    """The tree's last leaf, measured (harness/verdict/leaf.py): where no step passed at a MEM, each engine's designs
+    (options of scenarios/matrix.yaml that keep every version), cheapest first."""
+    designs: dict[str, list[str]] = Field(min_length=1, description="engine -> its designs to try")
+    lag_bound_blocks: int = Field(ge=1, description="a block log's apply lag p99 must stay under this many blocks")
+
+    @model_validator(mode="after")
+    def _designs(self) -> "Leaf":
+        for engine, names in self.designs.items():
+            _known_engine(engine)
+            _check_options(engine, names, f"designs.{engine}")
         return self
 
 
@@ -126,6 +144,7 @@ class DecisionTree(Strict):
     criteria: list[Criterion] = Field(min_length=1)
     mems: dict[str, list[str] | RatioMems] = {}
     compare_versions: Optional[CompareVersions] = None
+    leaf: Optional[Leaf] = None
 
     @model_validator(mode="after")
     def _controls(self) -> "DecisionTree":

@@ -36,6 +36,36 @@ class StateRef(Strict):
     aged_blocks: int = 0    # blocks of the mix the state already holds (an aged state): the feed sends none
 
 
+class BlockLogPlan(Strict):
+    """A scenario's block_log, resolved (harness/designs/block_log.py)."""
+    group_blocks: int
+    lag_bound_blocks: int
+    sync: bool                       # fdatasync every record before the acknowledgement
+
+
+# What a block log must also meet, beside the scenario's own (its acknowledgement is the run's commit_ms):
+# the rows offered are applied, and the apply lag neither exceeds the bound nor grows over the measured phase
+# (by more than one group's worth of blocks: a queue that gains less than that is only jitter).
+def block_log_thresholds(b: BlockLogPlan) -> list[str]:
+    return [f"p99(apply_lag_blocks) < {b.lag_bound_blocks}", "rate(applied_rows) >= 95%",
+            f"last(apply_lag_growth_blocks) < {max(2, b.group_blocks)}"]
+
+
+def _block_log(body) -> BlockLogPlan | None:
+    if body.block_log is None:
+        return None
+    bound = body.block_log.lag_bound_blocks
+    if bound is None:
+        from harness.scenario.decision import load_decision
+        leaf = load_decision().leaf
+        if leaf is None:
+            raise ConfigError("block_log.lag_bound_blocks: unset, and scenarios/decision.yaml has no leaf to take "
+                              "it from")
+        bound = leaf.lag_bound_blocks
+    return BlockLogPlan(group_blocks=body.block_log.group_blocks, lag_bound_blocks=bound,
+                        sync=body.durability != "checkpoint")
+
+
 class RunPlan(Strict):
     version: int = PLAN_VERSION
     run_id: str
@@ -67,6 +97,7 @@ class RunPlan(Strict):
     data_dir: str
     keep_data: bool = False
     take_state: bool = False         # (make matrix, DROP_STATES=1) no later cell clones the state: move its data
+    block_log: Optional[BlockLogPlan] = None    # a design in front of the engine (harness/designs/)
     state: Optional[StateRef] = None
 
     def write(self, path: Path) -> None:
@@ -162,6 +193,8 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         phases = phases.model_copy(update={"measure_s": duration_s, "measure_queries": None})
     load = body.load if scale is None else body.load.model_copy(update={"scale": scale})
 
+    block_log = _block_log(body)
+    extra = [t for t in block_log_thresholds(block_log) if t not in body.thresholds] if block_log else []
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{engine}-{sc.name}-{profile or 'base'}-{secrets.token_hex(2)}"
     run_dir = (results_root / run_id).resolve()
     data_dir = ((data_root or Path("data")) / run_id).resolve()
@@ -172,7 +205,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
         scale=load.scale,
         load_entities=round(load.scale * MENDOZA_1X_ENTITIES), workload=body.workload, load=load,
         phases=phases, readers=body.readers, checkpoint=_checkpoint(body.checkpoint, caps), ceiling=body.ceiling, io=body.io,
-        thresholds=body.thresholds,
+        thresholds=[*body.thresholds, *extra], block_log=block_log,
         integrity=body.integrity, early_abort=early_abort, run_dir=str(run_dir), data_dir=str(data_dir), keep_data=keep_data)
 
 

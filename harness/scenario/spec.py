@@ -209,6 +209,15 @@ class Io(Strict):
                                                      "reads the whole file once, after the clock")
 
 
+class BlockLog(Strict):
+    """The tree's last leaf, async writes (harness/designs/block_log.py): a block is acknowledged once its record
+    is durable in an append-only log on the data mount; an applier applies what has arrived behind it."""
+    group_blocks: int = Field(1, ge=1, description="the most logged blocks one apply transaction takes (what has "
+                                                   "arrived, up to this)")
+    lag_bound_blocks: Optional[int] = Field(None, ge=1, description="the apply lag's p99 must stay under this many "
+                                            "blocks; unset: scenarios/decision.yaml's leaf.lag_bound_blocks")
+
+
 # One optional field per registered engine, typed by that engine's own Settings model.
 EngineSettings = create_model(
     "EngineSettings", __config__=ConfigDict(extra="forbid", frozen=True),
@@ -234,6 +243,9 @@ class Body(Strict):
                           "each engine's default (the reference application's)")
     thresholds: ThresholdExprs = []
     integrity: Literal["model", "counts"] = "model"
+    block_log: Optional[BlockLog] = Field(None, description="a design in front of the engine: acknowledge once "
+                                          "logged, apply behind (the log is synced per block unless durability: "
+                                          "checkpoint)")
 
     @model_validator(mode="after")
     def _mix(self) -> "Body":

@@ -32,6 +32,11 @@ METRICS: dict[str, str] = {
     # a crash run's (harness/crash/): per restart, and over the run
     "recovery_ms": "latency",            # restart: open + the first successful read
     "lost_acked_blocks": "counter",      # acknowledged blocks missing after the restarts
+    # a block log's (harness/designs/block_log.py): commit_ms is then its acknowledgement
+    "apply_lag_ms": "latency",           # a block's apply commit end - its acknowledgement
+    "apply_lag_blocks": "latency",       # blocks acknowledged but not applied when a block's apply committed (a count)
+    "applied_rows": "counter",           # rows of the measured phase's blocks applied to the engine
+    "apply_lag_growth_blocks": "figure",  # the lag's least-squares trend over the measured phase, in blocks
 }
 CRASH_METRICS = ("recovery_ms", "lost_acked_blocks")
 WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false

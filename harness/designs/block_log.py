@@ -1,0 +1,217 @@
+"""Async writes, a design of the tree's last leaf (docs/design.md, "Designs over the contract"): a block is
+acknowledged once its record is durable in an append-only log on the data mount (log_file.py); an applier
+thread applies what has arrived to the engine, up to group_blocks blocks in ONE transaction that also records
+the last block it applied (the adapter's apply_group and applied_mark). Opening replays the log past that mark,
+so a block applied twice (a crash between its commit and the log's release) is skipped, not rewritten.
+
+It wraps any adapter that has apply_group: to the runner, the crash lives and the readers it is the engine.
+What it adds is measured here (figures()): the apply lag per block in seconds and in blocks, the apply
+transactions and their phases, the replay at open."""
+from __future__ import annotations
+
+import pickle
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from harness.designs.log_file import BlockLogFile
+from harness.workload.block import Block
+
+LOG_DIR = "block-log"           # in the data directory: the same mount, inside MEM with the data
+MEMORY_BLOCKS = 8               # pending blocks held as objects; past them the applier reads its records back
+
+
+def block_of(prepared) -> Block:
+    """The block behind an adapter's prepared form (a Block, or an object carrying it as .block)."""
+    return prepared if isinstance(prepared, Block) else prepared.block
+
+
+@dataclass
+class _Pending:
+    number: int
+    rows: int
+    ack_ns: int                 # time.monotonic_ns() when its record was durable
+    where: tuple[Path, int]
+    prepared: object | None     # None: read back from the log
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One block's apply, as figures() reads it."""
+    number: int
+    rows: int
+    ack_ns: int
+    applied_ns: int             # its transaction's commit end
+    lag_blocks: int             # acknowledged and not yet applied when it was
+
+
+@dataclass(frozen=True)
+class Transaction:
+    blocks: int
+    start_ns: int
+    end_ns: int
+    phases: dict                # the adapter's block_phases() for the group
+
+
+class BlockLogEngine:
+    """The engine contract over `inner`; whatever it does not define is the adapter's own."""
+
+    def __init__(self, inner, group_blocks: int, sync: bool) -> None:
+        self.inner, self.group_blocks, self.sync = inner, group_blocks, sync
+        self.phase_hook: Callable[[str, int], None] | None = None    # a crash life's status while a group applies
+        self.applied: list[Applied] = []
+        self.transactions: list[Transaction] = []
+        self.ack_phases: list[tuple[int, float, float]] = []   # (ack_ns, encode + write ms, sync ms) per block
+        self.replay: dict = {"blocks": 0, "seconds": 0.0, "from_block": None}
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def __getattr__(self, name: str):
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    # --- opening: the adapter's, then the replay, then the applier ------------------------------
+    def open(self, settings: Mapping[str, object], data_dir: Path) -> None:
+        self.inner.open(settings, data_dir)
+        self.log = BlockLogFile(Path(data_dir) / LOG_DIR, self.sync)
+        self._q: queue.Queue = queue.Queue()
+        self._engine_lock = threading.Lock()
+        self._done = threading.Condition()
+        self._acked = self._applied_count = 0
+
+    def create_schema(self, variant: str, indexes=None) -> None:
+        self.inner.create_schema(variant, indexes)
+        self._start()
+
+    def use_schema(self, variant: str) -> None:
+        self.inner.use_schema(variant)
+        self._start()
+
+    def _start(self) -> None:
+        """Replay what the log holds past the engine's applied mark (timed), then start the applier."""
+        t0 = time.perf_counter()
+        mark = self.inner.applied_mark()
+        group, replayed, last = [], 0, mark
+        for number, _, _, payload in self.log.records():
+            if number <= mark:
+                continue
+            group.append(pickle.loads(payload))
+            last = number
+            if len(group) == self.group_blocks:
+                self.inner.apply_group(group, last)
+                replayed, group = replayed + len(group), []
+        if group:
+            self.inner.apply_group(group, last)
+            replayed += len(group)
+        self.log.release_through(last)
+        self.replay = {"blocks": replayed, "seconds": round(time.perf_counter() - t0, 4), "from_block": mark + 1}
+        self._thread = threading.Thread(target=self._apply_loop, name="block-log-applier", daemon=True)
+        self._thread.start()
+
+    # --- the acknowledgement: the runner times this ---------------------------------------------
+    def apply_block(self, prepared) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"the block log's applier failed: {self._error}") from self._error
+        block = block_of(prepared)
+        t0 = time.monotonic_ns()
+        payload = pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL)
+        seg, at, sync_ns = self.log.append(block.number, payload)
+        t1 = time.monotonic_ns()
+        with self._done:
+            self._acked += 1
+            held = self._acked - self._applied_count <= MEMORY_BLOCKS
+        self._q.put(_Pending(block.number, block.rows_written, t1, (seg, at), prepared if held else None))
+        self.ack_phases.append((t1, (t1 - t0 - sync_ns) / 1e6, sync_ns / 1e6))
+
+    def block_phases(self) -> dict[str, float] | None:
+        return None          # the acknowledgement is the log's append; the apply's phases are in figures()
+
+    # --- the applier --------------------------------------------------------------------------
+    def _apply_loop(self) -> None:
+        try:
+            while (item := self._q.get()) is not None:
+                if isinstance(item, str):           # a checkpoint, in its place among the blocks
+                    with self._engine_lock:
+                        self.inner.checkpoint(item)
+                    continue
+                group = [item]
+                while len(group) < self.group_blocks:
+                    try:
+                        nxt = self._q.get_nowait()
+                    except queue.Empty:
+                        break
+                    if not isinstance(nxt, _Pending):
+                        self._q.put(nxt)         # after this group: a checkpoint or the stop
+                        break
+                    group.append(nxt)
+                self._apply(group)
+        except BaseException as e:       # the next acknowledgement (or drain) raises it
+            self._error = e
+            with self._done:
+                self._done.notify_all()
+
+    def _apply(self, group: list[_Pending]) -> None:
+        prepared = [p.prepared if p.prepared is not None else pickle.loads(self.log.read(*p.where)) for p in group]
+        last = group[-1].number
+        with self._engine_lock:
+            if self.phase_hook:
+                self.phase_hook("apply", last)
+            t0 = time.monotonic_ns()
+            self.inner.apply_group(prepared, last)
+            t1 = time.monotonic_ns()
+            if self.phase_hook:
+                self.phase_hook("idle", last)
+        with self._done:
+            self._applied_count += len(group)
+            behind = self._acked - self._applied_count
+            self._done.notify_all()
+        self.transactions.append(Transaction(len(group), t0, t1, dict(self.inner.block_phases() or {})))
+        self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, behind) for p in group]
+        self.log.release_through(last)
+
+    def drain(self) -> float:
+        """Wait until every acknowledged block is applied; the seconds it took."""
+        t0 = time.perf_counter()
+        with self._done:
+            while self._applied_count < self._acked and self._error is None:
+                self._done.wait(0.5)
+        if self._error is not None:
+            raise RuntimeError(f"the block log's applier failed: {self._error}") from self._error
+        return time.perf_counter() - t0
+
+    # --- the rest of the contract, in step with the applier ------------------------------------
+    def checkpoint(self, mode: str) -> None:
+        self._q.put(mode)            # the applier runs it between groups: the acknowledgements never wait
+
+    def settle(self) -> None:
+        self.drain()
+        with self._engine_lock:
+            self.inner.settle()
+
+    def row_counts(self) -> dict[str, int]:
+        self.drain()
+        with self._engine_lock:
+            return self.inner.row_counts()
+
+    def iter_rows(self, table: str):
+        self.drain()
+        return self.inner.iter_rows(table)
+
+    def close(self, discard: bool = False) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            if not discard:
+                try:
+                    self.drain()
+                except RuntimeError:
+                    pass
+            else:                 # the files go next: what is queued is not applied
+                while not self._q.empty():
+                    self._q.get_nowait()
+            self._q.put(None)
+            self._thread.join(timeout=None if not discard else 60)
+        self.log.close()
+        self.inner.close(discard)

@@ -1,0 +1,50 @@
+"""A design's own figures in result.json (metrics.block_log): what the tree's last leaf adds to a run."""
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.results.base import LatencySummary, Model
+
+
+class BlockLogFigures(Model):
+    """A block log in front of the engine (harness/designs/block_log.py); the run's commit_latency_ms is then the
+    acknowledgement's latency (durable in the log), from each block's due time."""
+    group_blocks: int                     # the most blocks one apply transaction took
+    lag_bound_blocks: int                 # the bound its apply lag p99 is judged against
+    synced: bool                          # each record fdatasync'ed before its acknowledgement
+    acknowledged_blocks: int              # in the measured phase
+    applied_rows: int                     # their rows applied by the window's end
+    applied_rows_per_s: Optional[float] = None      # over the window
+    apply_lag_ms: LatencySummary = LatencySummary()         # apply commit end - acknowledgement, per block
+    apply_lag_blocks: LatencySummary = LatencySummary()     # blocks acknowledged, not applied (a count, not ms)
+    lag_growth_blocks: Optional[float] = None        # the lag's least-squares trend over the measured phase
+    transactions: int = 0                            # apply transactions that held a measured block
+    blocks_per_transaction: Optional[float] = None
+    apply_ms: LatencySummary = LatencySummary()      # one apply transaction
+    apply_phases_ms: dict[str, float] = {}           # its mean split (the adapter's phases)
+    ack_phases_ms: dict[str, float] = {}             # the acknowledgement's mean split: encode_write, sync
+    replay_blocks: int = 0                           # applied from the log at open (after a crash)
+    replay_s: float = 0.0
+    drain_s: Optional[float] = None                  # after the clock, until every acknowledged block applied
+    log_bytes_written: int = 0
+
+
+def block_log_line(b: BlockLogFigures) -> str:
+    """One line: the acknowledgement's split, the apply transactions and theirs, the lag, the replay."""
+    ack = ", ".join(f"{k} {v:,.1f}" for k, v in b.ack_phases_ms.items())
+    split = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(b.apply_phases_ms.items(), key=lambda kv: -kv[1]) if v >= 0.5)
+    lag = b.apply_lag_blocks
+    return (f"acknowledged when logged{' and synced' if b.synced else ''} (mean ms: {ack or '-'}); "
+            f"{b.transactions} apply transactions of {b.blocks_per_transaction or 0:g} blocks on average, "
+            f"{_ms(b.apply_ms.p50)} ms p50 ({split or '-'}); {b.applied_rows_per_s or 0:,.0f} rows/s applied; "
+            f"lag p50 {_n(lag.p50)} / p99 {_n(lag.p99)} / max {_n(lag.max)} blocks ({_ms(b.apply_lag_ms.p99)} ms "
+            f"p99), growth {_n(b.lag_growth_blocks)} blocks over the phase; replayed {b.replay_blocks} blocks at open "
+            f"in {b.replay_s:.3f} s")
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _n(v: float | None) -> str:
+    return "-" if v is None else f"{v:g}"
