@@ -112,7 +112,7 @@ class Crasher:
         ev = self.pump(life, reached)
         if ev is None:
             raise LifeFailed(f"the engine's process ended before its kill; {life.log_path.name}: {life.tail()}")
-        if aim in ("commit", "checkpoint"):
+        if aim in ("commit", "checkpoint", "apply"):
             pids, where = self._stop_in(life, aim)
         else:
             if aim == "anywhere":     # any moment of a block's cycle: its commit, a checkpoint, the wait
@@ -136,7 +136,7 @@ class Crasher:
             while self.status.get()[0] != aim and time.monotonic() < deadline:
                 self._drain(life)
                 time.sleep(STATUS_POLL_S)
-            typical = self.phase_ms[aim][-20:]
+            typical = self.phase_ms.get(aim, [])[-20:]     # apply: a block log's, untimed here
             time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical else 0)
             pids = stop_tree(life.proc.pid)
             where = self.status.get()
@@ -279,7 +279,8 @@ def _kill_record(c: Crasher, life: int, aim: str, where, found: int | None, open
     rec = dict(life=life, aimed_at=aim, landed_in=phase, in_phase_ms=round(in_phase_s * 1000, 3),
                block_in_flight=in_flight, last_acked_block=last, wal_bytes=c.wal_bytes, recovered_block=found,
                dropped_bytes=dropped.get("bytes"),
-               open_s=opened["open_s"], recovery_s=opened["first_read_s"], verify_s=state["verify_s"])
+               open_s=opened["open_s"], recovery_s=opened["first_read_s"], verify_s=state["verify_s"],
+               replayed_blocks=opened.get("replayed_blocks"), replay_s=opened.get("replay_s"))
     if found is None:
         return Kill(**rec, corrupt=True)
     # what the restart holds is the truth from here on: the next acknowledgement continues from it

@@ -1,5 +1,6 @@
 """What a life is doing, in a small shared file the driver reads: after a SIGKILL the page cache still
-holds the last write, so where the kill landed is read, not guessed. One writer (the life), one reader."""
+holds the last write, so where the kill landed is read, not guessed. One writer (the life; under a block log also
+its applier thread, which says when it applies or checkpoints), one reader."""
 from __future__ import annotations
 
 import mmap
@@ -8,7 +9,7 @@ import struct
 import time
 from pathlib import Path
 
-PHASES = ("start", "open", "verify", "idle", "commit", "checkpoint", "done")
+PHASES = ("start", "open", "verify", "idle", "commit", "checkpoint", "done", "apply")   # apply: a block log's applier
 _FMT = "<Iqd"          # phase, block, phase start (CLOCK_MONOTONIC s, shared by every process)
 SIZE = struct.calcsize(_FMT)
 FILE = "crash-status.bin"

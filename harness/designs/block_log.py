@@ -34,7 +34,7 @@ class _Pending:
     number: int
     rows: int
     ack_ns: int                 # time.monotonic_ns() when its record was durable
-    where: tuple[Path, int]
+    where: tuple[int, int]      # (segment, offset) in the log
     prepared: object | None     # None: read back from the log
 
 
@@ -136,7 +136,9 @@ class BlockLogEngine:
             while (item := self._q.get()) is not None:
                 if isinstance(item, str):           # a checkpoint, in its place among the blocks
                     with self._engine_lock:
+                        self._hook("checkpoint")
                         self.inner.checkpoint(item)
+                        self._hook("idle")
                     continue
                 group = [item]
                 while len(group) < self.group_blocks:
@@ -158,13 +160,11 @@ class BlockLogEngine:
         prepared = [p.prepared if p.prepared is not None else pickle.loads(self.log.read(*p.where)) for p in group]
         last = group[-1].number
         with self._engine_lock:
-            if self.phase_hook:
-                self.phase_hook("apply", last)
+            self._hook("apply", last)
             t0 = time.monotonic_ns()
             self.inner.apply_group(prepared, last)
             t1 = time.monotonic_ns()
-            if self.phase_hook:
-                self.phase_hook("idle", last)
+            self._hook("idle", last)
         with self._done:
             self._applied_count += len(group)
             behind = self._acked - self._applied_count
@@ -172,6 +172,10 @@ class BlockLogEngine:
         self.transactions.append(Transaction(len(group), t0, t1, dict(self.inner.block_phases() or {})))
         self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, behind) for p in group]
         self.log.release_through(last)
+
+    def _hook(self, phase: str, block: int = -1) -> None:
+        if self.phase_hook:
+            self.phase_hook(phase, block)
 
     def drain(self) -> float:
         """Wait until every acknowledged block is applied; the seconds it took."""

@@ -93,13 +93,16 @@ def phase_line(split) -> str | None:
 def kills_table(x) -> tuple[list[str], list[list]]:
     """A crash run's kills as (headers, rows): the summary prints it, the report shows it."""
     fmt = lambda v: "-" if v is None else f"{v:g}"    # noqa: E731
+    replays = any(k.replayed_blocks is not None for k in x.kills)      # under a block log
     headers = ["kill", "aimed at", "landed in", "in flight", "acked", "found", "lost", "WAL MiB", "open s",
-               "recovery s", "first commit s"] + (["unsynced KiB dropped"] if x.mode == "power_cut" else [])
+               "recovery s", "first commit s"] + (["unsynced KiB dropped"] if x.mode == "power_cut" else []) \
+        + (["log blocks replayed", "replay s"] if replays else [])
     rows = [[i, k.aimed_at, k.landed_in, fmt(k.block_in_flight), k.last_acked_block,
              "CORRUPT" if k.corrupt else fmt(k.recovered_block), k.lost_acked_blocks,
              f"{k.wal_bytes / 2**20:.1f}" if k.wal_bytes is not None else "-", fmt(k.open_s), fmt(k.recovery_s),
              fmt(k.first_commit_s)] + ([fmt(round(k.dropped_bytes / 1024, 1)) if k.dropped_bytes is not None else "-"]
-                                       if x.mode == "power_cut" else []) for i, k in enumerate(x.kills, 1)]
+                                       if x.mode == "power_cut" else [])
+            + ([fmt(k.replayed_blocks), fmt(k.replay_s)] if replays else []) for i, k in enumerate(x.kills, 1)]
     return headers, rows
 
 

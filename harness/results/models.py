@@ -249,6 +249,8 @@ class Kill(Model):
     recovery_s: Optional[float] = None      # restart: open + the first successful read
     first_commit_s: Optional[float] = None  # restart: to the first block committed after it
     verify_s: Optional[float] = None        # digesting every row (not in the above)
+    replayed_blocks: Optional[int] = None   # v11, a block log's: blocks replayed from it at the restart
+    replay_s: Optional[float] = None        # v11, in open_s
 
 
 class CrashFigures(Model):

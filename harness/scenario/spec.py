@@ -76,10 +76,11 @@ def _sizes(v: list[str]) -> list[str]:
 class Crash(Strict):
     """A crash scenario (harness/crash/): the block stream, killed with SIGKILL and restarted on the same files."""
     kills: int = Field(6, ge=1, le=200)
-    at: list[Literal["commit", "checkpoint", "anywhere"]] = Field(
+    at: list[Literal["commit", "checkpoint", "anywhere", "apply"]] = Field(
         ["commit", "checkpoint", "anywhere"], min_length=1,
-        description="where each kill is aimed, in turn: inside a block's commit, inside a checkpoint, or at "
-                    "whatever the engine is doing when it is due")
+        description="where each kill is aimed, in turn: inside a block's commit (under a block log: its "
+                    "record's append), inside a checkpoint, inside a block log's apply transaction (apply), or "
+                    "at whatever the engine is doing when it is due")
     after_blocks: BlockRange = Field((5, 20), description="blocks each life commits before its kill is due, "
                                                           "drawn from the seed")
     mode: Literal["kill", "power_cut"] = Field(
@@ -263,6 +264,8 @@ class Body(Strict):
         if self.workload.crash and "checkpoint" in self.workload.crash.at and not self.checkpoint.every_blocks \
                 and not self.workload.crash.wal_bytes:
             raise ValueError("workload.crash.at: checkpoint needs checkpoints to land in (checkpoint.every_blocks > 0)")
+        if self.workload.crash and "apply" in self.workload.crash.at and not self.block_log:
+            raise ValueError("workload.crash.at: apply is a block log's apply transaction: it needs block_log")
         if self.readers.threads:
             try:
                 check_mix(self.readers.mix, self.workload.variant)
