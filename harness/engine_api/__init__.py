@@ -140,6 +140,20 @@ class EngineBase:
         runner records them per block (harness/runner/phases.py). None: the engine times none."""
         return None
 
+    # --- what a design over the contract needs (harness/designs/block_log.py) -----------------------
+    def apply_group(self, prepared: list, mark: int | None) -> None:
+        """Several prepared blocks, in order, in ONE transaction that also sets the applied mark to `mark`
+        (applied_mark() made its table first). An adapter without it cannot run behind a block log."""
+        raise NotImplementedError(f"{type(self).__name__} cannot apply several blocks in one transaction")
+
+    def applied_mark(self) -> int:
+        """The last block an apply_group recorded (0: none); makes the mark's one-row table where it is missing."""
+        raise NotImplementedError(f"{type(self).__name__} records no applied mark")
+
+    def drain(self) -> float:
+        """Finish what was acknowledged and not yet applied (a design's); the seconds it took. Nothing here."""
+        return 0.0
+
     def counters(self) -> EngineCounters | None:
         """Cheap (called between blocks, twice a run, on the writer's thread); None: the engine gives none."""
         return None

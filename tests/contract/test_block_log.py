@@ -1,0 +1,107 @@
+"""The block log design (harness/designs/block_log.py) over real engines: what it acknowledged survives a kill
+before its apply, and a block applied twice changes nothing."""
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness import registry
+from harness.designs.block_log import LOG_DIR, BlockLogEngine
+from harness.designs.log_file import BlockLogFile
+from harness.workload.digest import digest_rows
+from harness.workload.generator import BlockGenerator
+from tests.conftest import mixed_spec
+
+EMBEDDED = [n for n in registry.names() if not registry.capabilities(n).server]
+LOAD = (60, 2000, 15)          # entities, rows a load block, expiry spread
+
+
+def _settings(name: str) -> dict:
+    return registry.settings_model(name)().model_dump(mode="json")
+
+
+def _digest(engine) -> dict:
+    return digest_rows({t: engine.iter_rows(t) for t in engine.row_counts()})
+
+
+def _stream(n_blocks: int):
+    gen = BlockGenerator(mixed_spec(variant="current_history", reorg=0.2))
+    return gen, [*gen.load_blocks(*LOAD), *(gen.next_block() for _ in range(n_blocks))]
+
+
+@pytest.mark.parametrize("name", ["sqlite", "duckdb", "postgres"])
+def test_a_block_applied_twice_changes_nothing(name, open_tmp):
+    """The engine applies the blocks and records its mark; opened again under a log that still holds every one of
+    them, the design replays none, and the rows are the model's as after one apply."""
+    gen, blocks = _stream(12)
+    data = open_tmp / "data"
+    inner = registry.engine_class(name)()
+    inner.open(_settings(name), data)
+    inner.create_schema("current_history")
+    assert inner.applied_mark() == 0
+    inner.apply_group([inner.prepare_block(b) for b in blocks], blocks[-1].number)
+    log = BlockLogFile(data / LOG_DIR, sync=True)
+    for b in blocks:
+        log.append(b.number, pickle.dumps(inner.prepare_block(b)))
+    log.close()
+    inner.close()
+
+    design = BlockLogEngine(registry.engine_class(name)(), group_blocks=5, sync=True)
+    design.open(_settings(name), data)
+    try:
+        design.use_schema("current_history")
+        assert design.replay["blocks"] == 0 and design.replay["from_block"] == blocks[-1].number + 1
+        assert _digest(design) == gen.model.digest.as_dict()
+    finally:
+        design.close()
+
+
+_CHILD = textwrap.dedent("""
+    import sys, threading, time
+    from harness import registry
+    from harness.designs.block_log import BlockLogEngine
+    from tests.contract.test_block_log import _settings, _stream
+    name, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    design = BlockLogEngine(registry.engine_class(name)(), group_blocks=1, sync=True)
+    design.open(_settings(name), data)
+    design.create_schema("current_history")
+    gen, blocks = _stream(n)
+    load = [b for b in blocks if b.kind == "load"]
+    for b in load:
+        design.apply_block(design.prepare_block(b))
+    design.drain()
+    stuck = threading.Event()
+    design.inner.apply_group = lambda prepared, mark: stuck.wait()     # the applier never gets further
+    for b in blocks[len(load):]:
+        design.apply_block(design.prepare_block(b))
+    print("acknowledged", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("name", EMBEDDED)
+def test_an_acknowledged_block_survives_a_kill_between_its_acknowledgement_and_its_apply(name, open_tmp):
+    """A process acknowledges blocks its applier never applies, and is SIGKILLed: opened again, the design
+    replays them from the log, and the rows are the model's after the last acknowledged block."""
+    n = 8
+    data = open_tmp / "data"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, name, str(data), str(n)], stdout=subprocess.PIPE,
+                             text=True, cwd=os.getcwd())
+    try:
+        assert child.stdout.readline().strip() == "acknowledged"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    gen, blocks = _stream(n)
+    design = BlockLogEngine(registry.engine_class(name)(), group_blocks=3, sync=True)
+    design.open(_settings(name), data)
+    try:
+        design.use_schema("current_history")
+        assert design.replay["blocks"] == n
+        assert _digest(design) == gen.model.digest.as_dict()
+    finally:
+        design.close()
