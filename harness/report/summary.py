@@ -16,6 +16,15 @@ def readers_text(plan: dict) -> str:
     return f"{r.get('threads', 0)} readers" + (" (auto: one per core here)" if r.get("threads_auto") else "")
 
 
+def _print_block_split(r) -> None:
+    """Where a block's time went: the engine's phases, or a block log's acknowledgement, apply and lag."""
+    m = r.metrics
+    if m.block_log is not None:
+        print(f"  block log: {block_log_line(m.block_log)}", file=sys.stderr)
+    elif (phases := phase_line(m.block_phases)) and not r.crash:
+        print(f"  block phases: {phases}", file=sys.stderr)
+
+
 def print_summary(path: Path) -> None:
     """A run's result as `make run` prints it: latency, reads by kind, counters, memory, thresholds."""
     from harness.results import load_result
@@ -42,10 +51,7 @@ def print_summary(path: Path) -> None:
             print(f"  {name:<22}{k.count:>7}{fmt(k.qps):>9}{fmt(k.p50):>9}{fmt(k.p95):>9}{fmt(k.p99):>9}"
                   f"{fmt(k.max):>9}{fmt(k.mean_rows):>8}{k.empty:>7}"
                   + (f"{fmt(k.checked):>9}{fmt(k.wrong):>7}" if checked else ""), file=sys.stderr)
-    if m.block_log is not None:
-        print(f"  block log: {block_log_line(m.block_log)}", file=sys.stderr)
-    elif (phases := phase_line(m.block_phases)) and not r.crash:
-        print(f"  block phases: {phases}", file=sys.stderr)
+    _print_block_split(r)
     if r.engine_version:
         print(f"  engine {r.engine_version}", file=sys.stderr)
     mem = r.memory

@@ -34,7 +34,7 @@ from harness.runner.outcome import FinalStorage, Outcome, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
-from harness.designs.figures import block_log_figures
+from harness.runner.block_log_figures import block_log_figures
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import parse_threshold
 from harness.state.clone import CLONE_RECORD
@@ -280,7 +280,12 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
         sampler.stop()
         out.sampler_error = sampler.storage_error
 
-    last = last or feed.after_load
+    return _after_clock(plan, engine, state, out, last or feed.after_load, watch, thresholds, abort)
+
+
+def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, watch, thresholds, abort) -> int:
+    """Off the clock: a design's figures, I/O, storage, integrity, the read answers, the result; the exit code."""
+    run_dir = Path(plan.run_dir)
     if plan.block_log:      # every acknowledged block applied, then the design's own figures
         log(plan, "draining the block log: applying every acknowledged block")
         state.design_figures, state.design_hists = block_log_figures(

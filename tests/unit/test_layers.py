@@ -13,7 +13,7 @@ FLOORS = [
     {"workload"},
     {"reads", "engine_api", "sql", "environment", "results"},
     {"registry"},
-    {"scenario", "state", "feed", "versions"},
+    {"scenario", "state", "feed", "versions", "designs"},
     {"runner", "report"},
     {"runtime"},
     {"crash"},
