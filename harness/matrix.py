@@ -14,6 +14,8 @@ from harness import matrix_states
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
+from harness.results.design import block_log_line
+from harness.results.phases import describe
 from harness.scenario.matrix import CellRule, EngineMatrix, Matrix, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.records import CellRun
@@ -76,7 +78,9 @@ def _row(name: str, says: str, over: list[str], trade_off: str | None, r: RunRes
                     read_iops=io.read_iops if io else None,
                     resident_share_end=io.residency.share_end if io and io.residency else None,
                     passed=r.status == "passed" if not settled else None,   # a settled cell ran part of its window
-                    settled_blocks=settled.get("block"), settled_budget_s=settled.get("budget_s"))
+                    settled_blocks=settled.get("block"), settled_budget_s=settled.get("budget_s"),
+                    db_bytes_end=m.db_bytes_final,
+                    split=block_log_line(m.block_log) if m.block_log else describe(m.block_phases))
     vs = vs_baseline(row, basis)
     measured = vs is not None and r.status in MEASURED and r.integrity.ok
     return row.model_copy(update={"helped": vs < 1 - noise if measured else None})
@@ -292,4 +296,17 @@ def table_markdown(m: MatrixFile) -> str:
                "figures over the blocks it ran. " if any(r.settled_blocks for r in m.rows) else "")
             + f"Best combination: {' + '.join(m.combination) if m.combination else 'none (no option helped)'}.\n"
             f"Answer: {m.answer}.\n")
-    return head + "\n".join(lines) + "\n" + foot
+    return head + "\n".join(lines) + "\n" + foot + _split_markdown(m)
+
+
+def _split_markdown(m: MatrixFile) -> str:
+    """Each cell's size on disk and write amplification beside where its block went (a design's: its
+    acknowledgement, apply transactions and lag)."""
+    rows = [r for r in m.rows if r.split or r.db_bytes_end]
+    if not rows:
+        return ""
+    lines = [f"| {r.option} | {'-' if r.db_bytes_end is None else f'{r.db_bytes_end / 2**30:,.2f}'} | "
+             f"{'-' if r.write_amplification is None else f'{r.write_amplification:.1f}'} | {r.split or '-'} |"
+             for r in rows]
+    return ("\n| option | on disk GiB | write amp. | where a block went |\n|---|---:|---:|---|\n"
+            + "\n".join(lines) + "\n")

@@ -89,7 +89,7 @@ def load_verdict(path: Path) -> VerdictFile | None:
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:
-    return _load(path, MatrixFile, MATRIX_VERSION, older=(1, 2))
+    return _load(path, MatrixFile, MATRIX_VERSION, older=(1, 2, 3, 4))
 
 
 def load_matrices(path: Path) -> MatricesFile | None:

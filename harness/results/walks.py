@@ -165,7 +165,7 @@ class VerdictFile(Model):
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
 
 
-MATRIX_VERSION = 4
+MATRIX_VERSION = 5
 
 
 class OptionRow(Model):
@@ -191,10 +191,12 @@ class OptionRow(Model):
     passed: Optional[bool] = None        # every threshold of the scenario met
     settled_blocks: Optional[int] = None  # v3: the cell ended after these blocks, unable to beat the baseline
     settled_budget_s: Optional[float] = None  # v4: ended past this clock, every block slower than the baseline
+    db_bytes_end: Optional[int] = None   # v5: the engine's files at the end (result metrics.db_bytes_final)
+    split: Optional[str] = None          # v5: where a block's time went, or a block log's acknowledgement, apply, lag
 
 
 class MatrixFile(Model):
-    version: Literal[1, 2, 3, 4] = MATRIX_VERSION
+    version: Literal[1, 2, 3, 4, 5] = MATRIX_VERSION
     engine: str
     scenario: str
     profile: Optional[str]
