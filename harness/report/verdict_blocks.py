@@ -54,7 +54,8 @@ def answer_blocks(meta) -> list[Block]:
         return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
     items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
              + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}")
-             + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "") for a in meta.answers]
+             + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "")
+             + (f"; the last leaf, measured: {a.leaf}" if a.leaf else "") for a in meta.answers]
     engines = list(dict.fromkeys(c.engine for c in meta.matrix))
     cell = {(c.engine, c.mem): c for c in meta.matrix}
     rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with
@@ -66,7 +67,27 @@ def answer_blocks(meta) -> list[Block]:
             Block("table", headers=["engine", *meta.mems], rows=rows),
             *([Block("p", "Why the cells that did not pass did not:"), Block("list", items=diag)] if diag else []),
             *([Block("p", f"Implied cells rest on one assumption: {meta.monotonicity}.")]
-              if meta.cells_implied and meta.monotonicity else [])]
+              if meta.cells_implied and meta.monotonicity else []), *leaf_blocks(meta)]
+
+
+def leaf_blocks(meta) -> list[Block]:
+    """The tree's last leaf beside the engines' cells: each design at each MEM the steps left without an engine,
+    with its acknowledgement p99, its apply lag and where its block went."""
+    if not meta.leaf:
+        return []
+    designs = list(dict.fromkeys((c.engine, c.design) for c in meta.leaf))
+    cell = {(c.engine, c.design, c.mem): c for c in meta.leaf}
+    rows = [[f"{e}: {d}", *(_OUTCOME[cell[(e, d, m)].outcome] if (e, d, m) in cell else "–" for m in meta.mems)]
+            for e, d in designs]
+    items = [f"{c.engine}: {c.says} @ {c.mem}: {c.outcome}; p99 {_f(c.ack_p99_ms)} ms"
+             + (f", apply lag p99 {_f(c.lag_p99_blocks)} blocks" if c.lag_p99_blocks is not None else "")
+             + (f"; {c.diagnosis}" if c.diagnosis else "") + (f"; {c.split}" if c.split else "")
+             for c in meta.leaf if c.outcome != "implied"]
+    return [Block("h2", "The last leaf, measured: designs where no engine passed"),
+            Block("p", "Each design keeps every version and every acknowledged block; it is tried only at a limit where "
+                       "no engine met the criteria, cheapest first, and a failure implies one at every smaller limit. "
+                       "Under a block log the p99 is its acknowledgement's, from each block's due time."),
+            Block("table", headers=["design", *meta.mems], rows=rows), Block("list", items=items)]
 
 
 def _with(settings: dict) -> str:

@@ -18,7 +18,7 @@ from harness.results.models import (  # noqa: F401  (the package re-exports its 
                                     ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401
                                    CellRecord, ControlRun, EngineBest, LibraryVersion, MATRICES_VERSION,
-                                   MATRIX_VERSION, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
+                                   MATRIX_VERSION, LeafCell, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
 
@@ -85,7 +85,7 @@ def load_knee(path: Path) -> KneeFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3))
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:

@@ -9,7 +9,7 @@ from pydantic import model_validator
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 3
+VERDICT_VERSION = 4
 
 
 class CellRecord(Model):
@@ -129,6 +129,21 @@ class MatrixCell(Model):
     trade_offs: list[str] = []                  # options that passed only by giving something up
 
 
+class LeafCell(Model):
+    """v4: one design of the tree's last leaf at one MEM (harness/verdict/leaf.py)."""
+    engine: str
+    design: str                                 # the matrix option
+    says: str
+    mem: str
+    outcome: Literal["pass", "fail", "implied", "error"]
+    cells: list[str] = []
+    diagnosis: Optional[str] = None
+    ack_p99_ms: Optional[float] = None          # the first criterion's commit p99: under a block log, its acknowledgement
+    lag_p99_blocks: Optional[float] = None      # a block log's apply lag p99
+    closeness: Optional[float] = None           # the largest measured / limit of its '<' thresholds (below 1: passed)
+    split: Optional[str] = None                 # where its block went
+
+
 class MemAnswer(Model):
     """The tree's answer at one memory level: the first engine that met every criterion there."""
     mem: str
@@ -139,10 +154,12 @@ class MemAnswer(Model):
     why: Optional[str] = None                   # inconclusive: the cell that errored
     tuned_with: Optional[str] = None            # the answer holds with this option (decision.yaml's tune)
     trade_offs: list[str] = []                  # what would pass there only by giving something up
+    design: Optional[str] = None                # v4: no engine as deployed; the leaf's design that passed
+    leaf: Optional[str] = None                  # v4: what the leaf measured there, in one sentence
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -160,6 +177,7 @@ class VerdictFile(Model):
     memory_basis: Optional[str] = None          # how MEMS was derived (a ratio profile), else none
     answers: list[MemAnswer] = []
     matrix: list[MatrixCell] = []
+    leaf: list[LeafCell] = []                   # v4: the tree's last leaf, where no engine passed
     walk_s: Optional[float] = None
     cells_implied: int = 0
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it

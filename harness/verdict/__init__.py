@@ -21,6 +21,7 @@ from harness.sweep import CellOptions, SweepInterrupted, sweep_dir_for
 from harness.verdict import answer
 from harness.verdict.plan import MONOTONICITY, at_reference, caveats, check_disk, criterion_plans, order_mems
 from harness.verdict.versions import library_versions, version_note
+from harness.verdict.leaf import run_leaf, with_leaf
 from harness.verdict.walk import Walk, log
 
 
@@ -96,16 +97,22 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     def save(walk: Walk) -> None:
         nonlocal out
         out = out.model_copy(update={
-            "steps": walk.steps, "matrix": walk.matrix, "answers": answer.answers(tree, mems, walk.matrix, ref),
+            "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf,
+            "answers": with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)
         if drop_states and walk.steps:
             _drop_state(walk.steps[-1].engine, plans, walk)
 
+    leaf: list = []
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
     try:
         steps = walk.run()
+        leaf = run_leaf(walk)
+        if drop_states:        # the leaf's own states (its engines' again, and each design's schema)
+            for engine in dict.fromkeys(c.engine for c in leaf):
+                _drop_state(engine, plans, walk)
     except SweepInterrupted as e:
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -137,8 +144,8 @@ def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     answers = out.answers
     print(("CAVEAT: " + "; ".join(out.caveats) + "\n") if out.caveats else "", end="", file=sys.stderr)
     for a in answers:
-        print(f"verdict at {a.mem}: {a.decision if a.status != 'inconclusive' else 'inconclusive: ' + a.why}",
-              file=sys.stderr)
+        print(f"verdict at {a.mem}: {a.decision if a.status != 'inconclusive' else 'inconclusive: ' + a.why}"
+              + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf else ""), file=sys.stderr)
     print(f"walk: {out.walk_s / 60:.1f} min, {cells_run} cells run, {out.cells_implied} implied "
           f"(path: {', '.join(out.verdict.path)})", file=sys.stderr)
     print(root / "verdict.json")

@@ -122,4 +122,4 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
 
 def sentence(ans: list[MemAnswer]) -> str:
     return "; ".join(f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-                     + (a.decision if a.status != "inconclusive" else f"inconclusive ({a.why})") for a in ans)
+                     + (a.leaf or a.decision if a.status != "inconclusive" else f"inconclusive ({a.why})") for a in ans)

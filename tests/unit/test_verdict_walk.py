@@ -263,3 +263,27 @@ def test_an_engine_out_of_memory_at_its_policy_tries_its_options_too(tmp_path):
     assert [t for e, m, *t in walk.ran if m == "4g" and t] == [["mmap"], ["autockpt_off_passive"]]
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
     assert ans["4g"].engine == "sqlite" and ans["4g"].tuned_with.startswith("wal_autocheckpoint off")
+
+
+def test_the_leaf_runs_only_where_no_engine_passed_and_answers_with_its_first_passing_design(tmp_path):
+    """SQLite passes at 4g; every engine fails at 2g and 1g. The leaf's designs run at 2g and 1g only, cheapest
+    first; a block log applying up to 5 blocks passes at 2g and answers there; at 1g none passes, and a design
+    that failed at 2g is implied failed at 1g, never run."""
+    from harness.verdict.leaf import designs_in_order, run_leaf, with_leaf
+    fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in ("2g", "1g")}
+    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-block_log_g5"): "passed"})
+    walk.run()
+    before = len(walk.ran)
+    leaf = run_leaf(walk)
+    ran = walk.ran[before:]
+    assert ran and all(mem in ("2g", "1g") for _, mem, _ in ran), "no design runs where an engine passed"
+    order = designs_in_order(walk.tree)
+    assert [(e, t.removeprefix("leaf-")) for e, m, t in ran if m == "2g"] == \
+        order[:order.index(("sqlite", "block_log_g5")) + 1], "cheapest first, until one passes"
+    assert ("sqlite", "1g", "leaf-block_log") not in ran       # it failed at 2g: implied below
+    assert any(c.outcome == "implied" and c.mem == "1g" for c in leaf)
+    ans = {a.mem: a for a in with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)}
+    assert ans["4g"].engine == "sqlite" and ans["4g"].leaf is None
+    assert ans["2g"].status == "none" and ans["2g"].design == "sqlite: block_log_g5"
+    assert ans["2g"].leaf.startswith("no engine as deployed; sqlite with a block log")
+    assert ans["1g"].design is None and "no design passes: closest" in ans["1g"].leaf

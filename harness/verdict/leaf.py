@@ -1,0 +1,103 @@
+"""The tree's last leaf, measured: at each MEM where no step passed (and none errored), the designs of
+scenarios/decision.yaml's `leaf` (matrix options that keep every version: a block log in front, the current ∪
+history schema, the two together, each with the engine's own option that gave nothing up), cheapest first, on
+the engines it names. The first design that meets every criterion at a MEM is the answer there; a design that
+failed at a larger MEM is implied failed below it. Where none passes, the closest is named with where its block
+went."""
+from __future__ import annotations
+
+from harness.results import CellRecord, LeafCell, MemAnswer, load_result
+from harness.results.design import block_log_line
+from harness.results.phases import describe
+from harness.scenario.matrix import load_matrix
+from harness.scenario.thresholds import parse_threshold
+from harness.verdict.answer import at_mem, matrix_cell
+from harness.verdict.walk import log
+
+
+def designs_in_order(tree) -> list[tuple[str, str]]:
+    """(engine, design) pairs, cheapest first (the matrix options' cost; the file's order among equals)."""
+    if tree.leaf is None:
+        return []
+    mx = load_matrix()
+    pairs = [(i, j, e, d) for i, (e, names) in enumerate(tree.leaf.designs.items()) for j, d in enumerate(names)]
+    return [(e, d) for _, _, e, d in sorted(pairs, key=lambda p: (mx.engines[p[2]].options[p[3]].cost, p[1], p[0]))]
+
+
+def run_leaf(walk) -> list[LeafCell]:
+    """The leaf's cells at every MEM the steps left without an engine (walk.open_mems())."""
+    mems = walk.open_mems()
+    if not mems:
+        return []
+    mx, steps = load_matrix(), {s.engine: s for s in walk.tree.steps}
+    out: list[LeafCell] = []
+    answered: set[str] = set()
+    for engine, design in designs_in_order(walk.tree):
+        opt = mx.engines[engine].options[design]
+        failed_above = False
+        for mem in mems:
+            if mem in answered:
+                continue
+            if failed_above:
+                out.append(LeafCell(engine=engine, design=design, says=opt.says, mem=mem, outcome="implied"))
+                continue
+            log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
+            recs = walk.engine_at(engine, steps[engine].set if engine in steps else {}, f"leaf-{design}", mem, opt)
+            cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root)
+            out.append(cell)
+            log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}")
+            failed_above |= cell.outcome == "fail"
+            if cell.outcome == "pass":
+                answered.add(mem)
+    return out
+
+
+def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellRecord], root) -> LeafCell:
+    """A design's outcome at one MEM, with the first criterion's figures (its acknowledgement p99, the apply lag
+    p99 under a block log) and where its block went."""
+    base = matrix_cell(engine, mem, at_mem(recs), recs)
+    first = recs[0] if recs else None
+    r = load_result(root / first.scenario / first.dir / "result.json") if first else None
+    m = r.metrics if r is not None else None
+    bl = m.block_log if m is not None else None
+    return LeafCell(engine=engine, design=design, says=says, mem=mem, outcome=base.outcome, cells=base.cells,
+                    diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
+                    lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
+                    closeness=_closeness(r) if r is not None else None,
+                    split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
+
+
+def _closeness(r) -> float | None:
+    """How far the cell is from its line: the largest measured / limit among its '<' thresholds (1: on it)."""
+    ratios = []
+    for t in r.thresholds:
+        th = parse_threshold(t.expr)
+        if th.op in ("<", "<=") and t.value is not None and th.limit:
+            ratios.append(t.value / th.limit)
+    return round(max(ratios), 3) if ratios else None
+
+
+def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]:
+    """Each MEM without an engine gets what the leaf measured there: the design that passed, or the closest."""
+    out = []
+    for a in answers:
+        cells = [c for c in leaf if c.mem == a.mem and c.outcome != "implied"]
+        if a.status != "none" or not cells:
+            out.append(a)
+            continue
+        passed = next((c for c in cells if c.outcome == "pass"), None)
+        if passed is not None:
+            text = (f"no engine as deployed; {passed.engine} with {passed.says} passes: acknowledgement p99 "
+                    f"{_ms(passed.ack_p99_ms)} ms" + (f", index lag p99 {passed.lag_p99_blocks:g} blocks"
+                                                      if passed.lag_p99_blocks is not None else ""))
+        else:
+            close = min(cells, key=lambda c: c.closeness if c.closeness is not None else float("inf"))
+            text = (f"no engine as deployed, and no design passes: closest {close.engine} with {close.says} "
+                    f"({close.diagnosis or close.outcome}; {close.split or 'no split'})")
+        out.append(a.model_copy(update={"design": f"{passed.engine}: {passed.design}" if passed else None,
+                                        "leaf": text}))
+    return out
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
