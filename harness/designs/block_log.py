@@ -217,5 +217,6 @@ class BlockLogEngine:
                     self._q.get_nowait()
             self._q.put(None)
             self._thread.join(timeout=None if not discard else 60)
-        self.log.close()
+        if "log" in vars(self):          # open() got that far
+            self.log.close()
         self.inner.close(discard)
