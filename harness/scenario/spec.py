@@ -76,11 +76,11 @@ def _sizes(v: list[str]) -> list[str]:
 class Crash(Strict):
     """A crash scenario (harness/crash/): the block stream, killed with SIGKILL and restarted on the same files."""
     kills: int = Field(6, ge=1, le=200)
-    at: list[Literal["commit", "checkpoint", "anywhere", "apply"]] = Field(
+    at: list[Literal["commit", "checkpoint", "anywhere", "apply", "idle"]] = Field(
         ["commit", "checkpoint", "anywhere"], min_length=1,
         description="where each kill is aimed, in turn: inside a block's commit (under a block log: its "
-                    "record's append), inside a checkpoint, inside a block log's apply transaction (apply), or "
-                    "at whatever the engine is doing when it is due")
+                    "record's append), inside a checkpoint, inside a block log's apply transaction (apply), "
+                    "between blocks (idle), or at whatever the engine is doing when it is due")
     after_blocks: BlockRange = Field((5, 20), description="blocks each life commits before its kill is due, "
                                                           "drawn from the seed")
     mode: Literal["kill", "power_cut"] = Field(
