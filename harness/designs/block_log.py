@@ -66,6 +66,7 @@ class BlockLogEngine:
         self.transactions: list[Transaction] = []
         self.ack_phases: list[tuple[int, float, float]] = []   # (ack_ns, encode + write ms, sync ms) per block
         self.replay: dict = {"blocks": 0, "seconds": 0.0, "from_block": None}
+        self._counters = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -109,6 +110,7 @@ class BlockLogEngine:
             replayed += len(group)
         self.log.release_through(last)
         self.replay = {"blocks": replayed, "seconds": round(time.perf_counter() - t0, 4), "from_block": mark + 1}
+        self._counters = self.inner.counters()
         self._thread = threading.Thread(target=self._apply_loop, name="block-log-applier", daemon=True)
         self._thread.start()
 
@@ -129,6 +131,12 @@ class BlockLogEngine:
 
     def block_phases(self) -> dict[str, float] | None:
         return None          # the acknowledgement is the log's append; the apply's phases are in figures()
+
+    def counters(self):
+        """The engine's counters as the applier last read them, after its last group: a driver's connection may
+        not be used from two threads at once (APSW refuses), and the acknowledgement must not wait for an apply
+        to ask. So the measured phase's counters are off by at most the group in flight at either end."""
+        return self._counters
 
     # --- the applier --------------------------------------------------------------------------
     def _apply_loop(self) -> None:
@@ -164,6 +172,7 @@ class BlockLogEngine:
             t0 = time.monotonic_ns()
             self.inner.apply_group(prepared, last)
             t1 = time.monotonic_ns()
+            self._counters = self.inner.counters()      # read where the connection is this thread's
             self._hook("idle", last)
         with self._done:
             self._applied_count += len(group)

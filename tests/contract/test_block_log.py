@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -102,6 +103,38 @@ def test_an_acknowledged_block_survives_a_kill_between_its_acknowledgement_and_i
     try:
         design.use_schema("current_history")
         assert design.replay["blocks"] == n
+        assert _digest(design) == gen.model.digest.as_dict()
+    finally:
+        design.close()
+
+
+@pytest.mark.parametrize("name", ["sqlite", "duckdb", "postgres"])
+def test_the_runner_asks_for_counters_and_storage_while_the_applier_applies(name, open_tmp):
+    """The writer reads the engine's counters at the measured phase's ends and the sampler its storage every
+    second, while the applier is inside a transaction: neither may touch the applier's connection (APSW raises a
+    ThreadingViolationError on a second thread's call; a 1x SQLite matrix's block log cells died of it)."""
+    gen, blocks = _stream(40)
+    design = BlockLogEngine(registry.engine_class(name)(), group_blocks=1, sync=False)
+    design.open(_settings(name), open_tmp / "data")
+    stop, asked = threading.Event(), []
+
+    def ask() -> None:                      # as the writer and the sampler do, from threads of their own
+        while not stop.is_set():
+            design.counters()
+            design.storage()
+            asked.append(1)
+    try:
+        design.create_schema("current_history")
+        asker = threading.Thread(target=ask)
+        asker.start()
+        try:
+            for b in blocks:
+                design.apply_block(design.prepare_block(b))
+            design.drain()
+        finally:
+            stop.set()
+            asker.join()
+        assert len(asked) > 100
         assert _digest(design) == gen.model.digest.as_dict()
     finally:
         design.close()
