@@ -39,7 +39,7 @@ def move_to_history_sql(table: str, block: str, where: str) -> str:
     return f"INSERT INTO {table}{HISTORY} ({', '.join(hist)}) SELECT {select} FROM {table} WHERE {where}"
 
 
-def terminate_params(variant: str, block_number: int, keys: list[bytes]) -> list[tuple]:
+def terminate_params(block_number: int, keys: list[bytes]) -> list[tuple]:
     return [(block_number, k) for k in keys]
 
 
@@ -109,7 +109,7 @@ def _block_statements(conn, sql: BlockSQL, block: Block) -> None:
     for table, pks in block.deletes.items():
         conn.executemany(sql.delete[table], pks)
     if block.terminate_keys:
-        params = terminate_params(sql.variant, block.number, block.terminate_keys)
+        params = terminate_params(block.number, block.terminate_keys)
         for table in TABLES:
             for stmt in sql.terminate[table]:
                 conn.executemany(stmt, params)

@@ -27,7 +27,7 @@ def block_statements(block: Block) -> list:
         stmt = sql.delete_by_pk_sql(v, t)
         out += [Statement(stmt, list(pk)) for pk in pks]
     if block.terminate_keys:
-        params = sql.terminate_params(v, block.number, block.terminate_keys)
+        params = sql.terminate_params(block.number, block.terminate_keys)
         for t in TABLES:
             for stmt in sql.terminate_sql(v, t):
                 out += [Statement(stmt, list(p)) for p in params]
