@@ -16,7 +16,8 @@ class BlockLogFigures(Model):
     applied_rows: int                     # their rows applied by the window's end
     applied_rows_per_s: Optional[float] = None      # over the window
     apply_lag_ms: LatencySummary = LatencySummary()         # apply commit end - acknowledgement, per block
-    apply_lag_blocks: LatencySummary = LatencySummary()     # blocks acknowledged, not applied (a count, not ms)
+    apply_lag_blocks: LatencySummary = LatencySummary()     # blocks the engine trailed the head by at each
+                                                            # acknowledgement (a count, not ms)
     lag_growth_blocks: Optional[float] = None        # the lag's least-squares trend over the measured phase
     transactions: int = 0                            # apply transactions that held a measured block
     blocks_per_transaction: Optional[float] = None
