@@ -38,6 +38,7 @@ class CapabilityOverride(_Strict):
     server: Optional[bool] = None
     wal: Optional[bool] = None
     checkpoint_modes: Optional[tuple[str, ...]] = None
+    groups_blocks: Optional[bool] = None
 
 
 class Image(_Strict):

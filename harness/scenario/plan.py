@@ -275,6 +275,9 @@ def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None
     if body.checkpoint.every_blocks and _checkpoint(body.checkpoint, caps).mode not in caps.checkpoint_modes:
         raise ConfigError(f"{path}: checkpoint.mode: {body.checkpoint.mode} is not supported by {engine}; "
                           f"allowed: {', '.join(caps.checkpoint_modes) or '(no manual checkpoints)'}")
+    if body.block_log and not caps.groups_blocks:
+        raise ConfigError(f"{path}: block_log: {engine} at these settings cannot apply several blocks in one "
+                          "transaction (capabilities.groups_blocks is false); allowed: no block_log here")
     if body.workload.crash and body.workload.crash.wal_bytes and not caps.wal:
         raise ConfigError(f"{path}: workload.crash.wal_bytes: {engine} does not report its WAL with these settings "
                           "(capabilities.wal is false): no kill could be aimed at a WAL size")
