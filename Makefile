@@ -67,7 +67,7 @@ $(STAMP): pyproject.toml $(MANIFESTS)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[test,report]' $(foreach r,$(call MANIFEST_LIST,requirements),'$(r)')
 	@# another build of a distribution, apart, for a setting to load (sqlite's newest APSW)
-	@$(PY) -m harness.registry side-requirements | while read -r engine name req dir; do \
+	@$(PY) -m harness.registry_cli side-requirements | while read -r engine name req dir; do \
 	  echo "side install for $$engine ($$name): $$req"; \
 	  $(VENV)/bin/pip install -q --no-deps --upgrade --target "$$dir" "$$req" || exit 1; done
 	@touch $@
@@ -148,12 +148,12 @@ $(WHEELHOUSE)/requirements.txt: $(STAMP) docker/runtime-requirements.py
 	@rm -rf $(WHEELHOUSE)/*.txt $(WHEELHOUSE)/core $(WHEELHOUSE)/engine-*/
 	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE)
 	$(VENV)/bin/pip wheel -q -w $(WHEELHOUSE) -r $@ || { rm -f $@; exit 1; }
-	@$(PY) -m harness.registry side-requirements | while read -r engine name req dir; do \
+	@$(PY) -m harness.registry_cli side-requirements | while read -r engine name req dir; do \
 	  $(VENV)/bin/pip wheel -q --no-deps -w $(WHEELHOUSE)/side "$$req" || { rm -f $@; exit 1; }; done
 	@$(PY) docker/runtime-requirements.py $(WHEELHOUSE) --split || { rm -f $@; exit 1; }
 
 images: $(WHEELHOUSE)/requirements.txt ## build every engine image (a local Debian base first when no registry answers) [IMAGE_ENGINES=] [REGISTRY=host:port to push them]
-	@REGISTRY=$(REGISTRY) docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry names))"
+	@REGISTRY=$(REGISTRY) docker/images.sh $(PY) $(VERSION) "$(if $(IMAGE_ENGINES),$(IMAGE_ENGINES),$$($(PY) -m harness.registry_cli names))"
 
 IMAGES_TAR ?= build/arkbench-images-$(VERSION).tar
 images-save: images ## the engine images in one tarball, for nodes no registry serves: [IMAGES_TAR=]

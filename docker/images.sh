@@ -11,7 +11,7 @@ py=${1:?usage: images.sh PYTHON VERSION ENGINES}
 version=${2:?}
 engines=${3:?}
 public_base=${PUBLIC_BASE:-python:3.11-slim-bookworm}
-debian_packages=$("$py" -m harness.registry debian-packages)
+debian_packages=$("$py" -m harness.registry_cli debian-packages)
 # named by what the manifests ask of it, so a new engine's Debian package gets a new base
 local_base=arkbench/base:bookworm-$(echo "$debian_packages" | sha1sum | cut -c1-8)
 start=$(date +%s)
@@ -28,7 +28,7 @@ fi
 echo "images: base $base"
 commit=$("$py" -m harness.provenance | cut -d' ' -f2)   # HEAD (-dirty): baked into each image
 echo "images: harness $version, commit ${commit:-unknown}"
-specs=$("$py" -m harness.registry images $engines)      # engine image-name role dockerfile target; runners first
+specs=$("$py" -m harness.registry_cli images $engines)      # engine image-name role dockerfile target; runners first
 jobs=${IMAGE_JOBS:-3}                                   # builds at once: pip and layer commits overlap
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

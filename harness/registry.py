@@ -2,7 +2,7 @@
 rule). The manifest says what the harness must know without importing the driver: the adapter class,
 the settings model, capabilities, the SQL type mapping, the control loop, images and the extra Python
 distributions. The folder name is the engine's key everywhere (scenario field, result, image tag).
-`python -m harness.registry names|debian-packages|images` serves the Makefile and docker/images.sh."""
+harness/registry_cli.py serves the Makefile and docker/images.sh."""
 from __future__ import annotations
 
 import functools
@@ -319,33 +319,3 @@ def image_builds(m: Manifest) -> list[tuple[str, str, str, str | None]]:
                               f"{m.dockerfile(role)} does not exist")
         out.append((image_name(m.name, role), role, m.dockerfile(role), image.target))
     return out
-
-
-def _main(argv: list[str]) -> int:
-    """names | debian-packages | images ENGINE... (engine image-name role dockerfile target, one a line)
-    | side-requirements (engine name requirement target-dir, one a line)"""
-    cmd, args = (argv[0] if argv else ""), argv[1:]
-    try:
-        if cmd == "names":
-            print(" ".join(names()))
-        elif cmd == "debian-packages":
-            print(" ".join(sorted({p for m in manifests().values() for p in m.debian_packages})))
-        elif cmd == "side-requirements":
-            for m in manifests().values():
-                for name, req in m.side_requirements.items():
-                    print(m.name, name, req, side_path(m.name, name))
-        elif cmd == "images" and len(args) >= 1:
-            for n in args:
-                for name, role, dockerfile, target in image_builds(manifest(n)):
-                    print(n, name, role, dockerfile, target or "-")
-        else:
-            print(f"usage: python -m harness.registry {_main.__doc__}", file=sys.stderr)
-            return 2
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
