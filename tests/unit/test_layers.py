@@ -13,7 +13,7 @@ FLOORS = [
     {"workload"},
     {"reads", "engine_api", "sql", "environment", "results"},
     {"registry"},
-    {"scenario", "state", "feed", "versions", "designs"},
+    {"scenario", "state", "feed", "versions", "designs", "registry_cli"},
     {"runner", "report"},
     {"runtime"},
     {"crash"},
