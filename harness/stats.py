@@ -1,7 +1,8 @@
 """Repeat statistics shared by bench-overhead and the report: a median and its spread, flagged noisy
-as pyperf does when the spread reaches 10%."""
+as pyperf does when the spread reaches 10%; a percentile's distribution-free confidence bounds."""
 from __future__ import annotations
 
+import math
 import statistics
 
 NOISY_SPREAD = 0.10
@@ -52,3 +53,39 @@ def significant(a: list[float], b: list[float]) -> bool | None:
     t, df = tdf
     crit = _T95[max(1, int(df)) - 1] if df < len(_T95) + 1 else 1.96
     return abs(t) > crit
+
+
+# Above this many values the binomial is summed over its normal band only (±12 sd covers it all in doubles).
+_EXACT_SUM_MAX = 200_000
+
+
+def _binomial_cdf(n: int, p: float):
+    """k -> P(Binomial(n, p) <= k), summed in log space so (1-p)^n underflowing cannot zero a tail."""
+    if p <= 0 or p >= 1:
+        return lambda k: 1.0 if (p <= 0 or k >= n) else 0.0
+    lp, lq, lgn = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    mean, sd = n * p, math.sqrt(n * p * (1 - p))
+    first = 0 if n <= _EXACT_SUM_MAX else max(0, int(mean - 12 * sd))
+    pmf = [math.exp(lgn - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+           for k in range(first, min(n, int(mean + 12 * sd) + 1 if n > _EXACT_SUM_MAX else n) + 1)]
+    cum, total = [], 0.0
+    for v in pmf:
+        total += v
+        cum.append(total)
+    return lambda k: 0.0 if k < first else (1.0 if k - first >= len(cum) else min(1.0, cum[k - first]))
+
+
+def quantile_bound_ranks(n: int, pct: float, confidence: float = 0.95) -> tuple[int | None, int | None]:
+    """The 1-based ranks (lo, hi) among n sorted values whose values bound the pct-th percentile of the
+    distribution they were drawn from with at least `confidence`, each side missing by at most half the
+    rest; no assumption on the distribution (order statistics: the count of values below the true
+    percentile is Binomial(n, pct/100)). None where n values cannot give that side: p99 over 20 blocks has
+    no upper bound, only a lower one."""
+    if n <= 0:
+        return None, None
+    tail, cdf = (1 - confidence) / 2, _binomial_cdf(n, pct / 100)
+    # lo: the largest rank r with P(B <= r-1) <= tail, so the true percentile lies below x_(r) that rarely
+    lo = next((r for r in range(n, 0, -1) if cdf(r - 1) <= tail), None)
+    # hi: the smallest rank r with P(B <= r-1) >= 1 - tail, so it lies at or above x_(r) that rarely
+    hi = next((r for r in range(1, n + 1) if cdf(r - 1) >= 1 - tail), None)
+    return lo, hi

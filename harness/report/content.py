@@ -14,7 +14,7 @@ from harness.report.tuning_table import tuning_blocks
 from harness.report.verdict_blocks import verdict_blocks
 from harness.report.walk_blocks import ceiling_blocks, v1_blocks
 from harness.report.io_tables import index_residency_table, io_table
-from harness.report.summary import kills_table
+from harness.report.summary import bounds_text, kills_table
 from harness.stats import NOISY_SPREAD, summarize
 from harness.units import format_bytes
 
@@ -46,7 +46,7 @@ def first_line(data: ReportData) -> Block:
 
 def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
     headers = ["engine", "memory (policy: engine cache)", "start", "durability", "scale", "status", "p50 ms",
-               "p99 ms", "max ms", "rows/s", "bloat", "WAL peak", "checkpoints", "harness inside the limit",
+               "p99 ms", "p99's 95% bounds", "max ms", "rows/s", "bloat", "WAL peak", "checkpoints", "harness inside the limit",
                "repeats (p99 spread)", "thresholds"]
     rows, noisy = [], []
     for group in data.groups(scenario):
@@ -71,7 +71,8 @@ def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
         worst = max((g.commit_ms.max for g in group if g.commit_ms.max is not None), default=None)
         rows.append([c.name, memory_given(c), start_text(c.result.load or {}), durability_text(c.result.plan),
                      f"{c.result.scale:g}", status, _f(p50),
-                     _f(p99), _f(worst), _f(rate, 0), _f(m.bloat_ratio, 2),
+                     _f(p99), (bounds_text(c.commit_ms.p99_bounds, c.commit_ms.count) or "-") if len(group) == 1 else "-",
+                     _f(worst), _f(rate, 0), _f(m.bloat_ratio, 2),
                      format_bytes(m.wal_bytes_max), m.checkpoints if m.checkpoints is not None else "-",
                      harness_share(c), rep, thresholds_text(c)])
     return Block("table", headers=headers, rows=rows), noisy

@@ -25,6 +25,32 @@ def _print_block_split(r) -> None:
         print(f"  block phases: {phases}", file=sys.stderr)
 
 
+def bounds_text(bounds, count: int, lead: str = "") -> str:
+    """'[lo, hi]' (a percentile's 95% bounds), a side the count cannot bound said as such; '' without any."""
+    if not bounds:
+        return ""
+    lo, hi = bounds
+    missing = ("from either side" if lo is None and hi is None else "from above" if hi is None
+               else "from below" if lo is None else "")
+    return (f"{lead}[{'-' if lo is None else f'{lo:g}'}, {'-' if hi is None else f'{hi:g}'}]"
+            + (f" ({count} values cannot bound it {missing})" if missing else ""))
+
+
+def _print_thresholds(r, fmt) -> None:
+    """PASS/FAIL on the measured value; a percentile's bounds and, where they straddle the line, so said."""
+    for t in r.thresholds:
+        judged = f"; {t.judged} on its bounds" if t.judged == "undecided" else ""
+        print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
+              f"{bounds_text(t.bounds, _count_of(r, t.expr), ', 95% bounds ')}{judged}"
+              f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
+
+
+def _count_of(r, expr: str) -> int:
+    """How many values a threshold's percentile was taken over: reads for read_ms, blocks else."""
+    m = r.metrics
+    return m.read_latency_ms.count if "read_ms" in expr else m.commit_latency_ms.count
+
+
 def print_summary(path: Path) -> None:
     """A run's result as `make run` prints it: latency, reads by kind, counters, memory, thresholds."""
     from harness.results import load_result
@@ -36,7 +62,7 @@ def print_summary(path: Path) -> None:
     if r.crash:
         _print_crash(r)
     elif c.count or not m.reads_by_kind:
-        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)} max {fmt(c.max)} (n={c.count}), "
+        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)}{bounds_text(c.p99_bounds, c.count, ', 95% bounds ')}, max {fmt(c.max)} (n={c.count}), "
               f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
               file=sys.stderr)
     if m.reads_by_kind:
@@ -79,9 +105,7 @@ def print_summary(path: Path) -> None:
                  if h.engine_heap_bytes_end is not None and h.harness_bytes_end is not None else "")
         print(f"  runner inside the {r.memory.data_limit_bytes_seen >> 20} MiB limit: {h.inside_limit_bytes >> 20} MiB RSS at "
               f"the measured phase's start, {(h.inside_limit_bytes_end or 0) >> 20} MiB at its end{split}", file=sys.stderr)
-    for t in r.thresholds:
-        print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
-              f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
+    _print_thresholds(r, fmt)
     for w in r.warnings:
         print(f"  warning: {w}", file=sys.stderr)
 

@@ -5,13 +5,13 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
-from harness.results.base import LatencySummary, Model
+from harness.results.base import Bounds, Judged, LatencySummary, Model
 from harness.results.design import BlockLogFigures
 
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 11
+RESULT_VERSION = 12
 
 
 class ThresholdResult(Model):
@@ -21,6 +21,8 @@ class ThresholdResult(Model):
     error: Optional[str] = None          # why it has no value ("not evaluable: ...")
     early_abort: bool = False            # the cell stopped early on this threshold
     note: Optional[str] = None           # how it was judged, where that is not what its words say
+    bounds: Optional[Bounds] = None      # a whole-phase percentile's 95% bounds (result v12)
+    judged: Optional[Judged] = None      # on the bounds where there are some, else as `passed` (v12)
 
 
 class Integrity(Model):
@@ -271,7 +273,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

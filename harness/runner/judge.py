@@ -6,7 +6,7 @@ from harness.results import Integrity, Metrics, ThresholdResult
 from harness.runner.abort import EarlyAbort
 from harness.runner.counters import RunState
 from harness.runner.metrics import percentile_rank
-from harness.runner.outcome import Outcome, build_metrics, metric_source
+from harness.runner.outcome import Outcome, bounds_source, build_metrics, metric_source
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate
 from harness.workload.digest import digest_rows
@@ -48,11 +48,11 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
     """Thresholds with their measured values, the early abort, and the run's status; the metrics they read."""
     metrics = build_metrics(state, plan, out.load, out.final, out.spool, out.io)
     results = [ThresholdResult(**t, note=window_note(th, plan)) for t, th in
-               zip(evaluate(thresholds, metric_source(state, metrics)), thresholds)]
+               zip(evaluate(thresholds, metric_source(state, metrics), bounds_source(state)), thresholds)]
     if abort and abort.reason:
         out.early_abort = abort.reason
         log(f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
-        results = [t.model_copy(update={"passed": False, "early_abort": True})
+        results = [t.model_copy(update={"passed": False, "judged": "failed", "early_abort": True})
                    if t.expr == abort.reason["threshold"] else t for t in results]
     if abort and abort.settled:
         out.settled = abort.settled

@@ -12,6 +12,8 @@ from typing import IO
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
+from harness.stats import quantile_bound_ranks
+
 HIGHEST_US = 3_600_000_000          # one hour: anything longer is clamped and counted
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 
@@ -51,7 +53,17 @@ def summary_ms(h: HdrHistogram) -> dict:
     pv = h.get_percentile_to_value_dict(list(PERCENTILES))
     return {"count": n, "p50": pv[50.0] / 1000, "p95": pv[95.0] / 1000, "p99": pv[99.0] / 1000,
             "p999": pv[99.9] / 1000, "max": h.get_max_value() / 1000, "mean": round(h.get_mean_value() / 1000, 3),
-            "stdev": round(h.get_stddev() / 1000, 3)}
+            "stdev": round(h.get_stddev() / 1000, 3),
+            "p50_bounds": percentile_bounds_ms(h, 50.0), "p99_bounds": percentile_bounds_ms(h, 99.0)}
+
+
+def percentile_bounds_ms(h: HdrHistogram, pct: float) -> tuple[float | None, float | None]:
+    """The pNN's 95% bounds in ms: the values at the order-statistic ranks (HdrHistogram's, to its 3
+    significant digits); a side None where the count cannot bound it."""
+    n = h.get_total_count()
+    ranks = quantile_bound_ranks(n, pct) if n else (None, None)
+    # value_at_percentile(100 r / n) is the r-th value: its target count rounds r n / n back to r
+    return tuple(None if r is None else h.get_value_at_percentile(100.0 * r / n) / 1000 for r in ranks)
 
 
 def quick_summary_ms(values_us: list[int]) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.engine_api import EngineInfo
 from harness.results import (EngineCounterFigures, HarnessShare, Integrity, IoFigures, LatencySummary, MemoryFigures,
                              Metrics, RunResult, Spool, ThresholdResult, read_json, write_json)
-from harness.runner.metrics import summary_from_hlog, summary_ms
+from harness.runner.metrics import percentile_bounds_ms, summary_from_hlog, summary_ms
 from harness.runner.counters import RunState
 from harness.runner.phases import summarise as summarise_phases
 from harness.scenario.thresholds import NotEvaluable
@@ -126,7 +126,11 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
     out = []
     n = m.commit_latency_ms.count
     if status in ("passed", "failed") and n < MIN_BLOCKS_FOR_TAIL and plan.workload.writes:
-        out.append(f"only {n} measured blocks: p99 is close to the max; run longer for a stable tail")
+        lo, hi = m.commit_latency_ms.p99_bounds or (None, None)
+        width = (f"its 95% bounds are {lo:g} to {hi:g} ms" if lo is not None and hi is not None else
+                 f"{n} blocks bound it from below only, at {lo:g} ms" if lo is not None else
+                 f"{n} blocks cannot bound it from either side")
+        out.append(f"only {n} measured blocks: the p99 is one of the largest few ({width})")
     spool = m.harness.spool
     if spool and spool.live_blocks:
         out.append(f"{spool.live_blocks} blocks of warmup + measure ran past the {spool.blocks}-block "
@@ -183,9 +187,23 @@ def histogram_value(h, agg: str) -> float:
             "mean": h.get_mean_value() / 1000, "count": h.get_total_count()}[agg]
 
 
-def metric_source(state: RunState, metrics: Metrics | None = None):
-    hist = {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
+def _histograms(state: RunState) -> dict:
+    return {"commit_ms": state.commit.total, "service_ms": state.service.total, "lag_ms": state.lag.total,
             "read_ms": state.read.total, **state.design_hists}
+
+
+def bounds_source(state: RunState):
+    """A whole-phase percentile's 95% bounds, from the metric's histogram (thresholds.BoundsSource)."""
+    hist = _histograms(state)
+
+    def bounds(agg: str, metric: str):
+        h = hist.get(metric)
+        return percentile_bounds_ms(h, float(agg[1:])) if h is not None and h.get_total_count() else None
+    return bounds
+
+
+def metric_source(state: RunState, metrics: Metrics | None = None):
+    hist = _histograms(state)
     # rows: those committed inside the measured window, so rate(rows) is the sustained rate
     counters = {"rows": state.rows_in_window, "blocks": state.blocks, "reads": state.reads}
     if state.design_figures is not None:        # a block log's: the rows applied (rate% of the offered rows)

@@ -137,10 +137,25 @@ class NotEvaluable(Exception):
 # (agg, metric, window_s) -> measured value, or None when the run did not produce that metric; raises
 # NotEvaluable with the reason when the run's data cannot answer it.
 MetricSource = Callable[[str, str, "int | None"], "float | None"]
+# (agg, metric) -> a whole-phase percentile's 95% bounds (lo, hi), a side None where unbounded; None: no
+# bounds for it (not a percentile, or a metric without its values).
+BoundsSource = Callable[[str, str], "tuple[float | None, float | None] | None"]
 
 
-def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
-    """Each threshold with its measured value; one the run cannot answer fails with the reason, never passes."""
+def judge_on_bounds(t: Threshold, bounds: tuple[float | None, float | None]) -> str:
+    """passed when every value the bounds allow passes, failed when none does, else undecided."""
+    lo, hi = bounds
+    worst, best = (hi, lo) if t.op in ("<", "<=") else (lo, hi)    # "==" has no side: judged on both ends
+    if worst is not None and t.passes(worst) and (t.op != "==" or (best is not None and t.passes(best))):
+        return "passed"
+    if best is not None and not t.passes(best) and t.op != "==":
+        return "failed"
+    return "undecided"
+
+
+def evaluate(thresholds: list[Threshold], source: MetricSource, bounds: BoundsSource | None = None) -> list[dict]:
+    """Each threshold with its measured value; one the run cannot answer fails with the reason, never passes.
+    A whole-phase percentile with bounds is judged on them too (`judged`)."""
     out = []
     for t in thresholds:
         try:
@@ -149,8 +164,11 @@ def evaluate(thresholds: list[Threshold], source: MetricSource) -> list[dict]:
             value, error = None, f"not evaluable: {e}"
         if value is None and error is None:
             error = f"the run produced no {t.metric} values"
-        out.append({"expr": t.expr, "value": value, "passed": value is not None and t.passes(value),
-                    **({"error": error} if error else {})})
+        passed = value is not None and t.passes(value)
+        b = bounds(t.agg, t.metric) if bounds and value is not None and t.percentile and not t.window_s else None
+        out.append({"expr": t.expr, "value": value, "passed": passed,
+                    "judged": judge_on_bounds(t, b) if b else ("passed" if passed else "failed"),
+                    **({"bounds": b} if b else {}), **({"error": error} if error else {})})
     return out
 
 
