@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from harness.platform import cgroup, pagecache
-from harness.provenance import git_commit, harness_version
+from harness.provenance import code_digest, git_commit, harness_version
 
 NODE_ENV = "ARKBENCH_NODE"          # the machine's hostname, given to a container by its runtime or orchestrator
 
@@ -137,11 +137,13 @@ def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5)
     return {**_us_percentiles(lat_us), "file_bytes": size, "reads_per_s": round(len(lat_us) / (sum(lat_us) / 1e6))}
 
 
-def capture(data_dir: Path, runtime: str) -> dict:
+def capture(data_dir: Path, runtime: str, engine: str | None = None) -> dict:
     mem_dir = cgroup.own_memory_dir()
     return {
         "harness_version": harness_version(),
         "git_commit": git_commit(),
+        # the files that measured this run, where they ran (an image's own copy in a container)
+        "code_digest": code_digest(engine) if engine else None,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "kernel": platform.release(),

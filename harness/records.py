@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from harness.environment import utc_now
+from harness.provenance import code_digest
 from harness.results import CellRecord, load_result, read_json, write_json
 from harness.scenario.plan import RunPlan
 
@@ -81,6 +82,17 @@ def completed_record(cell_dir: Path, cell_id: str) -> CellRecord | None:
     return None
 
 
+def superseded_why(old: CellRecord | None, cr: CellRun) -> str:
+    """Why a complete cell is measured again: other measuring code (its digest against this tree's), or
+    another plan or engine build."""
+    if not old or old.state != "complete":
+        return ""
+    now = code_digest(cr.plan.engine)
+    if old.code_digest and old.code_digest != now:
+        return f" (measured by other code: digest {old.code_digest}, this tree's {now})"
+    return " (its plan or the engine's build changed)"
+
+
 def begin_cell(cr: CellRun, label: str, where: str | None = None) -> CellRecord:
     """The cell's record: the completed one (skipped), else a new "running" one in a clean folder, the
     partial or superseded attempt moved aside. where: what runs it, for the log (default its runtime)."""
@@ -91,8 +103,8 @@ def begin_cell(cr: CellRun, label: str, where: str | None = None) -> CellRecord:
         old = read_cell(cr.dir / "cell.json")
         why = "superseded" if old and old.state == "complete" else "partial"
         stop_leftovers(cr.dir)
-        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt moved to {set_aside(cr.dir, why)}",
-              file=sys.stderr)
+        print(f"[sweep] {label} {cr.cell.scenario}/{cr.dir.name}: {why} attempt{superseded_why(old, cr)} moved to "
+              f"{set_aside(cr.dir, why)}", file=sys.stderr)
     shutil.rmtree(cr.plan.data_dir, ignore_errors=True)      # a killed attempt's database must not be reused
     cr.dir.mkdir(parents=True)
     rec = CellRecord(cell_id=cr.cell_id, scenario=cr.cell.scenario, engine=cr.cell.engine, mem=cr.cell.mem,
@@ -123,4 +135,5 @@ def cell_summary(run_dir: Path) -> dict:
             "blocks": c.count, "rows_per_s": m.rows_per_s, "bloat_ratio": m.bloat_ratio,
             "wal_bytes_max": m.wal_bytes_max, "checkpoints": m.checkpoints, "integrity_ok": r.integrity.ok,
             "thresholds": r.thresholds, "early_abort": r.early_abort,
-            "load_digest": (r.load or {}).get("digest"), "load_row_counts": (r.load or {}).get("row_counts")}
+            "load_digest": (r.load or {}).get("digest"), "load_row_counts": (r.load or {}).get("row_counts"),
+            "code_digest": r.environment.get("code_digest")}

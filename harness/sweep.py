@@ -75,9 +75,10 @@ def engine_build(plan: RunPlan) -> str:
         return "image:" + ",".join(str(image_id(t)) for t in images_needed(plan))
     from importlib import metadata
 
-    from harness.provenance import git_commit, harness_version
+    from harness.provenance import code_digest, harness_version
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
-    return f"local:{harness_version()}:{git_commit()}:{_sha(dists)[:16]}"
+    # the measuring code's digest, not the commit: a change to a walk, the report or the docs keeps cells
+    return f"local:{harness_version()}:{code_digest(plan.engine)}:{_sha(dists)[:16]}"
 
 
 def cell_identity(plan: RunPlan, build: str) -> str:

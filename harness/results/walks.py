@@ -54,6 +54,7 @@ class CellRecord(Model):
     thresholds: list[ThresholdResult] = []
     early_abort: Optional[dict] = None
     load_digest: Optional[dict[str, str]] = None
+    code_digest: Optional[str] = None    # the measuring code's (harness/provenance.py), as the run recorded it
     load_row_counts: Optional[dict[str, int]] = None
     # set by the verdict
     criterion: Optional[str] = None

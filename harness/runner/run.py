@@ -194,7 +194,7 @@ def run(plan: RunPlan) -> int:
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     state = RunState()
-    out = Outcome(environment=capture(data_dir, plan.runtime))
+    out = Outcome(environment=capture(data_dir, plan.runtime, plan.engine))
     (run_dir / "environment.json").write_text(json.dumps(out.environment, indent=2))
     seen = out.environment["runner_limit_bytes_seen"]
     own = plan.memory.runner_limit_bytes      # MEM for an embedded engine; a server engine's client's own
