@@ -45,7 +45,8 @@ def _cell_variant(rec) -> str:
     return (f" [{rec.variant}]" if rec.variant else "") + (f" #{rec.repeat}" if rec.repeat > 1 else "")
 
 
-_OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "implied": "✘ implied", "error": "! error", "not run": "–"}
+_OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "unstable": "? unstable", "implied": "✘ implied", "error": "! error",
+            "not run": "–"}
 
 
 def answer_blocks(meta) -> list[Block]:
@@ -55,6 +56,7 @@ def answer_blocks(meta) -> list[Block]:
     items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
              + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}")
              + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "")
+             + (f"; unstable, so no answer: {'; '.join(a.unstable)}" if a.unstable else "")
              + (f"; the last leaf, measured: {a.leaf}" if a.leaf else "") for a in meta.answers]
     engines = list(dict.fromkeys(c.engine for c in meta.matrix))
     cell = {(c.engine, c.mem): c for c in meta.matrix}
@@ -63,9 +65,13 @@ def answer_blocks(meta) -> list[Block]:
             for e in engines]
     diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis}" for e in engines for m in meta.mems
             if (e, m) in cell and cell[(e, m)].diagnosis]
+    close = [f"{e} @ {m}: {'; '.join(cell[(e, m)].runs)} ({', '.join(cell[(e, m)].cells)})" for e in engines
+             for m in meta.mems if (e, m) in cell and cell[(e, m)].runs]
     return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
             Block("table", headers=["engine", *meta.mems], rows=rows),
             *([Block("p", "Why the cells that did not pass did not:"), Block("list", items=diag)] if diag else []),
+            *([Block("p", "Close calls, run again (decision.yaml's confirm): an answer only where every run agreed:"),
+               Block("list", items=close)] if close else []),
             *([Block("p", f"Implied cells rest on one assumption: {meta.monotonicity}.")]
               if meta.cells_implied and meta.monotonicity else []), *leaf_blocks(meta)]
 

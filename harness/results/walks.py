@@ -9,7 +9,7 @@ from pydantic import model_validator
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 4
+VERDICT_VERSION = 5
 
 
 class CellRecord(Model):
@@ -118,11 +118,13 @@ class Verdict(Model):
 
 
 class MatrixCell(Model):
-    """One engine at one MEM in the walk: pass, fail, implied (a failure at a larger MEM implies it; not
-    run), error (no measurement: the answer there is inconclusive), or not run (the MEM had its answer)."""
+    """One engine at one MEM in the walk: pass, fail, unstable (a close call's runs disagreed: never an
+    answer, and nothing implied below it), implied (a failure at a larger MEM implies it; not run), error
+    (no measurement: the answer there is inconclusive), or not run (the MEM had its answer)."""
     engine: str
     mem: str
-    outcome: Literal["pass", "fail", "implied", "error", "not run"]
+    outcome: Literal["pass", "fail", "unstable", "implied", "error", "not run"]
+    runs: list[str] = []                        # v5: each close call's runs, "p99_5x: passed 3 of 3"
     cells: list[str] = []                       # <scenario>/<dir> of the cells behind it
     diagnosis: Optional[str] = None
     tuned_with: Optional[str] = None            # a pass only with this matrix option (decision.yaml's tune)
@@ -157,10 +159,11 @@ class MemAnswer(Model):
     trade_offs: list[str] = []                  # what would pass there only by giving something up
     design: Optional[str] = None                # v4: no engine as deployed; the leaf's design that passed
     leaf: Optional[str] = None                  # v4: what the leaf measured there, in one sentence
+    unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str

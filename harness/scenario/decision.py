@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -137,6 +137,22 @@ class RatioMems(Strict):
         return _known_engine(v)
 
 
+class Confirm(Strict):
+    """Close calls run again (harness/verdict/confirm.py): a cell whose deciding figures lie within their band
+    of the line, or whose percentile's bounds straddle it, runs until `runs` runs in all."""
+    runs: int = Field(3, ge=2, description="runs in all of a close cell: the first and its confirmations")
+    bands: dict[Literal["latency", "counter", "gauge", "figure"], float] = Field(
+        min_length=1, description="metric kind (scenario/thresholds.py METRICS) -> how near its line, as a share "
+                                  "of the line, a figure is close")
+
+    @model_validator(mode="after")
+    def _bands(self) -> "Confirm":
+        for kind, band in self.bands.items():
+            if not 0 < band < 1:
+                raise ValueError(f"bands.{kind}: {band} is not a share of the line between 0 and 1")
+        return self
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
@@ -145,6 +161,7 @@ class DecisionTree(Strict):
     mems: dict[str, list[str] | RatioMems] = {}
     compare_versions: Optional[CompareVersions] = None
     leaf: Optional[Leaf] = None
+    confirm: Optional[Confirm] = None
 
     @model_validator(mode="after")
     def _controls(self) -> "DecisionTree":

@@ -11,6 +11,7 @@ from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes
+from harness.verdict.confirm import runs_outcome, runs_text
 
 
 def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
@@ -73,11 +74,26 @@ def _stalls(r: RunResult, run_dir: Path) -> str | None:
             f"checkpoints, WAL peak {format_bytes(m.wal_bytes_max)}{stopped}")
 
 
+def by_criterion(records: list[CellRecord]) -> dict[tuple, list[CellRecord]]:
+    """A criterion's cells (its repeats, or a close call's runs) together, in the order they ran."""
+    out: dict[tuple, list[CellRecord]] = {}
+    for r in records:
+        out.setdefault((r.criterion, r.scenario), []).append(r)
+    return out
+
+
 def at_mem(records: list[CellRecord]) -> str:
-    """An engine at one MEM: every criterion's cells passed, one failed, or one errored (no measurement)."""
-    if any(r.status not in ("passed", "failed", "oom") for r in records):
+    """An engine at one MEM: every criterion's runs passed; one criterion's all failed; one's disagreed
+    (unstable: some passed, some not); or one errored (no measurement)."""
+    outcomes = [runs_outcome(rs) for rs in by_criterion(records).values()]
+    if "error" in outcomes:
         return "error"
-    return "pass" if records and all(r.status == "passed" for r in records) else "fail"
+    return ("fail" if not records or "failed" in outcomes else "unstable" if "unstable" in outcomes else "pass")
+
+
+def runs_lines(records: list[CellRecord]) -> list[str]:
+    """Each criterion that ran more than once: 'p99_5x: passed 3 of 3', 'reorg: unstable (1 of 3 passed)'."""
+    return [f"{scenario}: {runs_text(rs)}" for (_, scenario), rs in by_criterion(records).items() if len(rs) > 1]
 
 
 def judge_step(step: Step, records: list[CellRecord], outcomes: dict[str, str], implied: int) -> VerdictStep:
@@ -94,7 +110,7 @@ def judge_step(step: Step, records: list[CellRecord], outcomes: dict[str, str], 
 def matrix_cell(engine: str, mem: str, outcome: str, records: list[CellRecord]) -> MatrixCell:
     worst = next((r for r in records if r.status != "passed"), None)
     return MatrixCell(engine=engine, mem=mem, outcome=outcome, cells=[f"{r.scenario}/{r.dir}" for r in records],
-                      diagnosis=worst.diagnosis if worst else None)
+                      diagnosis=worst.diagnosis if worst else None, runs=runs_lines(records))
 
 
 def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_reference) -> list[MemAnswer]:
@@ -106,7 +122,9 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
             c = row.get(step.engine)
             if c is not None and c.trade_offs:
                 ans = ans.model_copy(update={"trade_offs": ans.trade_offs + [f"{step.engine}: {t}" for t in c.trade_offs]})
-            if c is None or c.outcome in ("fail", "implied"):
+            if c is not None and c.outcome == "unstable":      # never an answer: said, and the next engine walked
+                ans = ans.model_copy(update={"unstable": ans.unstable + [f"{step.engine}: {'; '.join(c.runs)}"]})
+            if c is None or c.outcome in ("fail", "implied", "unstable"):
                 continue
             if c.outcome == "pass":
                 ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "tuned_with": c.tuned_with,
@@ -122,4 +140,5 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
 
 def sentence(ans: list[MemAnswer]) -> str:
     return "; ".join(f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-                     + (a.leaf or a.decision if a.status != "inconclusive" else f"inconclusive ({a.why})") for a in ans)
+                     + (a.leaf or a.decision if a.status != "inconclusive" else f"inconclusive ({a.why})")
+                     + (f" (unstable, so no answer: {'; '.join(a.unstable)})" if a.unstable else "") for a in ans)

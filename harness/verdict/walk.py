@@ -16,6 +16,7 @@ from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
+from harness.verdict.confirm import close_call
 from harness.verdict.plan import CriterionPlan
 
 
@@ -74,7 +75,7 @@ class Walk:
             cell = matrix_cell(step.engine, mem, outcomes[mem], recs)
             # thresholds missed, or memory run out, at the policy's settings: an option may help either (DuckDB's
             # 1x cells run out of memory with 13 ART indexes and run without them)
-            if outcomes[mem] == "fail" and step.tune:
+            if outcomes[mem] in ("fail", "unstable") and step.tune:
                 cell, tuned = self.tune(step, mem, cell)
                 outcomes[mem] = cell.outcome
                 recs = recs + tuned
@@ -115,17 +116,17 @@ class Walk:
         return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis}), records
 
     def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
-                       option: Option | None = None) -> list:
+                       option: Option | None = None, repeats: int | None = None) -> list:
         """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each."""
+        repeats = repeats or self.repeats
         over = as_overrides(engine, settings)
         if option is not None:
             base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
                                 duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
             over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
                                            flat_values(base.model_dump(mode="json", by_alias=True))))
-        cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag)
-                 for r in range(1, self.repeats + 1)]
-        return plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, self.repeats)
+        cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag) for r in range(1, repeats + 1)]
+        return plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, repeats)
 
     def every_cell(self) -> list:
         """Every step's every criterion at every MEM, untuned (what --all-cells runs, and an orchestrator is
@@ -139,13 +140,19 @@ class Walk:
         out = []
         for cp in self.criteria:
             runs = self.criterion_runs(cp, engine, settings, tag, mem, option)
-            done = run_cells(runs, self.root / f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}.json",
-                             {"kind": "verdict-cells", "dir": str(self.root)},
+            name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
+            done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
-            self.cells_run += len(done.cells)
+            cells = done.cells
+            if len(cells) == 1 and self.tree.confirm and (why := close_call(cells[0], self.tree.confirm)):
+                more = self.criterion_runs(cp, engine, settings, tag, mem, option, self.tree.confirm.runs)[1:]
+                log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): {len(more)} more runs")
+                cells = cells + run_cells(more, self.root / f"{name}-confirm.json",
+                                          {"kind": "verdict-cells", "dir": str(self.root)}, place=self.opts.place).cells
+            self.cells_run += len(cells)
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})
-                    for c in done.cells]
+                    for c in cells]
             for r in recs:
                 if r.diagnosis:
                     log(f"{r.scenario}/{r.dir}: {r.diagnosis}")

@@ -1,0 +1,50 @@
+"""Close calls run again (issue 56): a cell whose deciding figures lie near their lines is measured until
+decision.yaml's `confirm.runs` runs in all, and its outcome is stable (every run agrees) or unstable (k of
+n passed), which is reported with its runs and is never an answer."""
+from __future__ import annotations
+
+from harness.results import CellRecord
+from harness.scenario.decision import Confirm
+from harness.scenario.thresholds import METRICS, parse_threshold
+
+
+def _near(t, bands: dict[str, float]) -> str | None:
+    """Why one threshold's figure could land on the other side of its line in another run, else None."""
+    if t.value is None or t.early_abort:            # an early abort: it could no longer pass, whatever came next
+        return None
+    if t.judged == "undecided":
+        lo, hi = t.bounds or (None, None)
+        return f"{t.expr}: {t.value:g}, its 95% bounds [{lo if lo is not None else '-'}, " \
+               f"{hi if hi is not None else '-'}] straddle the line"
+    th = parse_threshold(t.expr)
+    band = bands.get(METRICS[th.metric])
+    if band and th.limit and abs(t.value - th.limit) <= band * abs(th.limit):
+        return f"{t.expr}: {t.value:g}, within {band:.0%} of the line"
+    return None
+
+
+def close_call(rec: CellRecord, confirm: Confirm | None) -> str | None:
+    """Why a cell is a close call, else None: a pass any of whose figures is near its line, or a failure
+    every missed figure of which is (one far miss decides it). An error or an OOM is no figure."""
+    if confirm is None or rec.status not in ("passed", "failed") or not rec.thresholds:
+        return None
+    deciding = rec.thresholds if rec.status == "passed" else [t for t in rec.thresholds if not t.passed]
+    near = [_near(t, confirm.bands) for t in deciding]
+    if rec.status == "passed":
+        return next((n for n in near if n), None)
+    return "; ".join(near) if near and all(near) else None
+
+
+def runs_outcome(records: list[CellRecord]) -> str:
+    """Over one cell's runs: passed | failed | unstable | error."""
+    if any(r.status not in ("passed", "failed", "oom") for r in records):
+        return "error"
+    passed = sum(r.status == "passed" for r in records)
+    return "passed" if passed == len(records) else "failed" if passed == 0 else "unstable"
+
+
+def runs_text(records: list[CellRecord]) -> str:
+    """'passed 3 of 3', 'failed 3 of 3', 'unstable (1 of 3 passed)'."""
+    n, passed = len(records), sum(r.status == "passed" for r in records)
+    outcome = runs_outcome(records)
+    return f"unstable ({passed} of {n} passed)" if outcome == "unstable" else f"{outcome} {max(passed, n - passed)} of {n}"

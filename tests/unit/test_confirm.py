@@ -1,0 +1,84 @@
+"""Close calls run again (issue 56): which cells are close, what their runs add up to, and a walk in which
+an engine's figure sits on its line: reported unstable with its runs, never the answer."""
+from types import SimpleNamespace
+
+import pytest
+
+from harness.results import CellRecord, ThresholdResult
+from harness.scenario.decision import Confirm, load_decision
+from harness.sweep import CellOptions
+from harness.verdict import answer, walk as walk_module
+from harness.verdict.confirm import close_call, runs_outcome, runs_text
+from harness.verdict.plan import criterion_plans, order_mems
+from harness.verdict.walk import Walk
+
+CONFIRM = Confirm(runs=3, bands={"latency": 0.2, "counter": 0.05})
+
+
+def _rec(status="passed", *thresholds, dir="c", scenario="p99_5x", criterion=None) -> CellRecord:
+    return CellRecord(cell_id="x", scenario=scenario, engine="sqlite", mem="4g", data_limit_bytes=None, scale=1.0,
+                      runtime="local", dir=dir, state="complete", status=status, thresholds=list(thresholds),
+                      criterion=criterion)
+
+
+def _t(expr, value, passed, judged=None, bounds=None, early_abort=False) -> ThresholdResult:
+    return ThresholdResult(expr=expr, value=value, passed=passed, judged=judged or ("passed" if passed else "failed"),
+                           bounds=bounds, early_abort=early_abort)
+
+
+@pytest.mark.parametrize("rec,close", [
+    (_rec("passed", _t("p99(commit_ms) < 500", 200, True, bounds=(150, 250)), _t("rate(rows) > 5700", 6000, True)), False),
+    (_rec("passed", _t("p99(commit_ms) < 500", 450, True, bounds=(300, 480))), True),        # within 20%
+    (_rec("passed", _t("p99(commit_ms) < 500", 200, True, "undecided", (150, None))), True),  # bounds straddle
+    (_rec("passed", _t("p99(commit_ms) < 500", 100, True), _t("rate(rows) > 5700", 5800, True)), True),
+    (_rec("failed", _t("p99(commit_ms) < 500", 2400, False), _t("rate(rows) > 5700", 5800, True)), False),
+    (_rec("failed", _t("p99(commit_ms) < 500", 560, False), _t("rate(rows) > 5700", 4000, False)), False),  # one far miss
+    (_rec("failed", _t("p99(commit_ms) < 500", 560, False), _t("rate(rows) > 5700", 5600, False)), True),
+    (_rec("failed", _t("max(commit_ms) < 2000", 2100, False, early_abort=True)), False),   # could no longer pass
+    (_rec("oom"), False),
+])
+def test_a_close_call_is_one_whose_deciding_figures_lie_near_their_lines(rec, close):
+    assert (close_call(rec, CONFIRM) is not None) is close
+    assert close_call(rec, None) is None
+
+
+def test_runs_add_up_to_a_stable_outcome_or_an_unstable_one():
+    p, f = _rec("passed"), _rec("failed")
+    assert (runs_outcome([p, p, p]), runs_text([p, p, p])) == ("passed", "passed 3 of 3")
+    assert (runs_outcome([f, f, f]), runs_text([f, f, f])) == ("failed", "failed 3 of 3")
+    assert (runs_outcome([p, f, p]), runs_text([p, f, p])) == ("unstable", "unstable (2 of 3 passed)")
+    assert runs_outcome([p, _rec("error")]) == "error"
+
+
+def test_an_engine_whose_figure_sits_on_its_line_is_unstable_never_the_answer(tmp_path, monkeypatch):
+    """SQLite's p99 lands within 20% of 500 ms at 4g, its runs split 2 of 3; libSQL passes far from the line.
+    SQLite is run three times and reported unstable with its runs, and the answer at 4g is libSQL's; at 2g,
+    below an unstable cell, SQLite still runs (an unstable cell implies nothing)."""
+    tree = load_decision()
+    tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
+                                   "criteria": tree.criteria[:1]})
+    mems = order_mems(["4g", "2g"])
+    walk = Walk(tree, mems, criterion_plans(tree, lambda sc: 3600), CellOptions(runtime="local"), tmp_path)
+    figures = {("sqlite", "4g"): [470, 530, 480], ("sqlite", "2g"): [2500], ("libsql", "4g"): [120]}
+    ran = []
+
+    def run_cells(runs, path, meta, stop=None, place="local"):
+        cells = []
+        for cr in runs:
+            key = (cr.cell.engine, cr.cell.mem)
+            ms = figures.get(key, [3000])[cr.cell.repeat - 1]
+            ran.append((*key, cr.cell.repeat))
+            cells.append(_rec("passed" if ms < 500 else "failed", _t("p99(commit_ms) < 500", ms, ms < 500),
+                              dir=cr.dir.name, scenario=cr.cell.scenario))
+        return SimpleNamespace(cells=cells)
+    monkeypatch.setattr(walk_module, "run_cells", run_cells)
+    walk.run()
+    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", 1), ("sqlite", "4g", 2), ("sqlite", "4g", 3)]
+    assert ("sqlite", "2g", 1) in ran and ("sqlite", "2g", 2) not in ran      # far from its line: once
+    cells = {(c.engine, c.mem): c for c in walk.matrix}
+    assert cells[("sqlite", "4g")].outcome == "unstable"
+    assert cells[("sqlite", "4g")].runs == ["p99_5x: unstable (2 of 3 passed)"]
+    assert len(cells[("sqlite", "4g")].cells) == 3
+    ans = {a.mem: a for a in answer.answers(tree, mems, walk.matrix, lambda m: None)}
+    assert ans["4g"].engine == "libsql" and ans["4g"].unstable == ["sqlite: p99_5x: unstable (2 of 3 passed)"]
+    assert ans["2g"].engine != "sqlite"
