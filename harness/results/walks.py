@@ -138,7 +138,8 @@ class LeafCell(Model):
     design: str                                 # the matrix option
     says: str
     mem: str
-    outcome: Literal["pass", "fail", "implied", "error"]
+    outcome: Literal["pass", "fail", "unstable", "implied", "error"]
+    runs: list[str] = []                        # v5: its close calls' runs
     cells: list[str] = []
     diagnosis: Optional[str] = None
     ack_p99_ms: Optional[float] = None          # the first criterion's commit p99: under a block log, its acknowledgement

@@ -61,7 +61,7 @@ def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellReco
     m = r.metrics if r is not None else None
     bl = m.block_log if m is not None else None
     return LeafCell(engine=engine, design=design, says=says, mem=mem, outcome=base.outcome, cells=base.cells,
-                    diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
+                    runs=base.runs, diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
                     lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
                     closeness=_closeness(r) if r is not None else None,
                     split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
@@ -93,7 +93,8 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
         else:
             close = min(cells, key=lambda c: c.closeness if c.closeness is not None else float("inf"))
             text = (f"no engine as deployed, and no design passes: closest {close.engine} with {close.says} "
-                    f"({close.diagnosis or close.outcome}; {close.split or 'no split'})")
+                    f"({'; '.join(close.runs) + '; ' if close.runs else ''}{close.diagnosis or close.outcome}; "
+                    f"{close.split or 'no split'})")
         out.append(a.model_copy(update={"design": f"{passed.engine}: {passed.design}" if passed else None,
                                         "leaf": text}))
     return out
