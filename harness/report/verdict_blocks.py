@@ -73,7 +73,33 @@ def answer_blocks(meta) -> list[Block]:
             *([Block("p", "Close calls, run again (decision.yaml's confirm): an answer only where every run agreed:"),
                Block("list", items=close)] if close else []),
             *([Block("p", f"Implied cells rest on one assumption: {meta.monotonicity}.")]
-              if meta.cells_implied and meta.monotonicity else []), *leaf_blocks(meta)]
+              if meta.cells_implied and meta.monotonicity else []), *options_down_blocks(meta), *leaf_blocks(meta)]
+
+
+def stops_passing(outcomes: list[tuple[str, str]]) -> str:
+    """(MEM, pass | fail | -) largest first -> where it stops passing: the first failure after a pass."""
+    seen_pass = False
+    for mem, o in outcomes:
+        if o == "fail" and seen_pass:
+            return mem
+        seen_pass |= o == "pass"
+    return "passes at every limit it ran" if seen_pass else "never passed"
+
+
+def options_down_blocks(meta) -> list[Block]:
+    """Each option that passed for an engine, tried again below where the engine was implied failed: where it
+    stops passing (issue 56)."""
+    cell = {(c.engine, c.mem): c for c in meta.matrix}
+    named = list(dict.fromkeys((c.engine, n) for c in meta.matrix for n in c.passed_options))
+    if not named:
+        return []
+    rows = []
+    for e, n in named:
+        out = [(m, "pass" if n in cell[(e, m)].passed_options else "fail" if n in cell[(e, m)].tried else "-")
+               if (e, m) in cell else (m, "-") for m in meta.mems]
+        rows.append([f"{e}: {n}", *(o for _, o in out), stops_passing(out)])
+    return [Block("p", "What passed above, tried below (where the engine's own settings were implied failed):"),
+            Block("table", headers=["option", *meta.mems, "stops passing at"], rows=rows)]
 
 
 def leaf_blocks(meta) -> list[Block]:
@@ -83,7 +109,8 @@ def leaf_blocks(meta) -> list[Block]:
         return []
     designs = list(dict.fromkeys((c.engine, c.design) for c in meta.leaf))
     cell = {(c.engine, c.design, c.mem): c for c in meta.leaf}
-    rows = [[f"{e}: {d}", *(_OUTCOME[cell[(e, d, m)].outcome] if (e, d, m) in cell else "–" for m in meta.mems)]
+    rows = [[f"{e}: {d}", *(_OUTCOME[cell[(e, d, m)].outcome] if (e, d, m) in cell else "–" for m in meta.mems),
+             stops_passing([(m, cell[(e, d, m)].outcome if (e, d, m) in cell else "-") for m in meta.mems])]
             for e, d in designs]
     items = [f"{c.engine}: {c.says} @ {c.mem}: {c.outcome}; p99 {_f(c.ack_p99_ms)} ms"
              + (f", apply lag p99 {_f(c.lag_p99_blocks)} blocks" if c.lag_p99_blocks is not None else "")
@@ -93,7 +120,7 @@ def leaf_blocks(meta) -> list[Block]:
             Block("p", "Each design keeps every version and every acknowledged block; it is tried only at a limit where "
                        "no engine met the criteria, cheapest first, and a failure implies one at every smaller limit. "
                        "Under a block log the p99 is its acknowledgement's, from each block's due time."),
-            Block("table", headers=["design", *meta.mems], rows=rows), Block("list", items=items)]
+            Block("table", headers=["design", *meta.mems, "stops passing at"], rows=rows), Block("list", items=items)]
 
 
 def _with(settings: dict) -> str:

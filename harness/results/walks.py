@@ -130,6 +130,7 @@ class MatrixCell(Model):
     tuned_with: Optional[str] = None            # a pass only with this matrix option (decision.yaml's tune)
     tried: list[str] = []                       # the options tried after a failure at the policy's settings
     trade_offs: list[str] = []                  # options that passed only by giving something up
+    passed_options: list[str] = []              # v5: the options that passed here, trade-offs included (tried below)
 
 
 class LeafCell(Model):

@@ -67,8 +67,12 @@ class Walk:
         failed_above = False
         for mem in mems:
             if failed_above and not self.all_cells:
+                cell, tuned = self.carried_down(step, mem)
                 implied += len(self.criteria) * self.repeats
-                self.matrix.append(MatrixCell(engine=step.engine, mem=mem, outcome="implied"))
+                records += tuned
+                if cell.outcome == "pass":
+                    outcomes[mem] = "pass"
+                self.matrix.append(cell)
                 continue
             recs = self.engine_at(step.engine, step.set, "", mem)
             outcomes[mem] = at_mem(recs)
@@ -89,13 +93,24 @@ class Walk:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
         return judge_step(step, records, outcomes, implied), [m for m, o in outcomes.items() if o == "pass"]
 
-    def tune(self, step: Step, mem: str, cell: MatrixCell) -> tuple[MatrixCell, list[CellRecord]]:
-        """The step's matrix options at a MEM where it failed, cheapest first: the first that passes and gives
-        nothing up is the answer there; options that give something up run only when none does, and a pass
-        with one is a trade-off to report, never the answer."""
+    def carried_down(self, step: Step, mem: str) -> tuple[MatrixCell, list[CellRecord]]:
+        """Below a failure the engine's own settings are implied failed, but the options that passed for it
+        at a larger MEM (trade-offs included) run here, so this MEM's answer names what passes at it."""
+        cell = MatrixCell(engine=step.engine, mem=mem, outcome="implied")
+        above = list(dict.fromkeys(n for c in self.matrix if c.engine == step.engine for n in c.passed_options))
+        if not above:
+            return cell, []
+        log(f"{step.engine} at {mem}: implied failed; trying what passed above: {', '.join(above)}")
+        cell, tuned = self.tune(step, mem, cell.model_copy(update={"diagnosis": "implied by a failure above"}), above)
+        return cell, tuned
+
+    def tune(self, step: Step, mem: str, cell: MatrixCell, only: list[str] | None = None) -> tuple[MatrixCell, list[CellRecord]]:
+        """The step's matrix options (or `only` these) at a MEM where it failed, cheapest first: the first that
+        passes and gives nothing up is the answer there; options that give something up run only when none
+        does, and a pass with one is a trade-off to report, never the answer."""
         em = load_matrix().engines[step.engine]
-        order = sorted(step.tune, key=lambda n: (em.options[n].trade_off is not None, em.options[n].cost))
-        tried, trade_offs, records = [], [], []
+        order = sorted(only or step.tune, key=lambda n: (em.options[n].trade_off is not None, em.options[n].cost))
+        tried, trade_offs, records, passed = [], [], [], []
         for name in order:
             opt = em.options[name]
             if opt.trade_off and cell.tuned_with:
@@ -106,6 +121,7 @@ class Walk:
             tried.append(name)
             if at_mem(recs) != "pass":
                 continue
+            passed.append(name)
             if opt.trade_off:
                 trade_offs.append(f"{opt.says} (gives up {opt.trade_off})")
             else:
@@ -113,7 +129,8 @@ class Walk:
                                                "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs]})
         diagnosis = cell.diagnosis if cell.tuned_with else \
             f"{cell.diagnosis}; tried {', '.join(tried)}: no option was enough"
-        return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis}), records
+        return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis,
+                                       "passed_options": passed}), records
 
     def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
                        option: Option | None = None, repeats: int | None = None) -> list:

@@ -287,3 +287,27 @@ def test_the_leaf_runs_only_where_no_engine_passed_and_answers_with_its_first_pa
     assert ans["2g"].status == "none" and ans["2g"].design == "sqlite: block_log_g5"
     assert ans["2g"].leaf.startswith("no engine as deployed; sqlite with a block log")
     assert ans["1g"].design is None and "no design passes: closest" in ans["1g"].leaf
+
+
+def test_what_passed_above_is_tried_below_where_the_engine_is_implied_failed(tmp_path):
+    """SQLite fails at every MEM as deployed; giving up history (no_bitemporal) passes at 4g and 2g and fails
+    at 1g. Below 4g SQLite's own cells are implied, never run, but that option runs at 2g and 1g, and each
+    MEM's answer names the trade-off that passes there (issue 56)."""
+    outcomes = {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", "no_bitemporal"): "passed",
+                                                          ("sqlite", "2g", "no_bitemporal"): "passed"}
+    walk = fake_walk(tmp_path, outcomes, tree=_tuned_tree())
+    walk.run()
+    assert ("sqlite", "2g") not in walk.ran and ("sqlite", "1g") not in walk.ran     # its own cells: implied
+    below = [(m, t[0]) for e, m, *t in walk.ran if e == "sqlite" and m in ("2g", "1g") and t]
+    assert below == [("2g", "no_bitemporal"), ("1g", "no_bitemporal")], "only what passed above, at each MEM below"
+    cells = {c.mem: c for c in walk.matrix if c.engine == "sqlite"}
+    assert cells["2g"].outcome == cells["1g"].outcome == "implied"
+    assert cells["2g"].passed_options == ["no_bitemporal"] and cells["1g"].passed_options == []
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert [t.split(":")[0] for t in ans["2g"].trade_offs] == ["sqlite"] and ans["1g"].trade_offs == []
+    # the report says where it stops passing
+    from types import SimpleNamespace
+
+    from harness.report.verdict_blocks import options_down_blocks
+    [_, table] = options_down_blocks(SimpleNamespace(matrix=walk.matrix, mems=MEMS))
+    assert table.rows == [["sqlite: no_bitemporal", "pass", "pass", "fail", "1g"]]
