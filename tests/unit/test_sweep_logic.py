@@ -118,6 +118,8 @@ def test_the_decision_file_holds_the_reference_tree():
     (("p99(commit_ms) < 500\", \"rate", "p99(commit_ms) < soon\", \"rate"), "criteria.0.thresholds: [0] malformed"),
     (("otherwise:", "colour: red\notherwise:"), "colour: unknown field 'colour'; allowed: description, steps"),
     (("otherwise:", "other:"), "otherwise: required field is missing"),
+    (("bands: {latency: 0.20,", "bands: {latency: 1.5,"), "confirm: bands.latency: 1.5 is not a share of the line"),
+    (("bands: {latency: 0.20,", "bands: {latncy: 0.20,"), "confirm.bands.latncy"),
 ])
 def test_a_bad_decision_file_names_the_file_and_the_field(tmp_path, edit, expected):
     bad = tmp_path / "decision.yaml"
