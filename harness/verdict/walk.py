@@ -160,12 +160,7 @@ class Walk:
             name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
             done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
-            cells = done.cells
-            if len(cells) == 1 and self.tree.confirm and (why := close_call(cells[0], self.tree.confirm)):
-                more = self.criterion_runs(cp, engine, settings, tag, mem, option, self.tree.confirm.runs)[1:]
-                log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): {len(more)} more runs")
-                cells = cells + run_cells(more, self.root / f"{name}-confirm.json",
-                                          {"kind": "verdict-cells", "dir": str(self.root)}, place=self.opts.place).cells
+            cells = done.cells + self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option)
             self.cells_run += len(cells)
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})
@@ -178,6 +173,18 @@ class Walk:
             if not self.all_cells and at_mem(recs) != "pass":
                 break
         return out
+
+    def confirmations(self, cells: list[CellRecord], name: str, *where) -> list[CellRecord]:
+        """A close call's runs after the first (decision.yaml's confirm), each on a fresh clone; none for a cell
+        far from its line, or where REPEATS already runs each cell more than once."""
+        confirm = self.tree.confirm
+        why = close_call(cells[0], confirm) if confirm and len(cells) == 1 else None
+        if not why:
+            return []
+        more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
+        log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): {len(more)} more runs")
+        return run_cells(more, self.root / f"{name}-confirm.json", {"kind": "verdict-cells", "dir": str(self.root)},
+                         place=self.opts.place).cells
 
     def control(self, before: Step, step: Step, mems: list[str]) -> ControlRun:
         """The step before again, changed only by the control's settings, where this step passed."""
