@@ -15,7 +15,7 @@ from typing import Literal, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.engine_api import REQUIRED_METHODS, Capabilities
+from harness.engine_api import REQUIRED_METHODS, Capabilities, LoggedBlock
 from harness.errors import ConfigError
 from harness.validation import format_error
 from harness.workload.schema import LOGICAL_TYPES, VARIANTS, generic_ddl
@@ -235,6 +235,13 @@ def check_capability_methods(m: Manifest, cls: type) -> None:
             raise ConfigError(f"{ENGINES_DIR / m.name / MANIFEST}: capabilities.{flag}: {str(needs).lower()}, but "
                               f"{m.adapter} has no {method}() {why}; allowed: {str(not needs).lower()}, or add "
                               f"{method}() to the adapter")
+
+
+def preparer(name: str, log_records: bool = False):
+    """block -> what the runner hands apply_block, made ahead of the clock: the adapter's prepared form, or
+    under a block log its record (engine_api.LoggedBlock). On an instance never opened: conversion only."""
+    prepare = engine_class(name)().prepare_block
+    return (lambda b: LoggedBlock.of(b, prepare(b))) if log_records else prepare
 
 
 def baseline_loop(name: str):

@@ -18,15 +18,19 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from harness.designs.log_file import BlockLogFile
+from harness.engine_api import LoggedBlock
 from harness.workload.block import Block
 
 LOG_DIR = "block-log"           # in the data directory: the same mount, inside MEM with the data
 MEMORY_BLOCKS = 8               # pending blocks held as objects; past them the applier reads its records back
 
 
-def block_of(prepared) -> Block:
-    """The block behind an adapter's prepared form (a Block, or an object carrying it as .block)."""
-    return prepared if isinstance(prepared, Block) else prepared.block
+def record_of(prepared) -> LoggedBlock:
+    """What the log takes: the feed's record as it came (registry.preparer), or one made here from an adapter's
+    prepared form (a Block, or an object carrying it as .block), for callers that prepare blocks themselves."""
+    if isinstance(prepared, LoggedBlock):
+        return prepared
+    return LoggedBlock.of(prepared if isinstance(prepared, Block) else prepared.block, prepared)
 
 
 @dataclass
@@ -35,7 +39,7 @@ class _Pending:
     rows: int
     ack_ns: int                 # time.monotonic_ns() when its record was durable
     where: tuple[int, int]      # (segment, offset) in the log
-    prepared: object | None     # None: read back from the log
+    payload: bytes | None       # its record, held in memory; None: read back from the log
     lag_blocks: int             # blocks acknowledged before it and not yet applied when it was acknowledged
 
 
@@ -65,7 +69,7 @@ class BlockLogEngine:
         self.phase_hook: Callable[[str, int], None] | None = None    # a crash life's status while a group applies
         self.applied: list[Applied] = []
         self.transactions: list[Transaction] = []
-        self.ack_phases: list[tuple[int, float, float]] = []   # (ack_ns, encode + write ms, sync ms) per block
+        self.ack_phases: list[tuple[int, float, float]] = []   # (ack_ns, write ms, sync ms) per block
         self.replay: dict = {"blocks": 0, "seconds": 0.0, "from_block": None}
         self._counters = None
         self._thread: threading.Thread | None = None
@@ -119,16 +123,15 @@ class BlockLogEngine:
     def apply_block(self, prepared) -> None:
         if self._error is not None:
             raise RuntimeError(f"the block log's applier failed: {self._error}") from self._error
-        block = block_of(prepared)
+        rec = record_of(prepared)
         t0 = time.monotonic_ns()
-        payload = pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL)
-        seg, at, sync_ns = self.log.append(block.number, payload)
+        seg, at, sync_ns = self.log.append(rec.number, rec.payload)
         t1 = time.monotonic_ns()
         with self._done:
             behind = self._acked - self._applied_count     # the engine's lag behind the head, in blocks
             self._acked += 1
-        self._q.put(_Pending(block.number, block.rows_written, t1, (seg, at),
-                             prepared if behind < MEMORY_BLOCKS else None, behind))
+        self._q.put(_Pending(rec.number, rec.rows_written, t1, (seg, at),
+                             rec.payload if behind < MEMORY_BLOCKS else None, behind))
         self.ack_phases.append((t1, (t1 - t0 - sync_ns) / 1e6, sync_ns / 1e6))
 
     def block_phases(self) -> dict[str, float] | None:
@@ -167,7 +170,8 @@ class BlockLogEngine:
                 self._done.notify_all()
 
     def _apply(self, group: list[_Pending]) -> None:
-        prepared = [p.prepared if p.prepared is not None else pickle.loads(self.log.read(*p.where)) for p in group]
+        # decoded here, on the applier's side, as a real applier decodes what its log holds
+        prepared = [pickle.loads(p.payload if p.payload is not None else self.log.read(*p.where)) for p in group]
         last = group[-1].number
         with self._engine_lock:
             self._hook("apply", last)

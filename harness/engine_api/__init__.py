@@ -3,6 +3,7 @@ class is loaded), EngineBase's defaults, and capability flags instead of engine-
 An engine declares its capabilities in its engine.toml (harness/registry.py); the plan resolves them."""
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
@@ -126,6 +127,23 @@ class Reader(Protocol):
 # readers_in_process_only.
 REQUIRED_METHODS = ("open", "create_schema", "use_schema", "apply_block", "reader", "checkpoint", "settle",
                     "storage", "row_counts", "iter_rows", "info", "close")
+
+
+@dataclass(frozen=True)
+class LoggedBlock:
+    """A block as a block log's record (harness/designs/block_log.py): its adapter's prepared form pickled
+    where blocks are prepared (the feed, outside the limit, before the clock), as a block arrives over the
+    wire already encoded; acknowledging it is then writing bytes."""
+    number: int
+    rows_written: int
+    payload: bytes
+
+    @classmethod
+    def of(cls, block: Block, prepared: object) -> "LoggedBlock":
+        return cls(block.number, block.rows_written, pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def prepared(self) -> object:
+        return pickle.loads(self.payload)
 
 
 class EngineBase:

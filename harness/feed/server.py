@@ -37,13 +37,13 @@ class FeedServer:
     """One run's feed process: start() returns once it listens; stop() ends it (a context manager)."""
 
     def __init__(self, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None, run_dir: Path,
-                 data_dir: Path) -> None:
+                 data_dir: Path, log_records: bool = False) -> None:
         self.run_dir, self.data_dir = Path(run_dir), Path(data_dir)
         ctx = mp.get_context("spawn")       # no fork of a process that may hold threads or connections
         self._ready, self._stop = ctx.Event(), ctx.Event()
         self._proc = ctx.Process(target=_main, name="block-feed", daemon=True,
-                                 args=(spec, load, engine_name, str(self.run_dir), str(self.data_dir),
-                                       self._ready, self._stop, os.getpid()))
+                                 args=(spec, load, (engine_name, log_records), str(self.run_dir),
+                                       str(self.data_dir), self._ready, self._stop, os.getpid()))
 
     @classmethod
     def for_plan(cls, plan) -> "FeedServer":
@@ -52,7 +52,7 @@ class FeedServer:
                                                   plan.state.model if plan.state else None,
                                                   plan.load.age_blocks - (plan.state.aged_blocks if plan.state else 0),
                                                   plan.checked_reads),
-                   plan.engine, Path(plan.run_dir), Path(plan.data_dir))
+                   plan.engine, Path(plan.run_dir), Path(plan.data_dir), log_records=plan.block_log is not None)
 
     def start(self) -> "FeedServer":
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +81,7 @@ class FeedServer:
         self.stop()
 
 
-def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, parent_pid: int) -> None:
+def _main(spec, load, prep: tuple, run_dir: str, data_dir: str, ready, stop, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runtime handles Ctrl-C and stops us
     try:   # die with the runtime that started us, whatever kills it
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -95,11 +95,10 @@ def _main(spec, load, engine_name, run_dir: str, data_dir: str, ready, stop, par
     except (AttributeError, OSError):
         pass
     with socket_path(Path(run_dir)) as (path, dir_fd):
-        _listen_and_serve(path, dir_fd, spec, load, engine_name, Path(data_dir), Path(run_dir), ready, stop,
-                          parent_pid)
+        _listen_and_serve(path, dir_fd, spec, load, prep, Path(data_dir), Path(run_dir), ready, stop, parent_pid)
 
 
-def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir: Path, run_dir: Path, ready,
+def _listen_and_serve(path: str, dir_fd: int, spec, load, prep: tuple, data_dir: Path, run_dir: Path, ready,
                       stop, parent_pid: int) -> None:
     try:
         os.unlink(SOCKET_NAME, dir_fd=dir_fd)
@@ -121,7 +120,7 @@ def _listen_and_serve(path: str, dir_fd: int, spec, load, engine_name, data_dir:
                     return
         conn.settimeout(None)
         try:
-            _serve(conn, spec, load, engine_name, data_dir, run_dir)
+            _serve(conn, spec, load, prep, data_dir, run_dir)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             return                                       # the runner is done, or gone
         except BaseException as e:
@@ -144,12 +143,14 @@ def _build(gen: BlockGenerator, block: Block | None, prepare, key_rng: random.Ra
                  len(m.live_ids), sample, m.digest.logical_bytes_added)
 
 
-def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, engine_name: str | None,
+def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, prep: tuple,
            data_dir: Path, run_dir: Path) -> None:
-    """Load blocks, the end-of-load marker, then (once the runner asks) the spool, then live blocks."""
+    """Load blocks, the end-of-load marker, then (once the runner asks) the spool, then live blocks.
+    prep: (engine name or None, whether a block log's records are made here)."""
+    engine_name, log_records = prep
     if engine_name:
         from harness import registry
-        prepare = registry.engine_class(engine_name)().prepare_block   # conversion only, never opened
+        prepare = registry.preparer(engine_name, log_records)
     else:
         prepare = lambda b: b                                          # noqa: E731 (harness-logic tests)
     gen = BlockGenerator(spec)

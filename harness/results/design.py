@@ -23,7 +23,7 @@ class BlockLogFigures(Model):
     blocks_per_transaction: Optional[float] = None
     apply_ms: LatencySummary = LatencySummary()      # one apply transaction
     apply_phases_ms: dict[str, float] = {}           # its mean split (the adapter's phases)
-    ack_phases_ms: dict[str, float] = {}             # the acknowledgement's mean split: encode_write, sync
+    ack_phases_ms: dict[str, float] = {}             # the acknowledgement's mean split: write, sync (v11: encode_write)
     replay_blocks: int = 0                           # applied from the log at open (after a crash)
     replay_s: float = 0.0
     drain_s: Optional[float] = None                  # after the clock, until every acknowledged block applied

@@ -52,7 +52,7 @@ def block_log_figures(design, plan, start_ns: int, end_ns: int, drain_s: float |
         apply_ms=LatencySummary(**summary_ms(_hist([(t.end_ns - t.start_ns) / 1e6 for t in txs]))) if txs
         else LatencySummary(),
         apply_phases_ms={k: round(fmean(t.phases.get(k, 0.0) for t in txs), 3) for k in phase_names},
-        ack_phases_ms={"encode_write": round(fmean(a[0] for a in acks), 3), "sync": round(fmean(a[1] for a in acks), 3)}
+        ack_phases_ms={"write": round(fmean(a[0] for a in acks), 3), "sync": round(fmean(a[1] for a in acks), 3)}
         if acks else {},
         replay_blocks=design.replay["blocks"], replay_s=design.replay["seconds"],
         drain_s=round(drain_s, 3) if drain_s is not None else None, log_bytes_written=design.log.bytes_written)

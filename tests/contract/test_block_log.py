@@ -77,8 +77,9 @@ _CHILD = textwrap.dedent("""
     design.drain()
     stuck = threading.Event()
     design.inner.apply_group = lambda prepared, mark: stuck.wait()     # the applier never gets further
+    as_fed = registry.preparer(name, log_records=True)         # the feed's records, encoded before the clock
     for b in blocks[len(load):]:
-        design.apply_block(design.prepare_block(b))
+        design.apply_block(as_fed(b))
     print("acknowledged", flush=True)
     time.sleep(600)
 """)
