@@ -11,5 +11,6 @@ def engine_for(plan):
     engine = registry.engine_class(plan.engine)()
     if plan.block_log:
         from harness.designs.block_log import BlockLogEngine
-        return BlockLogEngine(engine, plan.block_log.group_blocks, plan.block_log.sync)
+        return BlockLogEngine(engine, plan.block_log.group_blocks, plan.block_log.sync,
+                              plan.block_log.applied_is_durable)
     return engine

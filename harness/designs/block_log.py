@@ -64,8 +64,12 @@ class Transaction:
 class BlockLogEngine:
     """The engine contract over `inner`; whatever it does not define is the adapter's own."""
 
-    def __init__(self, inner, group_blocks: int, sync: bool) -> None:
+    def __init__(self, inner, group_blocks: int, sync: bool, applied_is_durable: bool = False) -> None:
         self.inner, self.group_blocks, self.sync = inner, group_blocks, sync
+        # whether the engine's commit outlives a power cut: then a record goes once applied, else once a checkpoint
+        # made its apply durable (a power cut takes back unsynced commits; replay must still find their records)
+        self.applied_is_durable = applied_is_durable
+        self._applied_through = 0
         self.phase_hook: Callable[[str, int], None] | None = None    # a crash life's status while a group applies
         self.applied: list[Applied] = []
         self.transactions: list[Transaction] = []
@@ -113,7 +117,9 @@ class BlockLogEngine:
         if group:
             self.inner.apply_group(group, last)
             replayed += len(group)
-        self.log.release_through(last)
+        self._applied_through = last
+        if self.applied_is_durable:      # else the mark read at open may itself be an unsynced commit
+            self.log.release_through(last)
         self.replay = {"blocks": replayed, "seconds": round(time.perf_counter() - t0, 4), "from_block": mark + 1}
         self._counters = self.inner.counters()
         self._thread = threading.Thread(target=self._apply_loop, name="block-log-applier", daemon=True)
@@ -150,8 +156,10 @@ class BlockLogEngine:
                 if isinstance(item, str):           # a checkpoint, in its place among the blocks
                     with self._engine_lock:
                         self._hook("checkpoint")
+                        through = self._applied_through
                         self.inner.checkpoint(item)
                         self._hook("idle")
+                    self.log.release_through(through)      # what it applied before the checkpoint is on disk now
                     continue
                 group = [item]
                 while len(group) < self.group_blocks:
@@ -180,14 +188,16 @@ class BlockLogEngine:
             t1 = time.monotonic_ns()
             self._counters = self.inner.counters()      # read where the connection is this thread's
             self._hook("idle", last)
-        with self._done:
-            self._applied_count += len(group)
-            self._done.notify_all()
         self.transactions.append(Transaction(len(group), t0, t1, dict(self.inner.block_phases() or {})))
         # the lag as each block's acknowledgement found it: sampled on the writer's clock, so the drain after the
         # measured phase (no new blocks, the backlog shrinking) does not read as a lag that fell
         self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, p.lag_blocks) for p in group]
-        self.log.release_through(last)
+        self._applied_through = last
+        if self.applied_is_durable:
+            self.log.release_through(last)
+        with self._done:             # last: a drain returns on a group wholly done, its records let go
+            self._applied_count += len(group)
+            self._done.notify_all()
 
     def _hook(self, phase: str, block: int = -1) -> None:
         if self.phase_hook:

@@ -101,6 +101,10 @@ class BlockLogFile:
             self._path(seq).unlink(missing_ok=True)
             del self._last[seq]
 
+    def segments_last_blocks(self) -> list[int]:
+        """The last block of each segment still on disk, oldest first."""
+        return [self._last[s] for s in sorted(self._last)]
+
     def bytes_on_disk(self) -> int:
         return sum(self._path(s).stat().st_size for s in self._last if self._path(s).exists())
 

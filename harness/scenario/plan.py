@@ -41,6 +41,9 @@ class BlockLogPlan(Strict):
     group_blocks: int
     lag_bound_blocks: int
     sync: bool                       # fdatasync every record before the acknowledgement
+    # the engine's own commit outlives a power cut: a record may go once applied; else only once a checkpoint
+    # has made its apply durable (a power cut takes back the engine's unsynced commits, never the log's records)
+    applied_is_durable: bool = False
 
 
 # What a block log must also meet, beside the scenario's own (its acknowledgement is the run's commit_ms):
@@ -204,6 +207,8 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     load = body.load if scale is None else body.load.model_copy(update={"scale": scale})
 
     block_log = _block_log(body)
+    if block_log:
+        block_log = block_log.model_copy(update={"applied_is_durable": man.durability.survived(settings) == "power_cut"})
     # a crash run has no measured phase to judge a lag over: its own criteria (no acknowledged block lost) hold
     extra = [t for t in block_log_thresholds(block_log) if t not in body.thresholds] \
         if block_log and not body.workload.crash else []
