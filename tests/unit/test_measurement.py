@@ -45,6 +45,7 @@ def run_writer(engine, measure_s=1.5, interval_ms=INTERVAL_MS, abort=None):
     return state
 
 
+@pytest.mark.serial        # a neighbour's CPU shows as a late block: beside the docker suite one waited 892 ms
 def test_a_stall_counts_against_the_blocks_queued_behind_it():
     state = run_writer(StallingEngine(stall_at=5))
     log = state.block_log
@@ -74,6 +75,7 @@ def test_a_stall_counts_against_the_blocks_queued_behind_it():
     assert service.p95 < 20 and service.p50 < 20
 
 
+@pytest.mark.serial
 def test_without_stall_latency_is_service_time():
     state = run_writer(StallingEngine(stall_at=-1), measure_s=1.0)
     assert state.commit.total.get_max_value() / 1000 < INTERVAL_MS
