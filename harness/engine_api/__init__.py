@@ -142,9 +142,6 @@ class LoggedBlock:
     def of(cls, block: Block, prepared: object) -> "LoggedBlock":
         return cls(block.number, block.rows_written, pickle.dumps(prepared, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def prepared(self) -> object:
-        return pickle.loads(self.payload)
-
 
 class EngineBase:
     """Defaults shared by the adapters (REQUIRED_METHODS above are each adapter's own)."""
