@@ -178,6 +178,9 @@ class SQLiteEngine(EngineBase):
     def block_phases(self) -> dict[str, float] | None:
         return self._phases
 
+    def checkpoints_in_commit(self) -> int:
+        return self._auto_ckpts
+
     def applied_mark(self) -> int:
         return sql.applied_mark(self.conn.execute)
 

@@ -70,6 +70,7 @@ class BlockLogEngine:
         # made its apply durable (a power cut takes back unsynced commits; replay must still find their records)
         self.applied_is_durable = applied_is_durable
         self._applied_through = 0
+        self._ckpts_seen = 0            # the engine's own checkpoints in commit, as of the last group
         self.phase_hook: Callable[[str, int], None] | None = None    # a crash life's status while a group applies
         self.applied: list[Applied] = []
         self.transactions: list[Transaction] = []
@@ -117,7 +118,7 @@ class BlockLogEngine:
         if group:
             self.inner.apply_group(group, last)
             replayed += len(group)
-        self._applied_through = last
+        self._applied_through, self._ckpts_seen = last, self.inner.checkpoints_in_commit()
         if self.applied_is_durable:      # else the mark read at open may itself be an unsynced commit
             self.log.release_through(last)
         self.replay = {"blocks": replayed, "seconds": round(time.perf_counter() - t0, 4), "from_block": mark + 1}
@@ -187,14 +188,16 @@ class BlockLogEngine:
             self.inner.apply_group(prepared, last)
             t1 = time.monotonic_ns()
             self._counters = self.inner.counters()      # read where the connection is this thread's
+            ckpts = self.inner.checkpoints_in_commit()
             self._hook("idle", last)
         self.transactions.append(Transaction(len(group), t0, t1, dict(self.inner.block_phases() or {})))
         # the lag as each block's acknowledgement found it: sampled on the writer's clock, so the drain after the
         # measured phase (no new blocks, the backlog shrinking) does not read as a lag that fell
         self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, p.lag_blocks) for p in group]
         self._applied_through = last
-        if self.applied_is_durable:
+        if self.applied_is_durable or ckpts > self._ckpts_seen:     # its commit, or a checkpoint in it, synced it
             self.log.release_through(last)
+        self._ckpts_seen = ckpts
         with self._done:             # last: a drain returns on a group wholly done, its records let go
             self._applied_count += len(group)
             self._done.notify_all()

@@ -168,6 +168,11 @@ class EngineBase:
         """The last block an apply_group recorded (0: none); makes the mark's one-row table where it is missing."""
         raise NotImplementedError(f"{type(self).__name__} records no applied mark")
 
+    def checkpoints_in_commit(self) -> int:
+        """How many checkpoints the engine ran inside its own commits so far, each syncing what was committed
+        before it (SQLite syncs its WAL before any checkpoint): a block log lets go of what they made durable."""
+        return 0
+
     def drain(self) -> float:
         """Finish what was acknowledged and not yet applied (a design's); the seconds it took. Nothing here."""
         return 0.0

@@ -166,3 +166,23 @@ def test_a_record_goes_only_once_its_apply_is_durable(durable, open_tmp, monkeyp
         assert design.log.segments_last_blocks() == [last.number], "what was applied before the checkpoint went"
     finally:
         design.close()
+
+
+def test_a_checkpoint_inside_the_engines_commit_lets_go_of_what_it_synced(open_tmp, monkeypatch):
+    """SQLite at its default durability runs its automatic checkpoint inside the commit (the adapter, at
+    wal_autocheckpoint frames), which syncs the WAL first: every record applied by then may go, without waiting
+    for a checkpoint of the scenario's (p99_5x has none: the log would hold the whole run)."""
+    from harness.designs import log_file
+    monkeypatch.setattr(log_file, "SEGMENT_BYTES", 1)
+    gen, blocks = _stream(10)
+    design = BlockLogEngine(registry.engine_class("sqlite")(), group_blocks=1, sync=True, applied_is_durable=False)
+    design.open({**_settings("sqlite"), "wal_autocheckpoint": 1}, open_tmp / "data")    # a checkpoint every commit
+    try:
+        design.create_schema("current_history")
+        for b in blocks:
+            design.apply_block(design.prepare_block(b))
+        design.drain()
+        assert design.inner.checkpoints_in_commit() >= len(blocks) - 1
+        assert design.log.segments_last_blocks() == [blocks[-1].number]      # only the segment being written
+    finally:
+        design.close()
