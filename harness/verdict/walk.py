@@ -101,8 +101,7 @@ class Walk:
         if not above:
             return cell, []
         log(f"{step.engine} at {mem}: implied failed; trying what passed above: {', '.join(above)}")
-        cell, tuned = self.tune(step, mem, cell.model_copy(update={"diagnosis": "implied by a failure above"}), above)
-        return cell, tuned
+        return self.tune(step, mem, cell.model_copy(update={"diagnosis": "implied by a failure above"}), above)
 
     def tune(self, step: Step, mem: str, cell: MatrixCell, only: list[str] | None = None) -> tuple[MatrixCell, list[CellRecord]]:
         """The step's matrix options (or `only` these) at a MEM where it failed, cheapest first: the first that
