@@ -24,7 +24,7 @@ POLICY_SET = $(if $(POLICY),--set memory.policy=$(POLICY)) $(if $(DURABILITY),--
 RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
   $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
   $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) \
-  $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+  $(if $(DROP_STATES),--drop-states) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
 MEMS ?=
@@ -74,12 +74,12 @@ $(STAMP): pyproject.toml $(MANIFESTS)
 
 install: $(STAMP) ## create .venv and install the harness and its drivers
 
-run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|ratio|full] [MEM=512m] [POLICY=sized|stock] [DURABILITY=commit|checkpoint] [SCALE=] [DURATION=s] [EARLY_ABORT=1] [SET="k=v ..."]
+run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|ratio|full] [MEM=512m] [POLICY=sized|stock] [DURABILITY=commit|checkpoint] [SCALE=] [DURATION=s] [EARLY_ABORT=1] [DROP_STATES=1] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
 
-sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1] [PLACE=local|swarm]
+sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1] [DROP_STATES=1] [PLACE=local|swarm]
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \
-	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALES),--scales "$(SCALES)") $(if $(DROP_STATES),--drop-states) --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite or ENGINES="sqlite postgres" (side by side) [SCENARIO=p99_5x] [PROFILE=] MEM= [OPTIONS="cache_25 mmap"] [DURATION=s] [DROP_STATES=1]
 	@$(HARNESS) matrix $(if $(ENGINES),--engines $(ENGINES),--engine $(ENGINE)) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \

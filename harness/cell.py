@@ -20,9 +20,14 @@ from harness.state.build import StateBuildFailed, ensure
 from harness.state.clone import CLONE_RECORD, clone, release, take
 
 
+def uses_state(plan) -> bool:
+    """The cell starts from a state (not an organic load, nor an empty database)."""
+    return plan.load.method == "state" and bool(plan.load_entities or plan.workload.dc)
+
+
 def start_state(plan):
     """The plan with its cloned state (unchanged for an organic load). Raises StateBuildFailed."""
-    if plan.load.method != "state" or (plan.load_entities == 0 and not plan.workload.dc):
+    if not uses_state(plan):
         return plan
     d, man, built_now = ensure(plan)
     aged_blocks = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness import matrix_states
+from harness import cell_states
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import MatrixFile, OptionRow, RunResult, load_result, write_json
@@ -138,7 +138,7 @@ def option_names(em: EngineMatrix, engine: str, options: list[str] | None) -> li
 def run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] | None, opts: CellOptions,
                results_root: Path, drop_states: bool = False) -> tuple[int, MatrixFile]:
     """The engine's matrix (resumable): its exit code and its matrix.json, and the wall time it took said
-    last. drop_states: an option's own states go after its last cell (matrix_states.py)."""
+    last. drop_states: an option's own states go after its last cell (cell_states.py)."""
     t0 = time.monotonic()
     rc, out = _run_matrix(engine, scenario, mem, options, opts, results_root, drop_states)
     print(f"[matrix] {engine} at {mem or 'no limit'}: {(time.monotonic() - t0) / 60:.1f} min wall in this run, "
@@ -169,9 +169,9 @@ def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] 
     print(f"[matrix] {root}: {len(runs)} cells (the baseline, {len(names)} options"
           f"{', their read mix' if any(c.scenario == em.reads for c in cells) else ''})", file=sys.stderr, flush=True)
     meta = {"kind": "matrix", "spec": spec, "dir": str(root)}
-    matrix_states.check_disk([cr for cr in runs if completed(cr) is None], drop_states)   # resumed: what is left
+    cell_states.check_disk([cr for cr in runs if completed(cr) is None], drop_states)   # resumed: what is left
     combo, interrupted = [], None
-    stop = matrix_states.dropper(runs) if drop_states else None
+    stop = cell_states.dropper(runs) if drop_states else None
     try:
         if mx.cells.settle and mx.cells.measure_blocks is not None:     # the baseline first: it settles the rest
             run_cells([cr for cr in runs if cr.cell.tag == BASELINE], root / "sweep.json", meta, stop=stop)
@@ -186,7 +186,7 @@ def _run_matrix(engine: str, scenario: str, mem: str | None, options: list[str] 
     except SweepInterrupted as e:
         interrupted = str(e)
     if drop_states and interrupted is None:
-        matrix_states.drop_all(runs)
+        cell_states.drop_all([cr.plan for cr in runs])
     # an interrupted matrix still writes its table: the cells measured so far, the others "not run"
     rows, basis = _rows(mx, em, names, runs, combo, unreadable)
     done = sum(completed(cr) is not None for cr in runs)

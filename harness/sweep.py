@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import cell_states
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.environment import utc_now
 from harness.records import Cell, CellRun, SweepInterrupted, begin_cell, completed, end_cell, read_cell
@@ -36,11 +37,13 @@ class CellOptions:
     data_root: str = "data"
     place: str = "local"              # harness/place/: this machine, one cell after another, or a swarm's nodes
     mixed_nodes: bool = False         # report cells from unlike nodes in one table (report/nodes.py)
+    take_states: bool = False         # every cell moves its state in (DROP_STATES=1, no room for a clone)
 
     def asked(self) -> dict:
         """What names the sweep (and its directory): not where files go, nor what places the cells (a sweep
         begun on one placement resumes on another: a cell's identity is its plan and images)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("keep_data", "data_root", "place", "mixed_nodes")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("keep_data", "data_root", "place", "mixed_nodes", "take_states")}
 
     @classmethod
     def from_args(cls, args) -> "CellOptions":
@@ -65,7 +68,7 @@ def add_cell_args(p) -> None:
 
 # ---- identity --------------------------------------------------------------------------------------
 
-_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data", "take_state")
+_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data", "take_state", "take_base_state")
 
 
 def engine_build(plan: RunPlan) -> str:
@@ -122,7 +125,8 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
             raise ConfigError(f"two cells would share the name {c.scenario}/{name}; check MEMS and SCALES for repeats")
         names.add((c.scenario, name))
         plan = plan.model_copy(update={"run_dir": str(root / c.scenario / name), "runtime": runtime,
-                                       "data_dir": str(data_root / c.scenario / name)})
+                                       "data_dir": str(data_root / c.scenario / name),
+                                       "take_state": opts.take_states})
         key = (c.engine, runtime, plan.capabilities)
         builds.setdefault(key, engine_build(plan))
         runs.append(CellRun(c, plan, cell_identity(plan, builds[key]), root / c.scenario / name))
@@ -219,20 +223,27 @@ def sweep_cells(scenario: str, engines: list[str], mems: list[str | None], scale
 
 
 def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: list[float | None], repeats: int,
-          opts: CellOptions, results_root: Path, fresh: bool = False) -> int:
+          opts: CellOptions, results_root: Path, fresh: bool = False, drop_states: bool = False) -> int:
+    """drop_states: each state goes after its last cell, which moves it in (cell_states.py)."""
     spec, root, runs = sweep_cells(scenario, engines, mems, scales, repeats, opts, results_root)
     if fresh and root.exists():
         shutil.move(str(root), f"{root}.{time.strftime('%Y%m%d-%H%M%S')}")
     root.mkdir(parents=True, exist_ok=True)
-    done = sum(completed(cr) is not None for cr in runs)
-    print(f"[sweep] {root}: {len(runs)} cells" + (f", {done} already complete (resuming)" if done else ""),
-          file=sys.stderr, flush=True)
+    todo = [cr for cr in runs if completed(cr) is None]
+    print(f"[sweep] {root}: {len(runs)} cells" + (f", {len(runs) - len(todo)} already complete (resuming)"
+                                                  if len(todo) < len(runs) else ""), file=sys.stderr, flush=True)
+    if opts.place == "local" and cell_states.check_walk_disk([cr.plan for cr in todo], drop_states, "sweep"):
+        for cr in runs:
+            cr.plan = cr.plan.model_copy(update={"take_state": True})
     meta = {"kind": "sweep", "spec": spec, "dir": str(root)}
     try:
-        out = run_cells(runs, root / "sweep.json", meta, place=opts.place)
+        stop = cell_states.dropper(runs, keep_first=False, who="sweep") if drop_states else None
+        out = run_cells(runs, root / "sweep.json", meta, stop=stop, place=opts.place)
     except SweepInterrupted as e:
         print(f"[sweep] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
+    if drop_states:
+        cell_states.drop_all([cr.plan for cr in runs], "sweep")
     _print_table(out.cells)
     for k, v in out.starting_state.items():
         if not v["same"]:

@@ -23,12 +23,15 @@ def add_run(sub) -> None:
     r.add_argument("--data", default=None, type=Path, help="where database files go (default ./data)")
     r.add_argument("--keep-data", action="store_true", help="keep the database files after the run")
     r.add_argument("--early-abort", action="store_true", help="stop once a threshold can no longer pass")
+    r.add_argument("--drop-states", action="store_true", help="move the starting state into the run instead of "
+                   "copying it (it is built again by the next run that needs it)")
     overrides(r)
     r.set_defaults(func=_cmd_run, writes=True)
 
 
 def _cmd_run(args) -> int:
     from harness.cell import execute
+    from harness.cell_states import check_walk_disk, drop_all
     from harness.report.summary import print_summary
     from harness.runtime.docker import choose_runtime
     from harness.scenario.plan import resolve_plan
@@ -37,8 +40,12 @@ def _cmd_run(args) -> int:
                         keep_data=args.keep_data, overrides=args.overrides, early_abort=args.early_abort)
     runtime, why = choose_runtime(args.runtime, plan)
     print(why, file=sys.stderr)
-    plan = plan.model_copy(update={"runtime": runtime})
+    plan = plan.model_copy(update={"runtime": runtime, "take_state": args.drop_states,
+                                   "take_base_state": args.drop_states})
+    check_walk_disk([plan], args.drop_states, "run")
     rc = execute(plan)
+    if args.drop_states:            # an aged state's base, where the aged state was on disk already
+        drop_all([plan], "run")
     result = Path(plan.run_dir) / "result.json"
     if result.exists():
         print_summary(result)

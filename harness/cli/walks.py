@@ -19,6 +19,9 @@ def add_sweep(sub) -> None:
     add_cell_args(s)
     overrides(s)
     s.add_argument("--fresh", action="store_true", help="set the earlier sweep of the same request aside; start anew")
+    s.add_argument("--drop-states", action="store_true", help="remove each starting state after its last cell, "
+                   "which moves it in; where no clone fits beside a state, every cell moves it in (the next builds "
+                   "it again)")
     place_arg(s)
     s.set_defaults(func=_cmd_sweep)
 
@@ -26,7 +29,8 @@ def add_sweep(sub) -> None:
 def _cmd_sweep(args) -> int:
     from harness.sweep import parse_list, sweep
     return sweep(args.scenario, args.engines, parse_list(args.mems, "MEMS"), parse_list(args.scales, "SCALES", float),
-                 args.repeats, CellOptions.from_args(args), args.results, fresh=args.fresh)
+                 args.repeats, CellOptions.from_args(args), args.results, fresh=args.fresh,
+                 drop_states=args.drop_states)
 
 
 def add_matrix(sub) -> None:
@@ -37,8 +41,8 @@ def add_matrix(sub) -> None:
     m.add_argument("--mem", help="the memory limit every cell runs at (options sized from it need it)")
     m.add_argument("--options", nargs="+", help="only these options (default: all of the engine's)")
     m.add_argument("--drop-states", action="store_true",
-                   help="remove an option's own starting states after its last cell, and every state the "
-                        "matrix used once it is done")
+                   help="remove an option's own starting states after its last cell (which moves it in), and every "
+                        "state the matrix used once it is done")
     add_cell_args(m)
     overrides(m)
     m.set_defaults(func=_cmd_matrix)
@@ -80,7 +84,8 @@ def add_verdict(sub) -> None:
                    help="run the cells a failure at a larger MEM implies, and the criteria after a failed one")
     d.add_argument("--no-early-abort", action="store_true",
                    help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
-    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is done")
+    d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is "
+                   "done; where no clone fits beside a state, every cell moves it in (the next builds it again)")
     d.add_argument("--knees", action="store_true", help="then each failing engine's write knee at each MEM it "
                    "failed, and its memory knee")
     add_cell_args(d)

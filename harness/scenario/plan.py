@@ -109,7 +109,8 @@ class RunPlan(Strict):
     run_dir: str
     data_dir: str
     keep_data: bool = False
-    take_state: bool = False         # (make matrix, DROP_STATES=1) no later cell clones the state: move its data
+    take_state: bool = False         # (DROP_STATES=1) no later cell clones the state: move its data in
+    take_base_state: bool = False    # (DROP_STATES=1) no later cell needs the aged state's base: age it in place
     block_log: Optional[BlockLogPlan] = None    # a design in front of the engine (harness/designs/)
     state: Optional[StateRef] = None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.state import store
-from harness.state.clone import clone
+from harness.state.clone import clone, release, take
 from harness.workload.generator import BlockGenerator
 
 APPLY_METHODS = ("open", "use_schema", "prepare_block", "apply_block", "checkpoint")
@@ -62,16 +62,23 @@ def _age(engine, gen: BlockGenerator, blocks: int) -> tuple[int, float]:
 
 def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
                base: store.StateManifest) -> tuple[Path, store.StateManifest]:
-    """The base state cloned into <id>.partial, its model restored, the blocks applied outside MEM with the
-    plan's settings (unsized, the build's cache), checkpointed with the engine's strongest mode, row counts
-    checked."""
+    """The base state cloned into <id>.partial (moved, where plan.take_base_state: no later cell needs it), its
+    model restored, the blocks applied outside MEM with the plan's settings (unsized, the build's cache),
+    checkpointed with the engine's strongest mode, row counts checked. A moved base is gone whatever happens
+    next: a failed ageing leaves neither state listed."""
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
-    store.require_free(root, base.data_bytes, f"ageing the state {inputs.id}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
-    c = clone(base_dir / store.DATA, partial / store.DATA)
+    if plan.take_base_state:
+        with store.lock(root, base.id):
+            base_dir, c = take(base_dir, partial / store.DATA)
+        store.log(f"took the base {base.id} into {partial} (no later cell needs it): moved, not copied")
+    else:
+        store.require_free(root, base.data_bytes, f"ageing the state {inputs.id}")
+        c = clone(base_dir / store.DATA, partial / store.DATA)
     store.copy_models(base_dir, partial)
+    release(base_dir)               # a taken base's remains; a listed one stays
     gen = BlockGenerator(plan.workload_spec())
     gen.restore(partial / store.MODEL)
     engine = registry.engine_class(plan.engine)()

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness import cell_states
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import Verdict, VerdictFile, VerdictStep, write_json
@@ -19,7 +20,7 @@ from harness.scenario.decision import DECISION_FILE, DecisionTree, RatioMems, as
 from harness.scenario.load import load_scenario, resolve_path
 from harness.sweep import CellOptions, SweepInterrupted, sweep_dir_for
 from harness.verdict import answer
-from harness.verdict.plan import MONOTONICITY, at_reference, caveats, check_disk, criterion_plans, order_mems
+from harness.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
 from harness.verdict.versions import library_versions, version_note
 from harness.verdict.leaf import run_leaf, with_leaf
 from harness.verdict.walk import Walk, log
@@ -70,8 +71,8 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     plans = _first_plans(tree, mems, scale, opts)
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
     notes = [n for cp in criteria for n in cp.notes]
-    if here:
-        check_disk(list(plans.values()), drop_states)
+    if here and cell_states.check_walk_disk(list(plans.values()), drop_states, "verdict"):
+        opts = replace(opts, take_states=True)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,

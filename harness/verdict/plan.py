@@ -1,8 +1,7 @@
 """What a verdict will run, before it runs anything: the memory levels (largest first), each criterion's
-thresholds as this profile can judge them, the disk the walk needs, and the caveats it must print first."""
+thresholds as this profile can judge them, and the caveats it must print first (the disk it needs: cell_states)."""
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
@@ -79,38 +78,3 @@ def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | N
             out.append(f"{crit.scenario} ran at scale {scale:g}" + (f" for {measure_s:g} s measured" if want_s else "")
                        + f"; the criterion asks for scale {crit.target.scale:g}" + (f" for {want_s:g} s" if want_s else ""))
     return out
-
-
-def disk_needed(plans: list, root, drop_states: bool = False) -> tuple[int, list[str]]:
-    """Bytes the walk needs beyond what is on disk: the states still to build (with --drop-states one at a
-    time, the largest), plus the largest clone, which exists while its cell runs."""
-    from harness.state import store
-    build, lines, clone, seen = [], [], 0, set()
-    for plan in plans:
-        inputs = store.inputs_for(plan)
-        if inputs.id in seen:
-            continue
-        seen.add(inputs.id)
-        found = store.find(root, inputs)
-        size = found[1].data_bytes if found else store.estimate_bytes(root, inputs)
-        clone = max(clone, size)
-        if not found:
-            build.append(size)
-            lines.append(f"state {inputs.id}: about {size / 2**30:.1f} GiB to build")
-    states = max(build, default=0) if drop_states else sum(build)
-    return states + clone, lines + [f"one clone at a time: up to {clone / 2**30:.1f} GiB"]
-
-
-def check_disk(plans: list, drop_states: bool) -> None:
-    """Said before the walk starts; refused, with the numbers, when it does not fit."""
-    from harness.state import store
-    root = store.root_dir()
-    need, lines = disk_needed(plans, root, drop_states)
-    free = store.free_bytes(root)
-    print(f"[verdict] disk: needs about {need / 2**30:.1f} GiB ({'; '.join(lines)}), "
-          f"{free / 2**30:.1f} GiB free{' (states dropped after each step)' if drop_states else ''}",
-          file=sys.stderr, flush=True)
-    if need + (1 << 30) > free:
-        raise ConfigError(f"the walk needs about {need / 2**30:.1f} GiB at {root} ({'; '.join(lines)}) and "
-                          f"{free / 2**30:.1f} GiB are free; DROP_STATES=1 builds one at a time, "
-                          "`make states-clean` removes cached states")

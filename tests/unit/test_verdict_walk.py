@@ -174,21 +174,6 @@ def test_a_windowed_percentile_over_too_few_blocks_says_it_is_the_max():
     assert window_note(parse_threshold("p99(commit_ms) < 500"), ratio) is None
 
 
-def test_a_walk_that_will_not_fit_the_disk_is_refused_with_the_numbers(tmp_path, monkeypatch):
-    from harness.errors import ConfigError
-    from harness.scenario.plan import resolve_plan
-    from harness.state import store
-    from harness.verdict.plan import check_disk, disk_needed
-    monkeypatch.setenv("STATES", str(tmp_path))
-    plans = [resolve_plan("p99_5x", e, profile="ratio") for e in ("sqlite", "postgres")]
-    need, lines = disk_needed(plans, tmp_path)
-    one_at_a_time, _ = disk_needed(plans, tmp_path, drop_states=True)
-    assert len(lines) == 3 and one_at_a_time < need
-    monkeypatch.setattr(store, "free_bytes", lambda path: need // 2)
-    with pytest.raises(ConfigError, match=r"the walk needs about .* GiB .* GiB are free; DROP_STATES=1"):
-        check_disk(plans, drop_states=False)
-
-
 def _tuned_tree():
     tree = load_decision()     # its sqlite step's options, in another order than their cost
     first = tree.steps[0].model_copy(update={"tune": ["no_bitemporal", "mmap", "autockpt_off_passive"]})

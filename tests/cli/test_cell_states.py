@@ -55,6 +55,8 @@ def test_drop_states_keeps_aged_states_only_and_an_options_only_while_it_runs(tm
     moved = {f.parent.name.split("-")[1]: json.loads(f.read_text())["clone_method"]       # sqlite-<tag>-...
              for f in (tmp_path / "results").rglob("state.json")}
     assert moved["page_8k"] == "move" and moved["baseline"] == moved["cache_small"] == "copy", moved
+    # the page size's aged state took its base by rename (no later cell needed it); the baseline's was copied
+    assert err.count("[state] took the base ") == 1, err[-3000:]
     assert store.listing(tmp_path / "states") == [], "all gone once the matrix is done"
 
 
@@ -70,7 +72,7 @@ def test_a_matrix_the_disk_cannot_hold_is_refused_before_its_first_cell(tmp_path
 def test_the_disk_a_matrix_needs_is_its_peak_with_drop_states_and_the_sum_without(monkeypatch):
     from types import SimpleNamespace as NS
 
-    from harness import matrix_states as ms
+    from harness import cell_states as ms
     from harness.state import derive
     gib = ms.GIB
     # PostgreSQL at 1x: every base and aged state 23 GiB; the baseline layout, an option of its own layout,
@@ -95,7 +97,7 @@ def test_a_base_stays_while_a_state_still_to_derive_reads_it(monkeypatch):
     still to derive from it (a fillfactor's), and goes once that cell's aged state is on disk."""
     from types import SimpleNamespace as NS
 
-    from harness import matrix_states as ms
+    from harness import cell_states as ms
     from harness.state import derive
     on_disk = {"B-aged"}
     monkeypatch.setattr(ms.store, "root_dir", lambda: None)
@@ -106,3 +108,49 @@ def test_a_base_stays_while_a_state_still_to_derive_reads_it(monkeypatch):
     assert ms._bases_done(ran, pending, ["other"]) == ["B"], "no derivation reads B: it goes"
     on_disk |= {"F", "F-aged"}
     assert ms._bases_done(ran, pending, ["ff"]) == ["B", "F"], "both aged states are on disk"
+
+
+@pytest.mark.slow
+def test_a_sweeps_last_cell_moves_its_state_in_and_no_earlier_cell_does(tmp_path, monkeypatch, capsys):
+    """Two repeats of one cell clone one state: with DROP_STATES=1 the first copies it, the second (its last)
+    moves it in, and it is gone after; the run's record and log say moved, not copied."""
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    opts = sweep.CellOptions(profile="smoke", runtime="local", duration_s=2, data_root=str(tmp_path / "data"))
+    assert sweep.sweep("p99_5x", ["sqlite"], [None], [None], 2, opts, tmp_path / "results", drop_states=True) in (0, 1)
+    err = capsys.readouterr().err
+    assert "[sweep] disk: needs about" in err and "(states dropped after their last cell)" in err
+    records = sorted((tmp_path / "results").rglob("state.json"))
+    assert [json.loads(f.read_text())["clone_method"] for f in records] == ["copy", "move"], records
+    assert err.count("[state] cloned ") == 1 and err.count("[state] took ") == 1, err[-2000:]
+    assert store.listing(tmp_path / "states") == [], "the state went with its last cell"
+    assert not list((tmp_path / "states").glob("*.taken")), "the moved state's remains went too"
+
+
+def test_a_walk_keeps_to_one_state_and_moves_it_into_every_cell_where_no_clone_fits(tmp_path, monkeypatch):
+    """A disk that holds a state but not a clone beside it: DROP_STATES=1 moves the state into every cell (the
+    next builds it again); without it, or where even one state does not fit, refused before anything is built."""
+    from harness import cell_states as cs
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    plans = [resolve_plan("p99_5x", e, profile="ratio", mem=m) for e in ("sqlite", "postgres") for m in ("4g", "2g")]
+    need = cs.walk_disk(plans, tmp_path / "states", drop_states=True)
+    assert need.taking < need.cloning < cs.walk_disk(plans, tmp_path / "states", drop_states=False).cloning
+    assert len(need.lines) == 4, need.lines          # two states to build, the clone, a cell's writes
+    monkeypatch.setattr(store, "free_bytes", lambda path: need.taking + cs.MARGIN + (1 << 20))
+    assert cs.check_walk_disk(plans, drop_states=True, who="sweep") is True
+    with pytest.raises(ConfigError, match=r"the sweep needs about .* GiB .* are free; DROP_STATES=1"):
+        cs.check_walk_disk(plans, drop_states=False, who="sweep")
+    monkeypatch.setattr(store, "free_bytes", lambda path: need.taking // 2)
+    with pytest.raises(ConfigError, match=r"the verdict needs about .* GiB"):
+        cs.check_walk_disk(plans, drop_states=True, who="verdict")
+    assert not (tmp_path / "states").exists() or not any((tmp_path / "states").iterdir()), "nothing built"
+
+
+def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row():
+    from harness import cell_states as cs
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "sqlite", profile="ratio")
+    inputs = store.inputs_for(plan)
+    rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
+    blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / plan.workload.block_interval_ms
+    assert cs.growth_bytes(plan, rows * 100) == int(2 * 100 * blocks * plan.workload.rows_per_block)
