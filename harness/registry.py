@@ -15,7 +15,7 @@ from typing import Literal, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.engine_api import REQUIRED_METHODS, Capabilities, LoggedBlock
+from harness.engine_api import REQUIRED_METHODS, Capabilities, LoggedBlock, index_name
 from harness.errors import ConfigError
 from harness.validation import format_error
 from harness.workload.schema import LOGICAL_TYPES, VARIANTS, generic_ddl
@@ -274,11 +274,6 @@ def ddl(name: str, variant: str, indexes: Sequence[str] | None = None) -> str:
         raise ConfigError(f"workload.indexes: {', '.join(unknown)} is not an index of {name}'s {variant} schema; "
                           f"its indexes: {', '.join(names)}")
     return "\n".join(tables + [s for n, s in names.items() if n in indexes])
-
-
-def index_name(stmt: str) -> str:
-    m = re.match(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", stmt, re.I)
-    return m.group(1) if m else ""
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:

@@ -14,7 +14,8 @@ import duckdb
 import pyarrow as pa
 
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats, engine_setting_names
+from harness.engine_api import (TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats,
+                                 engine_setting_names, timed, timed_ddl)
 from harness.platform import cgroup
 from harness.workload import schema
 from harness.workload.block import Block
@@ -166,8 +167,8 @@ class DuckDBEngine(EngineBase):
         self.con.execute("COMMIT")
 
     def bulk_finish(self, settings: Mapping[str, object]) -> None:
-        self.con.execute(self._index_sql)
-        self.settle()
+        self.bulk_phases_s = timed_ddl(self.con.execute, self._index_sql)
+        self.bulk_phases_s["settle"] = timed(self.settle)
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

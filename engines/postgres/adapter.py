@@ -16,7 +16,7 @@ import psycopg
 from engines.postgres.server import ExternalServer, PostgresServer, ServerError
 from engines.postgres.settings import Settings
 from harness import registry, sql
-from harness.engine_api import TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats
+from harness.engine_api import TABLES, EngineBase, tables, EngineCounters, EngineInfo, StorageStats, timed, timed_ddl
 from harness.engine_api import server_contract
 from harness.workload import schema
 from harness.workload.block import Block
@@ -215,8 +215,8 @@ class PostgresEngine(EngineBase):
                     cp.write(payload)
 
     def bulk_finish(self, settings: Mapping[str, object]) -> None:
-        self.conn.execute(self._index_sql)
-        self.settle()
+        self.bulk_phases_s = timed_ddl(self.conn.execute, self._index_sql)
+        self.bulk_phases_s["settle"] = timed(self.settle)
 
     def prepare_block(self, block: Block) -> Prepared:
         return prepare(block)

@@ -18,7 +18,8 @@ from typing import ClassVar, Iterator, Mapping
 from harness import registry, sql
 from engines.sqlite import bindings
 from engines.sqlite.background import BackgroundCheckpointer
-from harness.engine_api import EngineBase, tables, EngineCounters, EngineInfo, PageMap, StorageStats, engine_setting_names
+from harness.engine_api import (EngineBase, tables, EngineCounters, EngineInfo, PageMap, StorageStats,
+                                 engine_setting_names, timed, timed_ddl)
 from harness.workload.block import Block
 
 _SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
@@ -148,11 +149,11 @@ class SQLiteEngine(EngineBase):
         self.conn.execute("COMMIT")
 
     def bulk_finish(self, settings: Mapping[str, object]) -> None:
-        self.conn.executescript(self._index_sql)
+        self.bulk_phases_s = timed_ddl(lambda stmt: self.conn.execute(stmt).fetchall(), self._index_sql)
         # the scenario's journal mode is the file's; settle() gathers the planner's statistics
         for stmt in self.pragma_sql(settings, writer=True):
             self.conn.execute(stmt).fetchall()
-        self.settle()
+        self.bulk_phases_s["settle"] = timed(self.settle)
 
     def _prepare(self, variant: str) -> None:
         self.variant = variant

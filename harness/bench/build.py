@@ -59,8 +59,9 @@ def bulk(plan, work: Path) -> tuple[dict, str]:
                        "phases_s": man.phases_s, "data_bytes": man.data_bytes,
                        "build_only_settings": man.build_only_settings},
               "clone": c.as_dict(), "resident_after_evict_bytes": resident, "engine_version": man.engine_version}
-    said = (f"(bulk {man.build_s:.1f} s: model {man.phases_s['model']:.1f}, rows {man.phases_s['insert']:.1f},"
-            f" indexes+settle {man.phases_s['finish']:.1f}); clone {c.bytes / 2**20:.0f} MiB {c.method}"
+    said = (f"(bulk {man.build_s:.1f} s: model {man.phases_s['model']:.1f}, rows {man.phases_s['rows']:.1f}"
+            f" (inside bulk_insert {man.phases_s['insert']:.1f}), indexes+settle {man.phases_s['finish']:.1f});"
+            f" clone {c.bytes / 2**20:.0f} MiB {c.method}"
             f" in {c.clone_s:.2f} s + evict {c.evict_s:.2f} s, {resident if resident is not None else '?'}"
             f" bytes resident after")
     return record, said

@@ -4,6 +4,8 @@ An engine declares its capabilities in its engine.toml (harness/registry.py); th
 from __future__ import annotations
 
 import pickle
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
@@ -209,5 +211,28 @@ class EngineBase:
 
     def bulk_finish(self, settings: Mapping[str, object]) -> None:
         """Indexes, the scenario's `settings` back where they live in the files, statistics, a checkpoint:
-        the state as a run finds it."""
-        self.settle()
+        the state as a run finds it. Each step's seconds go in bulk_phases_s, for the build's log and manifest."""
+        self.bulk_phases_s = {"settle": timed(self.settle)}
+
+    bulk_phases_s: dict[str, float] = {}         # bulk_finish's steps: "index <name>", "settle", ... -> seconds
+
+
+def timed(fn, *args) -> float:
+    """Seconds fn(*args) took."""
+    t0 = time.perf_counter()
+    fn(*args)
+    return round(time.perf_counter() - t0, 3)
+
+
+def index_name(stmt: str) -> str:
+    """A CREATE INDEX statement's index ("" for any other statement)."""
+    m = re.match(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", stmt, re.I)
+    return m.group(1) if m else ""
+
+
+def timed_ddl(execute, script: str) -> dict[str, float]:
+    """A DDL script (ddl_split's indexes) one statement at a time, each timed: {"index <name>": seconds}."""
+    out = {}
+    for stmt in filter(None, (s.strip() for s in script.split(";"))):
+        out[f"index {index_name(stmt) or stmt[:40]}"] = timed(execute, stmt)
+    return out

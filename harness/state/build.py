@@ -57,21 +57,24 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, 
         return d, man, True
 
 
-def _insert_rows(engine, gen, inputs: store.StateInputs, engine_name: str, t_start: float) -> int:
-    """Every row of the models, in the engine's sorted bulk chunks, with progress and an ETA; the rows written."""
+def _insert_rows(engine, gen, inputs: store.StateInputs, engine_name: str, t_start: float) -> tuple[int, float]:
+    """Every row of the models, in the engine's sorted bulk chunks, with progress and an ETA; (the rows written,
+    the seconds inside bulk_insert). The rest of the phase the writer waited on the generating workers."""
     rows = done = 0
-    last = t_start
+    last, insert_s = t_start, 0.0
     total = inputs.entities + (gen.dc.spec.entities if gen.dc else 0)
     for chunk in sorted_chunks(gen.model, inputs.shape, engine_name, dc=gen.dc):
+        t0 = time.perf_counter()
         engine.bulk_insert(chunk.prepared)
-        rows, done = rows + chunk.row_count, done + chunk.entities
         now = time.perf_counter()
+        insert_s += now - t0
+        rows, done = rows + chunk.row_count, done + chunk.entities
         if now - last >= PROGRESS_EVERY_S:
             last = now
             rate = done / (now - t_start)
             store.log(f"rows: {done}/{total} entities, {rows} rows, {rows / (now - t_start):.0f} rows/s, "
-                 f"ETA {(total - done) / rate:.0f} s (then the indexes)")
-    return rows
+                      f"ETA {(total - done) / rate:.0f} s (then the indexes)")
+    return rows, insert_s
 
 
 @contextlib.contextmanager
@@ -91,9 +94,22 @@ def _ticking(what: str):
         t.join()
 
 
-def _phases_s(t0: float, t_model: float, t_insert: float, t_finish: float) -> dict[str, float]:
-    return {"model": round(t_model - t0, 3), "insert": round(t_insert - t_model, 3),
-            "finish": round(t_finish - t_insert, 3)}
+def _phases_s(t0: float, t_model: float, t_insert: float, insert_s: float, t_finish: float,
+              finish_steps: dict[str, float]) -> dict[str, float]:
+    """model: the draws; rows: the rows phase, of which insert inside the engine's bulk_insert and
+    generate_wait the writer waiting on the workers; finish: indexes and settling, and each of its steps."""
+    rows_s = t_insert - t_model
+    return {"model": round(t_model - t0, 3), "rows": round(rows_s, 3), "insert": round(insert_s, 3),
+            "generate_wait": round(rows_s - insert_s, 3), "finish": round(t_finish - t_insert, 3),
+            **{f"finish: {k}": v for k, v in finish_steps.items()}}
+
+
+def _log_phases(phases: dict[str, float], rows: int) -> None:
+    steps = sorted(((k, v) for k, v in phases.items() if k.startswith("finish: ")), key=lambda kv: -kv[1])
+    store.log(f"phases: model {phases['model']:.0f} s; rows {phases['rows']:.0f} s ({rows / max(phases['rows'], 1e-9):.0f} "
+              f"rows/s: inside bulk_insert {phases['insert']:.0f} s, waiting on the generator "
+              f"{phases['generate_wait']:.0f} s); finish {phases['finish']:.0f} s"
+              + (f" ({', '.join(f'{k[8:]} {v:.1f} s' for k, v in steps)})" if steps else ""))
 
 
 def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
@@ -119,7 +135,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         t_model = time.perf_counter()
         engine.open(build_settings, data)
         engine.bulk_begin(inputs.variant, inputs.indexes)
-        rows = _insert_rows(engine, gen, inputs, plan.engine, t_model)
+        rows, insert_s = _insert_rows(engine, gen, inputs, plan.engine, t_model)
         t_insert = time.perf_counter()
         store.log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
         with _ticking("indexes and settle"):
@@ -147,9 +163,10 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         row_counts=counts, rows=rows, data_bytes=store.tree_bytes(data), db_bytes=db_bytes,
         model_bytes=model_bytes,
         model_bytes_per_entity=round(model_bytes / max(1, inputs.entities + (gen.dc.spec.entities if gen.dc else 0)), 1),
-        build_s=round(build_s, 3), phases_s=_phases_s(t0, t_model, t_insert, t_finish),
+        build_s=round(build_s, 3), phases_s=_phases_s(t0, t_model, t_insert, insert_s, t_finish, engine.bulk_phases_s),
         rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
+    _log_phases(man.phases_s, rows)
     store.log(f"built {inputs.id} in {build_s:.0f} s ({rows / build_s:.0f} rows/s), {man.data_bytes / 2**30:.2f} GiB")
     return final, man

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness import environment, registry
+from harness.engine_api import index_name
 from harness.state import aged, store
 from harness.state.clone import clone
 
@@ -131,4 +132,4 @@ def from_disk(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.
 
 def _index_names(plan) -> list[str]:
     stmts = registry.ddl_split(plan.engine, plan.workload.variant)[1].split(";")
-    return [registry.index_name(s.strip()) for s in stmts if s.strip()]
+    return [index_name(s.strip()) for s in stmts if s.strip()]

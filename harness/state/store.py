@@ -92,7 +92,7 @@ class StateManifest(BaseModel):
     model_bytes: int
     model_bytes_per_entity: float
     build_s: float
-    phases_s: dict[str, float]            # model, insert (rows generated and written), finish (indexes...)
+    phases_s: dict[str, float]            # model, rows (insert + generate_wait), finish and its steps (build._phases_s)
     rows_per_s: float
     build_only_settings: dict[str, object]   # what the build ran with that the runs do not
     built_utc: str

@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+from harness import registry
+
 from tests.cli.test_cli_run import run_scenario
 from tests.conftest import ROOT, harness_cmd
 
@@ -41,3 +43,24 @@ def test_a_state_is_built_once_listed_and_cloned_cold_into_each_run(tmp_path):
                                "--duration", "3", "--set", "load.method=organic", "--set", "load.age_blocks=50")
     assert r["load"]["method"] == "organic" and r["load"]["digest"] == runs[0]["digest"], \
         "the row-by-row load and the cloned state, aged alike, hold the same rows"
+
+
+@pytest.mark.slow
+def test_a_build_says_where_its_time_went_and_a_run_with_drop_states_moves_the_state_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    p = harness("state", "--engine", "sqlite", "--scenario", "reorg", "--profile", "smoke", "--scale", "0.002")
+    assert p.returncode == 0, p.stderr[-2000:]
+    phases = json.loads((tmp_path / "states" / p.stdout.strip().splitlines()[-1].split("/")[-1] /
+                         "manifest.json").read_text())["phases_s"]
+    assert phases["rows"] == pytest.approx(phases["insert"] + phases["generate_wait"], abs=0.002)
+    assert {k for k in phases if k.startswith("finish: index ")} == \
+        {f"finish: index {n}" for n in registry.index_names("sqlite", "bitemporal")} and "finish: settle" in phases
+    assert "[state] phases: model " in p.stderr and "waiting on the generator" in p.stderr, p.stderr[-2000:]
+
+    rc, r, _, err = run_scenario(tmp_path, "--scenario", "reorg", "--profile", "smoke", "--scale", "0.002",
+                                 "--duration", "3", "--drop-states")
+    assert r["integrity"]["ok"] is True, err[-2000:]
+    assert r["load"]["clone_method"] == "move" and "[state] took " in err, err[-2000:]
+    assert "[run] disk: needs about" in err
+    assert json.loads(harness("states", "--json").stdout)["states"] == [], "moved in, then gone"
+    assert not list((tmp_path / "states").glob("*.taken")), "its remains (model, manifest) went with the run"

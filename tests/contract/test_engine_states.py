@@ -39,6 +39,9 @@ def test_a_bulk_built_state_holds_what_the_row_by_row_load_leaves(open_tmp, vari
         for chunk in sorted_chunks(built.model, spec.shape, name, workers=1):
             bulk.bulk_insert(chunk.prepared)
         bulk.bulk_finish(settings)
+        # each index's build and the settling timed apart, for the build's log (state/build.py)
+        assert set(bulk.bulk_phases_s) == {f"index {n}" for n in registry.index_names(name, variant)} | {"settle"}
+        assert all(s >= 0 for s in bulk.bulk_phases_s.values())
         assert built.model.digest.as_dict() == gen.model.digest.as_dict()
         assert scan(bulk) == scan(organic) == gen.model.digest.as_dict()
         assert bulk.row_counts() == organic.row_counts()
