@@ -6,7 +6,6 @@ import subprocess
 import pytest
 
 from harness import registry
-
 from tests.cli.test_cli_run import run_scenario
 from tests.conftest import ROOT, harness_cmd
 
