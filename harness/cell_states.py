@@ -95,13 +95,13 @@ _HINT = ("DROP_STATES=1 keeps one state at a time, and where a clone does not fi
 
 def growth_bytes(plan, state_bytes: int) -> int:
     """About what a cell writes on the data mount beyond its starting state: the rows it offers over warm-up and
-    the measured phase at the state's own bytes per row, twice (the tables, and the WAL or log that holds them
-    until a checkpoint). It errs high: deletes and expiries give pages back."""
+    the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
+    the WAL is left out, kept small by checkpoints."""
     inputs = store.inputs_for(plan)
     load_rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
     interval_s = (plan.workload.block_interval_ms or UNTHROTTLED_BLOCK_MS) / 1000
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s
-    return int(2 * state_bytes * blocks * plan.workload.rows_per_block / max(1, load_rows))
+    return int(state_bytes * blocks * plan.workload.rows_per_block / max(1, load_rows))
 
 
 @dataclass(frozen=True)

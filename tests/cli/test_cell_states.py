@@ -153,4 +153,4 @@ def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row(
     inputs = store.inputs_for(plan)
     rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / plan.workload.block_interval_ms
-    assert cs.growth_bytes(plan, rows * 100) == int(2 * 100 * blocks * plan.workload.rows_per_block)
+    assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
