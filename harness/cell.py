@@ -29,16 +29,19 @@ def start_state(plan):
     """The plan with its cloned state (unchanged for an organic load). Raises StateBuildFailed."""
     if not uses_state(plan):
         return plan
-    d, man, built_now = ensure(plan)
-    aged_blocks = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0
     owner = None
     if plan.runtime == "docker" and os.geteuid() == 0:
         owner = CONTAINER_UID
-    if plan.take_state:
-        with store.lock(d.parent, man.id):
-            d, c = take(d, Path(plan.data_dir), owner)
-    else:
-        c = clone(d / store.DATA, Path(plan.data_dir), owner)
+    try:
+        d, man, built_now = ensure(plan)
+        if plan.take_state:
+            with store.lock(d.parent, man.id):
+                d, c = take(d, Path(plan.data_dir), owner)
+        else:
+            c = clone(d / store.DATA, Path(plan.data_dir), owner)
+    except store.NoRoom as e:        # this cell's state does not fit the disk: a result, not the walk's end
+        raise StateBuildFailed(str(e)) from e
+    aged_blocks = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0
     print(f"[state] {'took' if c.method == 'move' else 'cloned'} {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) "
           f"in {c.clone_s:.1f} s, page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
     run_dir = Path(plan.run_dir)

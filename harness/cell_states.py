@@ -136,12 +136,17 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     return DiskNeed(states + clone + growth, one_cell + growth, lines)
 
 
-def check_walk_disk(plans: list, drop_states: bool, who: str) -> bool:
+def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False) -> bool:
     """Said before the first cell is planned to run; refused, with the numbers, when it does not fit. True:
-    every cell must move its state in (DROP_STATES=1 where a clone does not fit beside the largest state)."""
+    every cell must move its state in (DROP_STATES=1 where a clone does not fit beside the largest state).
+    skip_later (a verdict, with DROP_STATES=1): an engine after the first whose states do not fit even one at
+    a time is said, not refused: its cells record build_failed (no room), which leaves a MEM inconclusive only
+    if the walk reaches it there."""
     root = store.root_dir()
-    need = walk_disk(plans, root, drop_states)
     free = store.free_bytes(root)
+    if skip_later and drop_states:
+        plans = _fitting(plans, root, free, who)
+    need = walk_disk(plans, root, drop_states)
     print(f"[{who}] disk: needs about {need.cloning / GIB:.1f} GiB ({'; '.join(need.lines)}), {free / GIB:.1f} GiB "
           f"free{' (states dropped after their last cell)' if drop_states else ''}", file=sys.stderr, flush=True)
     if need.cloning + MARGIN <= free:
@@ -154,6 +159,22 @@ def check_walk_disk(plans: list, drop_states: bool, who: str) -> bool:
     least = need.taking if drop_states else need.cloning
     raise ConfigError(f"the {who} needs about {least / GIB:.1f} GiB at {root} ({'; '.join(need.lines)}; plus a "
                       f"{MARGIN / GIB:.0f} GiB margin) and {free / GIB:.1f} GiB are free; {_HINT}")
+
+
+def _fitting(plans: list, root: Path, free: int, who: str) -> list:
+    """The first engine's plans, and each later engine's whose states fit one cell at a time."""
+    engines = list(dict.fromkeys(p.engine for p in plans))
+    out = []
+    for k, engine in enumerate(engines):
+        mine = [p for p in plans if p.engine == engine]
+        taking = walk_disk(mine, root, True).taking
+        if k and taking + MARGIN > free:
+            print(f"[{who}] disk: {engine}'s states do not fit (about {taking / GIB:.1f} GiB with every cell moving "
+                  f"its state in, {free / GIB:.1f} GiB free): its cells will record build_failed (no room)",
+                  file=sys.stderr, flush=True)
+        else:
+            out += mine
+    return out
 
 
 def mark_takes(runs: list[CellRun], per_run: list[list[store.StateInputs]], last: dict[str, int],

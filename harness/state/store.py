@@ -302,13 +302,18 @@ def free_bytes(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
+class NoRoom(ConfigError):
+    """The disk cannot hold what was about to be written: refused before the first byte. Before a walk, bad
+    input; inside a cell (its state's build or clone), that cell's build_failed (cell.start_state)."""
+
+
 def require_free(path: Path, needed: int, what: str,
                  hint: str = "`make states-clean` lists and removes cached states") -> None:
     """Refuse before starting what would fill the disk (with a 1 GiB margin)."""
     free = free_bytes(path)
     if needed + (1 << 30) > free:
-        raise ConfigError(f"{what} needs about {needed / 2**30:.1f} GiB at {path} (plus a 1 GiB margin) and "
-                          f"{free / 2**30:.1f} GiB are free; {hint}")
+        raise NoRoom(f"{what} needs about {needed / 2**30:.1f} GiB at {path} (plus a 1 GiB margin) and "
+                     f"{free / 2**30:.1f} GiB are free; {hint}")
 
 
 # Before a state of the engine and variant was built near the size asked: a guess that errs high (3 bytes

@@ -4,6 +4,7 @@ option's cell runs, while the baseline's stays until the matrix is done; the dis
 the first cell. The last cell to clone a state moves its data in (the state would go after it anyway)."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +155,37 @@ def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row(
     rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / plan.workload.block_interval_ms
     assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+
+
+def test_a_verdict_goes_on_without_a_later_engine_whose_state_cannot_fit(tmp_path, monkeypatch, capsys):
+    """At 5x here a PostgreSQL state (~112 GiB) fits no disk this machine has: a verdict with DROP_STATES=1 says
+    so and walks the engines that fit; the first engine must fit, or nothing runs."""
+    from harness import cell_states as cs
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    plans = [resolve_plan("p99_5x", e, profile="ratio", mem="4g") for e in ("sqlite", "postgres")]
+    sizes = {"sqlite": 10 * cs.GIB, "postgres": 40 * cs.GIB}
+    monkeypatch.setattr(cs, "_bytes", lambda root, inputs: (sizes[inputs.engine], False))
+    sqlite_alone = cs.walk_disk(plans[:1], tmp_path / "states", True)
+    monkeypatch.setattr(store, "free_bytes", lambda path: sqlite_alone.cloning + cs.MARGIN)
+    assert cs.check_walk_disk(plans, True, "verdict", skip_later=True) is False
+    assert "postgres's states do not fit" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="the sweep needs about"):
+        cs.check_walk_disk(plans, True, "sweep")          # a sweep asked for every cell: refused
+    sizes["sqlite"] = 80 * cs.GIB
+    with pytest.raises(ConfigError, match="the verdict needs about"):
+        cs.check_walk_disk(plans, True, "verdict", skip_later=True)
+
+
+def test_a_cell_whose_state_does_not_fit_records_build_failed_and_builds_nothing(tmp_path, monkeypatch):
+    from harness.cell import execute
+    from harness.results import load_result
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    monkeypatch.setattr(store, "free_bytes", lambda path: 1 << 20)
+    plan = resolve_plan("reorg", "sqlite", profile="smoke", results_root=tmp_path / "results",
+                        data_root=tmp_path / "data").model_copy(update={"runtime": "local"})
+    assert execute(plan) != 0
+    r = load_result(Path(plan.run_dir) / "result.json")
+    assert r.status == "build_failed" and "needs about" in r.error and "GiB are free" in r.error, r.error
+    assert store.listing(tmp_path / "states") == [], "nothing built"
