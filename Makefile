@@ -100,9 +100,9 @@ ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCE
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
 
 AXIS ?=
-knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [PROFILE=] [SET=]
+knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [PROFILE=] [DROP_STATES=1] [SET=]
 	@$(HARNESS) knee --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
-	  --axis $(AXIS) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  --axis $(AXIS) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGINE= [PROFILE=quick|smoke|ratio] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) v1 --engine $(ENGINE) $(if $(MEM),--mem $(MEM)) --profile $(if $(PROFILE),$(PROFILE),quick) \

@@ -67,7 +67,7 @@ def machine_mem_bound_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") - HARNESS_RESERVE_BYTES
 
 
-def axis_for(name: str, probe, start: float) -> Axis:
+def axis_for(name: str, probe, start: float, taking: bool = False) -> Axis:
     ident = (lambda v: v)
     if name == "rows":
         return Axis("rows", "rows per block", ident, ident, lambda v: float(max(1, round(v))),
@@ -77,17 +77,22 @@ def axis_for(name: str, probe, start: float) -> Axis:
                     _mib(machine_mem_bound_bytes()))
     if name == "scale":
         return Axis("scale", "fraction of 1x", ident, ident, lambda v: float(f"{v:.3g}"),
-                    start * SCALE_RANGE[0], min(start * SCALE_RANGE[1], disk_scale_bound(probe)))
+                    start * SCALE_RANGE[0], min(start * SCALE_RANGE[1], disk_scale_bound(probe, taking)))
     raise ConfigError(f"AXIS: {name!r}; allowed: rows, mem, scale")
 
 
-def disk_scale_bound(probe) -> float:
+def disk_scale_bound(probe, taking: bool = False) -> float:
     """The largest scale whose state and clone fit in the free disk, from this scale's state's bytes per 1x
-    (the starting state, built now if missing)."""
+    (the starting state, built now if missing); taking (DROP_STATES=1: each step moves its state in, so one
+    state is on disk at a time): the largest whose state and its cell's writes fit."""
+    from harness.cell_states import growth_bytes
     from harness.state.build import ensure
     _, man, _ = ensure(probe)
     free = shutil.disk_usage(".").free      # states, clones and results share it here (docs/states.md)
-    return DISK_HEADROOM * (free + man.data_bytes) / (2 * man.data_bytes / probe.scale)
+    per_1x = man.data_bytes / probe.scale
+    if taking:
+        return DISK_HEADROOM * (free + man.data_bytes) / (per_1x + growth_bytes(probe, man.data_bytes) / probe.scale)
+    return DISK_HEADROOM * (free + man.data_bytes) / (2 * per_1x)
 
 
 def mem_floor(scenario: str, engine: str, opts: CellOptions) -> str:
@@ -150,9 +155,11 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
 
 
 def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path,
-         mem: str | None = None, scale: float | None = None) -> int:
+         mem: str | None = None, scale: float | None = None, drop_states: bool = False) -> int:
+    """drop_states: every step moves its state in (built again by a later step at the same scale), so a scale
+    knee reaches twice as far on the same disk."""
     t0 = time.monotonic()
-    opts = replace(opts, early_abort=True)
+    opts = replace(opts, early_abort=True, take_states=drop_states)
     if axis_name == "mem" and mem is None:
         mem = mem_floor(scenario, engine, opts)
     probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, scale=scale, overrides=list(opts.overrides))
@@ -160,7 +167,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
         float(parse_size_bytes(mem or "0"))
     if axis_name == "rows" and not probe.workload.block_interval_ms:
         raise ConfigError(f"{probe.scenario_file}: workload.block_interval_ms: a rows knee needs a cadence")
-    axis = axis_for(axis_name, probe, start)
+    axis = axis_for(axis_name, probe, start, taking=drop_states)
     if axis.floor >= axis.ceiling:
         raise ConfigError(f"knee AXIS={axis_name}: nothing to search between {axis.floor:g} and {axis.ceiling:g}")
     root = sweep_dir_for(results_root, "knee", f"{Path(scenario).stem}-{engine}-{axis_name}",

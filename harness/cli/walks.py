@@ -133,6 +133,8 @@ def add_knee(sub) -> None:
     c.add_argument("--scenario", default="p99_5x")
     c.add_argument("--axis", required=True, choices=["rows", "mem", "scale"])
     c.add_argument("--scale", type=float, help="the database's scale (AXIS=scale: where the search starts)")
+    c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
+                   "it (one state on disk at a time: a scale knee reaches twice as far)")
 
 
 def _cmd_knee(args) -> int:
@@ -140,7 +142,7 @@ def _cmd_knee(args) -> int:
     if args.repeats != 1:
         raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
     return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
-                scale=args.scale)
+                scale=args.scale, drop_states=args.drop_states)
 
 
 def add_v1(sub) -> None:

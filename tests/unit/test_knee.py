@@ -103,3 +103,19 @@ def _s(value, verdict, confirming=False, **kw):
 ])
 def test_the_sentence_says_the_knee_and_what_bounded_it(axis, steps, knee, says):
     assert says in sentence(_file(axis, steps, knee))
+
+
+def test_a_scale_knee_that_moves_its_states_in_reaches_about_twice_as_far_on_the_same_disk(monkeypatch):
+    """Copying, a step needs its state and a clone; moving the state in (DROP_STATES=1), the state and what the
+    cell writes: a 1x SQLite state of ~10 GiB on ~78 GiB free stops short of 4x copying and passes 5x moving."""
+    from types import SimpleNamespace as NS
+
+    from harness import knee as hk
+    from harness.scenario.plan import resolve_plan
+    from harness.state import build
+    gib = 2 ** 30
+    probe = resolve_plan("p99_5x", "sqlite", profile="ratio")
+    monkeypatch.setattr(build, "ensure", lambda plan: (None, NS(data_bytes=10 * gib), False))
+    monkeypatch.setattr(hk.shutil, "disk_usage", lambda path: NS(free=78 * gib))
+    copying, moving = hk.disk_scale_bound(probe), hk.disk_scale_bound(probe, taking=True)
+    assert copying < 4 < 5 < moving and 1.6 < moving / copying < 2.0, (copying, moving)
