@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.cell import uses_state
 from harness.errors import ConfigError
 from harness.records import CellRun, completed
-from harness.state import aged, store
+from harness.state import aged, sizes, store
 
 GIB = 2 ** 30
 
@@ -43,7 +43,7 @@ def _bytes(root: Path, inputs: store.StateInputs) -> tuple[int, bool]:
         return found[1].data_bytes, True
     base = inputs.model_copy(update={"aged": None})
     found = store.find(root, base)
-    return (found[1].data_bytes if found else store.estimate_bytes(root, base)), False
+    return (found[1].data_bytes if found else sizes.estimate_bytes(root, base)), False
 
 
 def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int, list[str]]:

@@ -123,6 +123,9 @@ class Manifest(_Strict):
     contract_settings: dict[str, dict] = {}      # extra settings the contract suite runs it with
     # settings that shape a starting state's files (harness/state): one state is built per value of them
     state_settings: tuple[str, ...] = ()
+    # another engine whose starting states this one opens as its own (the same files: libSQL's are SQLite's),
+    # built by that engine's bulk path and shared between their steps (tests/contract/test_shared_states.py)
+    state_of: Optional[str] = None
     memory: MemorySizing = MemorySizing()
     durability: Durability
     images: Images = Images()
@@ -182,7 +185,12 @@ def load_manifest(folder: Path) -> Manifest:
 @functools.cache
 def manifests() -> dict[str, Manifest]:
     found = sorted(p.parent for p in ENGINES_DIR.glob(f"*/{MANIFEST}"))
-    return {f.name: load_manifest(f) for f in found}
+    out = {f.name: load_manifest(f) for f in found}
+    for name, m in out.items():        # one hop, to an engine that builds its own
+        if m.state_of is not None and (m.state_of not in out or m.state_of == name or out[m.state_of].state_of):
+            raise ConfigError(f"engines/{name}/{MANIFEST}: state_of: {m.state_of!r}; allowed: another engine that "
+                              f"builds its own states ({', '.join(n for n, o in out.items() if n != name and not o.state_of)})")
+    return out
 
 
 def names() -> tuple[str, ...]:
@@ -259,11 +267,14 @@ def capabilities(name: str, settings: Mapping[str, object] | None = None) -> Cap
 
 
 def ddl(name: str, variant: str, indexes: Sequence[str] | None = None) -> str:
-    """The engine's own ddl-<variant>.sql when it has one, else the workload's schema in its types; with
-    `indexes`, only those secondary indexes (by name; the primary keys stay)."""
+    """The engine's own ddl-<variant>.sql when it has one (or the engine's whose states it opens: state_of),
+    else the workload's schema in its types; with `indexes`, only those secondary indexes (by name; the primary
+    keys stay)."""
     if variant not in VARIANTS:
         raise ValueError(f"schema variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     own = ENGINES_DIR / name / f"ddl-{variant}.sql"
+    if not own.is_file() and manifest(name).state_of:
+        own = ENGINES_DIR / manifest(name).state_of / f"ddl-{variant}.sql"
     text = own.read_text() if own.is_file() else generic_ddl(variant, manifest(name).types)
     if indexes is None:
         return text

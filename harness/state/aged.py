@@ -31,7 +31,7 @@ def wanted(plan) -> bool:
 def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
     spec = json.dumps(dataclasses.asdict(plan.workload_spec()), sort_keys=True, default=str)
     return base.model_copy(update={"aged": {
-        "base": base.id, "blocks": plan.load.age_blocks,
+        "base": base.id, "blocks": plan.load.age_blocks, "writer": plan.engine,     # the base may be another's
         "workload_sha256": hashlib.sha256(spec.encode()).hexdigest(),
         "apply_sha256": store.code_digest(plan.engine, APPLY_METHODS)}})
 

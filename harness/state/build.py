@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import environment, registry
 from harness.errors import RunFailed, is_out_of_memory
-from harness.state import aged, derive, store
+from harness.state import aged, derive, sizes, store
 from harness.state.rows import sorted_chunks
 from harness.workload.generator import BlockGenerator
 
@@ -115,17 +115,19 @@ def _log_phases(phases: dict[str, float], rows: int) -> None:
 def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
     root.mkdir(parents=True, exist_ok=True)
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
-    need = store.estimate_bytes(root, inputs)
+    need = sizes.estimate_bytes(root, inputs)
     store.require_free(root, need, f"building the state {inputs.id}")
     shutil.rmtree(partial, ignore_errors=True)
     (root / f"{inputs.id}.failed.json").unlink(missing_ok=True)
     data = partial / store.DATA
-    engine_cls = registry.engine_class(plan.engine)
+    engine_cls = registry.engine_class(inputs.engine)     # the plan's engine, or the one whose states it opens
     engine = engine_cls()
     settings = plan.unsized_engine_settings()     # a build runs outside MEM
+    if inputs.engine != plan.engine:
+        settings = store.shared_settings(inputs.engine, settings)
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
-    store.log(f"building {inputs.id}: {inputs.entities + store.dc_seed_entities(inputs)} entities into {partial} "
+    store.log(f"building {inputs.id}: {inputs.entities + sizes.dc_seed_entities(inputs)} entities into {partial} "
          f"(about {need / 2**30:.1f} GiB; "
          f"build-only settings {build_only or 'none'})")
     t0 = time.perf_counter()
@@ -135,7 +137,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         t_model = time.perf_counter()
         engine.open(build_settings, data)
         engine.bulk_begin(inputs.variant, inputs.indexes)
-        rows, insert_s = _insert_rows(engine, gen, inputs, plan.engine, t_model)
+        rows, insert_s = _insert_rows(engine, gen, inputs, inputs.engine, t_model)
         t_insert = time.perf_counter()
         store.log(f"{rows} rows in {t_insert - t_model:.0f} s; creating indexes, then settling")
         with _ticking("indexes and settle"):

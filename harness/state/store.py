@@ -27,14 +27,13 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict
 
 from harness import environment, registry
 from harness.errors import ConfigError
-from harness.workload import dc_tables, vocabulary
-from harness.workload.generator import DC_ROWS_PER_ENTITY
+from harness.workload import vocabulary
 from harness.workload.shapes import SHAPES
 
 STATE_FORMAT = 2          # bump when the generator or the build changes what a state holds
@@ -193,18 +192,35 @@ def build_only_settings(engine: str, settings: dict) -> dict:
     return {k: built[k] for k in sorted(keys) if k in built and k not in memory_keys}
 
 
+def shared_settings(engine: str, settings: Mapping[str, object]) -> dict:
+    """settings as `engine` takes them: those of its own keys given, its defaults for the rest (a state built
+    by the engine another's manifest names in state_of)."""
+    defaults = registry.settings_model(engine)().model_dump(mode="json")
+    return {**defaults, **{k: v for k, v in settings.items() if k in defaults}}
+
+
+def state_engine(plan) -> str:
+    """The engine whose bulk path builds the plan's starting state: its own, or the one its manifest's state_of
+    names."""
+    return registry.manifest(plan.engine).state_of or plan.engine
+
+
 def inputs_for(plan) -> StateInputs:
-    m = registry.manifest(plan.engine)
-    missing = [s for s in m.state_settings if s not in plan.engine_settings]
+    src = state_engine(plan)
+    m = registry.manifest(src)
+    settings = plan.engine_settings if src == plan.engine else shared_settings(src, plan.engine_settings)
+    unsized = plan.unsized_engine_settings()
+    missing = [s for s in m.state_settings if s not in settings]
     if missing:
-        raise ConfigError(f"engines/{plan.engine}/engine.toml: state_settings: {missing[0]!r} is not one of "
-                          f"{plan.engine}'s settings ({', '.join(plan.engine_settings)})")
+        raise ConfigError(f"engines/{src}/engine.toml: state_settings: {missing[0]!r} is not one of "
+                          f"{src}'s settings ({', '.join(settings)})")
     w = plan.workload
-    return StateInputs(engine=plan.engine, engine_build=engine_build(plan.engine, plan.engine_settings),
-                       layout_settings={s: plan.engine_settings[s] for s in m.state_settings},
-                       build_settings=build_only_settings(plan.engine, plan.unsized_engine_settings()),
-                       ddl_sha256=hashlib.sha256(registry.ddl(plan.engine, w.variant, w.indexes).encode()).hexdigest(),
-                       code_sha256=code_digest(plan.engine),
+    return StateInputs(engine=src, engine_build=engine_build(src, settings),
+                       layout_settings={s: settings[s] for s in m.state_settings},
+                       build_settings=build_only_settings(src, unsized if src == plan.engine
+                                                          else shared_settings(src, unsized)),
+                       ddl_sha256=hashlib.sha256(registry.ddl(src, w.variant, w.indexes).encode()).hexdigest(),
+                       code_sha256=code_digest(src),
                        variant=w.variant, indexes=w.indexes, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
                        seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
@@ -314,37 +330,3 @@ def require_free(path: Path, needed: int, what: str,
     if needed + (1 << 30) > free:
         raise NoRoom(f"{what} needs about {needed / 2**30:.1f} GiB at {path} (plus a 1 GiB margin) and "
                      f"{free / 2**30:.1f} GiB are free; {hint}")
-
-
-# Before a state of the engine and variant was built near the size asked: a guess that errs high (3 bytes
-# on disk per logical byte, for the indexes and page slack); after, the bytes per entity of the largest one.
-GUESS_BYTES_PER_LOGICAL = 3.0
-NEAR_SHARE = 10          # a built state estimates another of at most this many times its entities
-
-
-def estimate_bytes(root: Path, inputs: StateInputs) -> int:
-    built = []
-    for path in root.glob(f"*/{MANIFEST}"):
-        try:
-            man = StateManifest.model_validate_json(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities \
-                and not man.inputs.dc:
-            built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
-    shape = SHAPES[inputs.shape]
-    logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
-    # a state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed ~40 MB over a
-    # few hundred entities would make 1x look three times its size
-    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
-    per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
-    dc_entities = dc_seed_entities(inputs)
-    return int(per_entity * inputs.entities
-               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
-
-
-def dc_seed_entities(inputs: StateInputs) -> int:
-    """The Data Center seed's nodes and workloads in a state (0 without one)."""
-    if not inputs.dc:
-        return 0
-    return dc_tables.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities

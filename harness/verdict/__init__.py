@@ -183,17 +183,20 @@ def _first_plans(tree: DecisionTree, mems: list[str], scale, opts: CellOptions) 
 
 def _drop_state(engine: str, plans: dict, walk: Walk) -> None:
     """--drop-states: an engine's starting states go once its step is done (a 1x PostgreSQL state is 23 GB),
-    those its tuned cells cloned too (an option with a layout of its own: the simple schema, say)."""
+    those its tuned cells cloned too (an option with a layout of its own: the simple schema, say), but for one
+    a later step opens too (libSQL opens SQLite's: state_of)."""
     import json
     from harness.state import store
     from harness.state.clone import CLONE_RECORD
     root = store.root_dir()
+    engines = list(dict.fromkeys(e for _, e in plans))              # the tree's order
+    later = {store.inputs_for(p).id for (_, e), p in plans.items() if engine in engines and e in engines[engines.index(engine) + 1:]}
     ids = {store.inputs_for(p).id for (sc, e), p in plans.items() if e == engine}
     for r in walk.records:
         record = walk.root / r.scenario / r.dir / CLONE_RECORD
         if r.engine == engine and record.is_file():
             ids.add(json.loads(record.read_text())["state"])
-    for sid in sorted(ids):
+    for sid in sorted(ids - later):
         if (root / sid).exists():
             store.remove(root, [sid])
             log(f"dropped the state {sid} (--drop-states)")

@@ -88,7 +88,8 @@ def test_a_v1_step_loads_v1s_share_of_its_entities(profile):
     """A step's plan holds the profile's share of V1's 621K entities (one DC and mendoza's share), not the
     scenario's two DCs (the ratio profile once loaded 1.22M)."""
     from harness.scenario.plan import resolve_plan
-    from harness.state.store import dc_seed_entities, inputs_for
+    from harness.state.sizes import dc_seed_entities
+    from harness.state.store import inputs_for
     from harness.v1 import step_overrides
     from harness.workload.shapes import MENDOZA_1X_ENTITIES
     v1 = load_v1()

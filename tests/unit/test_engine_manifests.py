@@ -209,3 +209,14 @@ def test_without_wal_the_wal_figures_are_unknown_not_zero():
 def test_every_state_setting_is_a_setting_of_its_engine(engine_name):
     fields = registry.settings_model(engine_name).model_fields
     assert set(registry.manifest(engine_name).state_settings) <= set(fields), engine_name
+
+
+def test_state_of_names_another_engine_that_builds_its_own_states(tmp_path, monkeypatch):
+    for name, extra in (("toy", 'state_of = "other"\n'), ("other", "")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "engine.toml").write_text(extra + MINIMAL)
+    monkeypatch.setattr(registry, "ENGINES_DIR", tmp_path)
+    assert registry.manifests.__wrapped__()["toy"].state_of == "other"
+    (tmp_path / "toy" / "engine.toml").write_text('state_of = "nowhere"\n' + MINIMAL)
+    with pytest.raises(ConfigError, match=r"engines/toy/engine.toml: state_of: 'nowhere'; allowed: .*other"):
+        registry.manifests.__wrapped__()

@@ -7,7 +7,7 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.scenario.plan import resolve_plan
-from harness.state import store
+from harness.state import sizes, store
 from harness.state.clone import clone
 from harness.platform.pagecache import resident_bytes
 from harness.workload.generator import BlockGenerator
@@ -157,7 +157,7 @@ def test_a_much_smaller_state_does_not_estimate_a_build(tmp_path, monkeypatch):
     monkeypatch.setenv(store.STATES_ENV, str(tmp_path))
     small = store.inputs_for(resolve_plan("p99_5x", "sqlite", profile="smoke", results_root=tmp_path))
     big = store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=1.0, results_root=tmp_path))
-    guess = store.estimate_bytes(tmp_path, big)
+    guess = sizes.estimate_bytes(tmp_path, big)
     d = tmp_path / small.id
     d.mkdir()
     man = store.StateManifest(id=small.id, inputs=small, method="bulk", engine_version="x", model_digest={},
@@ -165,8 +165,8 @@ def test_a_much_smaller_state_does_not_estimate_a_build(tmp_path, monkeypatch):
                               model_bytes=0, model_bytes_per_entity=0, build_s=1, phases_s={}, rows_per_s=1,
                               build_only_settings={}, built_utc="")
     (d / store.MANIFEST).write_text(man.model_dump_json())
-    assert store.estimate_bytes(tmp_path, big) == guess                    # 800 entities do not speak for 800,000
-    assert store.estimate_bytes(tmp_path, small) == small.entities * 80_000  # but do for themselves
+    assert sizes.estimate_bytes(tmp_path, big) == guess                    # 800 entities do not speak for 800,000
+    assert sizes.estimate_bytes(tmp_path, small) == small.entities * 80_000  # but do for themselves
 
 
 def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or_blocks():

@@ -1,0 +1,43 @@
+"""What a state will take on disk before it is built: from the largest state of the same engine and schema
+built near its size, else a guess that errs high."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.state.store import MANIFEST, StateInputs, StateManifest
+from harness.workload import dc_tables
+from harness.workload.generator import DC_ROWS_PER_ENTITY
+from harness.workload.shapes import SHAPES
+
+# Before a state of the engine and variant was built near the size asked: a guess that errs high (3 bytes
+# on disk per logical byte, for the indexes and page slack); after, the bytes per entity of the largest one.
+GUESS_BYTES_PER_LOGICAL = 3.0
+NEAR_SHARE = 10          # a built state estimates another of at most this many times its entities
+
+
+def estimate_bytes(root: Path, inputs: StateInputs) -> int:
+    built = []
+    for path in root.glob(f"*/{MANIFEST}"):
+        try:
+            man = StateManifest.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities \
+                and not man.inputs.dc:
+            built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
+    shape = SHAPES[inputs.shape]
+    logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
+    # a state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed ~40 MB over a
+    # few hundred entities would make 1x look three times its size
+    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
+    per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
+    dc_entities = dc_seed_entities(inputs)
+    return int(per_entity * inputs.entities
+               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
+
+
+def dc_seed_entities(inputs: StateInputs) -> int:
+    """The Data Center seed's nodes and workloads in a state (0 without one)."""
+    if not inputs.dc:
+        return 0
+    return dc_tables.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities
