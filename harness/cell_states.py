@@ -114,16 +114,16 @@ class DiskNeed:
 def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     """What a sweep's or a verdict's cells need beyond what is on disk: the states still to build (with
     DROP_STATES one layout at a time, the largest), the largest clone, and the largest cell's writes. Taking
-    instead, a cell's states are built again once the one before has moved them in and gone: the largest
-    cell's states still to build, and its writes."""
+    instead, a cell's states are built again once the one before has moved them in and gone, an aged state
+    taking its base by rename: the largest state still to build, and its writes."""
     layouts: dict[str, int] = {}                   # per base state: bytes of its states still to build
     lines, clone, growth, one_cell, seen = [], 0, 0, 0, set()
     for plan in filter(uses_state, plans):
         inputs_list, cell = state_inputs(plan), 0
         for inputs in inputs_list:
             size, on_disk = _bytes(root, inputs)
-            if not on_disk:
-                cell += size
+            if not on_disk:           # taking, an aged state takes its base: the two are never on disk together
+                cell = max(cell, size)
                 if inputs.id not in seen:
                     layouts[inputs_list[0].id] = layouts.get(inputs_list[0].id, 0) + size
                     lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")

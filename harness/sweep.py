@@ -126,7 +126,7 @@ def plan_cells(cells: list[Cell], opts: CellOptions, root: Path, repeats: int) -
         names.add((c.scenario, name))
         plan = plan.model_copy(update={"run_dir": str(root / c.scenario / name), "runtime": runtime,
                                        "data_dir": str(data_root / c.scenario / name),
-                                       "take_state": opts.take_states})
+                                       "take_state": opts.take_states, "take_base_state": opts.take_states})
         key = (c.engine, runtime, plan.capabilities)
         builds.setdefault(key, engine_build(plan))
         runs.append(CellRun(c, plan, cell_identity(plan, builds[key]), root / c.scenario / name))
@@ -234,7 +234,7 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
                                                   if len(todo) < len(runs) else ""), file=sys.stderr, flush=True)
     if opts.place == "local" and cell_states.check_walk_disk([cr.plan for cr in todo], drop_states, "sweep"):
         for cr in runs:
-            cr.plan = cr.plan.model_copy(update={"take_state": True})
+            cr.plan = cr.plan.model_copy(update={"take_state": True, "take_base_state": True})
     meta = {"kind": "sweep", "spec": spec, "dir": str(root)}
     try:
         stop = cell_states.dropper(runs, keep_first=False, who="sweep") if drop_states else None

@@ -136,7 +136,7 @@ def test_a_walk_keeps_to_one_state_and_moves_it_into_every_cell_where_no_clone_f
     plans = [resolve_plan("p99_5x", e, profile="ratio", mem=m) for e in ("sqlite", "postgres") for m in ("4g", "2g")]
     need = cs.walk_disk(plans, tmp_path / "states", drop_states=True)
     assert need.taking < need.cloning < cs.walk_disk(plans, tmp_path / "states", drop_states=False).cloning
-    assert len(need.lines) == 4, need.lines          # two states to build, the clone, a cell's writes
+    assert len(need.lines) == 6, need.lines     # each engine's base and aged state, the clone, a cell's writes
     monkeypatch.setattr(store, "free_bytes", lambda path: need.taking + cs.MARGIN + (1 << 20))
     assert cs.check_walk_disk(plans, drop_states=True, who="sweep") is True
     with pytest.raises(ConfigError, match=r"the sweep needs about .* GiB .* are free; DROP_STATES=1"):
