@@ -136,21 +136,23 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     return DiskNeed(states + clone + growth, one_cell + growth, lines)
 
 
-def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False) -> bool:
+def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False, takes: bool = False) -> bool:
     """Said before the first cell is planned to run; refused, with the numbers, when it does not fit. True:
     every cell must move its state in (DROP_STATES=1 where a clone does not fit beside the largest state).
     skip_later (a verdict, with DROP_STATES=1): an engine after the first whose states do not fit even one at
     a time is said, not refused: its cells record build_failed (no room), which leaves a MEM inconclusive only
-    if the walk reaches it there."""
+    if the walk reaches it there. takes: every cell moves its state in whatever the room (make run's one)."""
     root = store.root_dir()
     free = store.free_bytes(root)
     if skip_later and drop_states:
         plans = _fitting(plans, root, free, who)
     need = walk_disk(plans, root, drop_states)
+    if takes:       # every cell moves its state in whatever the room (make run DROP_STATES=1): no clone
+        need = DiskNeed(need.taking, need.taking, [ln for ln in need.lines if not ln.startswith("one clone")])
     print(f"[{who}] disk: needs about {need.cloning / GIB:.1f} GiB ({'; '.join(need.lines)}), {free / GIB:.1f} GiB "
           f"free{' (states dropped after their last cell)' if drop_states else ''}", file=sys.stderr, flush=True)
     if need.cloning + MARGIN <= free:
-        return False
+        return takes
     if drop_states and need.taking + MARGIN <= free:
         print(f"[{who}] a clone does not fit beside its state: every cell moves its state in, and the next cell "
               f"that needs it builds it again (about {need.taking / GIB:.1f} GiB at a time)", file=sys.stderr,

@@ -42,7 +42,7 @@ def _cmd_run(args) -> int:
     print(why, file=sys.stderr)
     plan = plan.model_copy(update={"runtime": runtime, "take_state": args.drop_states,
                                    "take_base_state": args.drop_states})
-    check_walk_disk([plan], args.drop_states, "run")
+    check_walk_disk([plan], args.drop_states, "run", takes=args.drop_states)
     rc = execute(plan)
     if args.drop_states:            # an aged state's base, where the aged state was on disk already
         drop_all([plan], "run")
