@@ -169,6 +169,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
         rows_per_s=round(rows / build_s, 1), build_only_settings=build_only, built_utc=environment.utc_now())
     (partial / store.MANIFEST).write_text(man.model_dump_json(indent=2))
     partial.rename(final)
+    sizes.remember(root, man)
     _log_phases(man.phases_s, rows)
     store.log(f"built {inputs.id} in {build_s:.0f} s ({rows / build_s:.0f} rows/s), {man.data_bytes / 2**30:.2f} GiB")
     return final, man

@@ -2,6 +2,7 @@
 built near its size, else a guess that errs high."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.state.store import MANIFEST, StateInputs, StateManifest
@@ -15,6 +16,33 @@ GUESS_BYTES_PER_LOGICAL = 3.0
 NEAR_SHARE = 10          # a built state estimates another of at most this many times its entities
 
 
+LEDGER = "sizes.json"    # beside the states: what each engine and variant's largest build took, kept after it goes
+
+
+def _key(inputs: StateInputs) -> str:
+    return f"{inputs.engine}/{inputs.variant}/{inputs.shape}"
+
+
+def remember(root: Path, man: StateManifest) -> None:
+    """A bulk build's bytes per entity in the ledger, where it is the largest of its engine, variant and shape
+    yet: a state moved into its last cell (DROP_STATES=1) still sizes the next build (5x from 1x)."""
+    if man.inputs.dc or man.inputs.aged or not man.inputs.entities:
+        return
+    ledger = _ledger(root)
+    was = ledger.get(_key(man.inputs))
+    if was is None or was["entities"] <= man.inputs.entities:
+        ledger[_key(man.inputs)] = {"entities": man.inputs.entities, "data_bytes": man.data_bytes, "state": man.id,
+                                    "built_utc": man.built_utc}
+        (root / LEDGER).write_text(json.dumps(ledger, indent=2, sort_keys=True))
+
+
+def _ledger(root: Path) -> dict:
+    try:
+        return json.loads((root / LEDGER).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     built = []
     for path in root.glob(f"*/{MANIFEST}"):
@@ -25,6 +53,9 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
         if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities \
                 and not man.inputs.dc:
             built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
+    was = _ledger(root).get(_key(inputs))
+    if was:
+        built.append((was["entities"], was["data_bytes"] / was["entities"]))
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
     # a state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed ~40 MB over a

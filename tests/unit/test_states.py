@@ -169,6 +169,25 @@ def test_a_much_smaller_state_does_not_estimate_a_build(tmp_path, monkeypatch):
     assert sizes.estimate_bytes(tmp_path, small) == small.entities * 80_000  # but do for themselves
 
 
+def test_a_state_moved_into_its_last_cell_still_sizes_the_next_build(tmp_path, monkeypatch):
+    """DROP_STATES=1 takes the 1x state with its cell; the 5x build after it is sized from the ledger its build
+    left (1x's bytes per entity), not from the shape's guess, which errs three times high and refused it here."""
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv(store.STATES_ENV, str(tmp_path))
+    one, five = (store.inputs_for(resolve_plan("p99_5x", "sqlite", scale=s, results_root=tmp_path)) for s in (1.0, 5.0))
+    guess = sizes.estimate_bytes(tmp_path, five)
+    man = store.StateManifest(id=one.id, inputs=one, method="bulk", engine_version="x", model_digest={},
+                              logical_bytes=0, row_counts={}, rows=0, data_bytes=one.entities * 13_600, db_bytes=0,
+                              model_bytes=0, model_bytes_per_entity=0, build_s=1, phases_s={}, rows_per_s=1,
+                              build_only_settings={}, built_utc="")
+    sizes.remember(tmp_path, man)
+    assert not list(tmp_path.glob("*/manifest.json")), "no state on disk"
+    assert sizes.estimate_bytes(tmp_path, five) == five.entities * 13_600 < guess
+    smaller = man.model_copy(update={"inputs": one.model_copy(update={"entities": 1000}), "data_bytes": 1})
+    sizes.remember(tmp_path, smaller)
+    assert sizes.estimate_bytes(tmp_path, five) == five.entities * 13_600, "the largest build stays the ledger's"
+
+
 def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or_blocks():
     from harness.state import aged
 
