@@ -112,6 +112,12 @@ def _log_phases(phases: dict[str, float], rows: int) -> None:
               + (f" ({', '.join(f'{k[8:]} {v:.1f} s' for k, v in steps)})" if steps else ""))
 
 
+def _settings(plan, inputs: store.StateInputs) -> dict:
+    """The plan's settings outside MEM (a build runs outside it), as the engine that builds the state takes them."""
+    settings = plan.unsized_engine_settings()
+    return settings if inputs.engine == plan.engine else store.shared_settings(inputs.engine, settings)
+
+
 def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
     root.mkdir(parents=True, exist_ok=True)
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
@@ -122,9 +128,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     data = partial / store.DATA
     engine_cls = registry.engine_class(inputs.engine)     # the plan's engine, or the one whose states it opens
     engine = engine_cls()
-    settings = plan.unsized_engine_settings()     # a build runs outside MEM
-    if inputs.engine != plan.engine:
-        settings = store.shared_settings(inputs.engine, settings)
+    settings = _settings(plan, inputs)
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
     store.log(f"building {inputs.id}: {inputs.entities + sizes.dc_seed_entities(inputs)} entities into {partial} "
