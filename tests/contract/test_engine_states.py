@@ -16,6 +16,25 @@ def scan(engine) -> dict:
     return digest_rows({t: engine.iter_rows(t) for t in engine.row_counts()})
 
 
+def resumed(spec, model_file, shape) -> BlockGenerator:
+    """A generator that carries on from a saved model, as a run starting from a state does."""
+    gen = BlockGenerator(spec)
+    gen.model, gen.block_number = LiveModel.restore(model_file, shape, spec.seed, spec.variant,
+                                                    spec.long_lived_fraction)
+    return gen
+
+
+def apply_alike(gen, resumed_gen, organic, other, blocks: int = 25) -> None:
+    """The run's next blocks, the resumed generator's equal to the original's, applied to both engines: both
+    then hold what the model holds."""
+    for _ in range(blocks):
+        a, b = gen.next_block(), resumed_gen.next_block()
+        assert (a.number, a.inserts, a.deletes, a.terminate_keys) == (b.number, b.inserts, b.deletes, b.terminate_keys)
+        organic.apply_block(organic.prepare_block(a))
+        other.apply_block(other.prepare_block(b))
+    assert scan(other) == scan(organic) == resumed_gen.model.digest.as_dict()
+
+
 @pytest.mark.parametrize("name,overrides", engine_setting_cases())
 @pytest.mark.parametrize("variant", ["bitemporal", "simple", "current_history"])
 def test_a_bulk_built_state_holds_what_the_row_by_row_load_leaves(open_tmp, variant, name, overrides):
@@ -49,19 +68,10 @@ def test_a_bulk_built_state_holds_what_the_row_by_row_load_leaves(open_tmp, vari
 
         # the state as a run opens it: the scenario's settings, its schema, the model restored from file
         built.model.save(tmp_path / "model.bin", built.block_number)
-        model, block_number = LiveModel.restore(tmp_path / "model.bin", built.shape, spec.seed, variant,
-                                                spec.long_lived_fraction)
-        resumed = BlockGenerator(spec)
-        resumed.model, resumed.block_number = model, block_number
         bulk = cls()
         bulk.open(settings, tmp_path / "bulk")
         bulk.use_schema(variant)
-        for _ in range(25):
-            a, b = gen.next_block(), resumed.next_block()
-            assert (a.number, a.inserts, a.deletes, a.terminate_keys) == (b.number, b.inserts, b.deletes, b.terminate_keys)
-            organic.apply_block(organic.prepare_block(a))
-            bulk.apply_block(bulk.prepare_block(b))
-        assert scan(bulk) == scan(organic) == resumed.model.digest.as_dict()
+        apply_alike(gen, resumed(spec, tmp_path / "model.bin", built.shape), organic, bulk)
     finally:
         organic.close()
         bulk.close()

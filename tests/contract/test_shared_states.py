@@ -9,10 +9,9 @@ import pytest
 from harness import registry
 from harness.state import store
 from harness.state.rows import sorted_chunks
-from harness.workload.expected import LiveModel
 from harness.workload.generator import BlockGenerator
 from tests.conftest import mixed_spec
-from tests.contract.test_engine_states import BATCH_ROWS, ENTITIES, SPREAD, scan
+from tests.contract.test_engine_states import BATCH_ROWS, ENTITIES, SPREAD, apply_alike, resumed, scan
 
 SHARING = [n for n, m in registry.manifests().items() if m.state_of]
 
@@ -60,14 +59,7 @@ def test_an_engine_opens_the_state_its_manifest_names_as_its_own(open_tmp, varia
         organic.settle()
         opened.use_schema(variant)
         assert scan(opened) == scan(organic) == gen.model.digest.as_dict()
-        resumed = BlockGenerator(spec)
-        resumed.model, resumed.block_number = LiveModel.restore(open_tmp / "model.bin", built.shape, spec.seed,
-                                                                variant, spec.long_lived_fraction)
-        for _ in range(25):
-            a, b = gen.next_block(), resumed.next_block()
-            organic.apply_block(organic.prepare_block(a))
-            opened.apply_block(opened.prepare_block(b))
-        assert scan(opened) == scan(organic) == resumed.model.digest.as_dict()
+        apply_alike(gen, resumed(spec, open_tmp / "model.bin", built.shape), organic, opened)
     finally:
         organic.close()
         opened.close()
