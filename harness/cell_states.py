@@ -170,11 +170,14 @@ def _fitting(plans: list, root: Path, free: int, who: str) -> list:
     for k, engine in enumerate(engines):
         mine = [p for p in plans if p.engine == engine]
         taking = walk_disk(mine, root, True).taking
+        guess = any(sizes.is_guess(root, i) for p in filter(uses_state, mine) for i in state_inputs(p)[:1])
         if k and taking + MARGIN > free:
-            print(f"[{who}] disk: {engine}'s states do not fit (about {taking / GIB:.1f} GiB with every cell moving "
-                  f"its state in, {free / GIB:.1f} GiB free): its cells will record build_failed (no room)",
-                  file=sys.stderr, flush=True)
-        else:
+            print(f"[{who}] disk: {engine}'s states " + (
+                  f"may not fit (about {taking / GIB:.1f} GiB by the shape's guess, which errs high: no build of it "
+                  f"near this size yet), {free / GIB:.1f} GiB free: its first build will tell" if guess else
+                  f"do not fit (about {taking / GIB:.1f} GiB with every cell moving its state in, {free / GIB:.1f} "
+                  "GiB free): its cells will record build_failed (no room)"), file=sys.stderr, flush=True)
+        if not k or taking + MARGIN <= free:
             out += mine
     return out
 

@@ -122,7 +122,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     root.mkdir(parents=True, exist_ok=True)
     final, partial = root / inputs.id, root / f"{inputs.id}.partial"
     need = sizes.estimate_bytes(root, inputs)
-    store.require_free(root, need, f"building the state {inputs.id}")
+    store.require_free(root, sizes.required_bytes(root, inputs), f"building the state {inputs.id}")
     shutil.rmtree(partial, ignore_errors=True)
     (root / f"{inputs.id}.failed.json").unlink(missing_ok=True)
     data = partial / store.DATA

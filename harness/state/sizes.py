@@ -43,7 +43,10 @@ def _ledger(root: Path) -> dict:
         return {}
 
 
-def estimate_bytes(root: Path, inputs: StateInputs) -> int:
+def _built_per_entity(root: Path, inputs: StateInputs) -> float | None:
+    """Bytes per entity of the largest build of the engine and variant near the size asked (on disk, or in the
+    ledger), else None. A state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed
+    ~40 MB over a few hundred entities would make 1x look three times its size."""
     built = []
     for path in root.glob(f"*/{MANIFEST}"):
         try:
@@ -56,15 +59,30 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     was = _ledger(root).get(_key(inputs))
     if was:
         built.append((was["entities"], was["data_bytes"] / was["entities"]))
+    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
+    return max(near)[1] if near else None
+
+
+def is_guess(root: Path, inputs: StateInputs) -> bool:
+    """estimate_bytes has no build near this size to go by: the shape's guess, which errs high."""
+    return _built_per_entity(root, inputs) is None
+
+
+def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
-    # a state far smaller than the one asked says little of it: a PostgreSQL cluster's fixed ~40 MB over a
-    # few hundred entities would make 1x look three times its size
-    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
-    per_entity = max(near)[1] if near else GUESS_BYTES_PER_LOGICAL * logical
+    per_entity = _built_per_entity(root, inputs) or GUESS_BYTES_PER_LOGICAL * logical
     dc_entities = dc_seed_entities(inputs)
     return int(per_entity * inputs.entities
                + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
+
+
+def required_bytes(root: Path, inputs: StateInputs) -> int:
+    """What a build must find free before it starts: its estimate, or with no build near this size to go by,
+    only the logical bytes (the shape's guess errs high: 18.1 GiB for SQLite's 1x state of 10.2 GiB); a disk
+    that fills after is the build's failure, its partial removed."""
+    need = estimate_bytes(root, inputs)
+    return int(need / GUESS_BYTES_PER_LOGICAL) if is_guess(root, inputs) else need
 
 
 def dc_seed_entities(inputs: StateInputs) -> int:

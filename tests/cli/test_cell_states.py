@@ -159,7 +159,8 @@ def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row(
 
 def test_a_verdict_goes_on_without_a_later_engine_whose_state_cannot_fit(tmp_path, monkeypatch, capsys):
     """At 5x here a PostgreSQL state (~112 GiB) fits no disk this machine has: a verdict with DROP_STATES=1 says
-    so and walks the engines that fit; the first engine must fit, or nothing runs."""
+    so and walks the engines that fit (where only the shape's guess sizes it, that it may not, and its first
+    build tells); the first engine must fit, or nothing runs."""
     from harness import cell_states as cs
     from harness.scenario.plan import resolve_plan
     monkeypatch.setenv("STATES", str(tmp_path / "states"))
@@ -169,7 +170,10 @@ def test_a_verdict_goes_on_without_a_later_engine_whose_state_cannot_fit(tmp_pat
     sqlite_alone = cs.walk_disk(plans[:1], tmp_path / "states", True)
     monkeypatch.setattr(store, "free_bytes", lambda path: sqlite_alone.cloning + cs.MARGIN)
     assert cs.check_walk_disk(plans, True, "verdict", skip_later=True) is False
-    assert "postgres's states do not fit" in capsys.readouterr().err
+    assert re.search(r"postgres's states may not fit \(about [\d.]+ GiB by the shape's guess", capsys.readouterr().err)
+    monkeypatch.setattr(cs.sizes, "is_guess", lambda root, inputs: False)      # a build near its size says so
+    assert cs.check_walk_disk(plans, True, "verdict", skip_later=True) is False
+    assert re.search(r"postgres's states do not fit \(about [\d.]+ GiB with every cell", capsys.readouterr().err)
     with pytest.raises(ConfigError, match="the sweep needs about"):
         cs.check_walk_disk(plans, True, "sweep")          # a sweep asked for every cell: refused
     sizes["sqlite"] = 80 * cs.GIB

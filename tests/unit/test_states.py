@@ -206,3 +206,12 @@ def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or
     assert aged_id("engines.sqlite.page_size=8192") != one, "a page size is the file's own"
     assert aged_id("workload.rows_per_block=100") != one, "other blocks age it otherwise"
     assert aged_id("load.age_blocks=10") != one
+
+
+def test_a_build_with_no_size_to_go_by_asks_only_for_its_logical_bytes(tmp_path, monkeypatch):
+    from harness.scenario.plan import resolve_plan
+    monkeypatch.setenv(store.STATES_ENV, str(tmp_path))
+    five = store.inputs_for(resolve_plan("p99_5x", "duckdb", scale=5.0, results_root=tmp_path))
+    assert sizes.is_guess(tmp_path, five)
+    assert sizes.required_bytes(tmp_path, five) * sizes.GUESS_BYTES_PER_LOGICAL == \
+        pytest.approx(sizes.estimate_bytes(tmp_path, five), rel=1e-6)
