@@ -120,6 +120,8 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     lines, clone, growth, one_cell, seen = [], 0, 0, 0, set()
     for plan in filter(uses_state, plans):
         inputs_list, cell = state_inputs(plan), 0
+        if len(inputs_list) > 1 and _bytes(root, inputs_list[-1])[1]:
+            inputs_list = inputs_list[-1:]           # its aged state is on disk: its base is not needed
         for inputs in inputs_list:
             size, on_disk = _bytes(root, inputs)
             if not on_disk:           # taking, an aged state takes its base: the two are never on disk together

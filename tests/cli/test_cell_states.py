@@ -193,3 +193,18 @@ def test_a_cell_whose_state_does_not_fit_records_build_failed_and_builds_nothing
     r = load_result(Path(plan.run_dir) / "result.json")
     assert r.status == "build_failed" and "needs about" in r.error and "GiB are free" in r.error, r.error
     assert store.listing(tmp_path / "states") == [], "nothing built"
+
+
+def test_a_cell_whose_aged_state_is_on_disk_needs_no_base(tmp_path, monkeypatch):
+    """make state at 5x ages the state by taking its base: the run after it needs the aged state's writes only,
+    not the base again (which refused the first 5x run here: 63.6 GiB asked, 26 GiB free)."""
+    from harness import cell_states as cs
+    from harness.scenario.plan import resolve_plan
+    plan = resolve_plan("p99_5x", "sqlite", profile="ratio", mem="4g")
+    base, aged_state = cs.state_inputs(plan)
+    on_disk = {aged_state.id}
+    monkeypatch.setattr(cs, "_bytes", lambda root, inputs: (10 * cs.GIB, inputs.id in on_disk))
+    need = cs.walk_disk([plan], tmp_path, True)
+    assert need.taking == cs.growth_bytes(plan, 10 * cs.GIB) and not any("to build" in ln for ln in need.lines)
+    on_disk.clear()
+    assert cs.walk_disk([plan], tmp_path, True).taking == 10 * cs.GIB + cs.growth_bytes(plan, 10 * cs.GIB)
