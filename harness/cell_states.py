@@ -19,6 +19,7 @@ from harness.cell import uses_state
 from harness.errors import ConfigError
 from harness.records import CellRun, completed
 from harness.state import aged, sizes, store
+from harness.workload.generator import DC_ROWS_PER_ENTITY
 
 GIB = 2 ** 30
 
@@ -98,10 +99,13 @@ def growth_bytes(plan, state_bytes: int) -> int:
     the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
     the WAL is left out, kept small by checkpoints."""
     inputs = store.inputs_for(plan)
-    load_rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
+    load_rows = (inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
+                 + sizes.dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY)      # a DC state: its seed's rows
+    if not load_rows:
+        return 0
     interval_s = (plan.workload.block_interval_ms or UNTHROTTLED_BLOCK_MS) / 1000
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s
-    return int(state_bytes * blocks * plan.workload.rows_per_block / max(1, load_rows))
+    return int(state_bytes * blocks * plan.workload.rows_per_block / load_rows)
 
 
 @dataclass(frozen=True)

@@ -208,3 +208,19 @@ def test_a_cell_whose_aged_state_is_on_disk_needs_no_base(tmp_path, monkeypatch)
     assert need.taking == cs.growth_bytes(plan, 10 * cs.GIB) and not any("to build" in ln for ln in need.lines)
     on_disk.clear()
     assert cs.walk_disk([plan], tmp_path, True).taking == 10 * cs.GIB + cs.growth_bytes(plan, 10 * cs.GIB)
+
+
+def test_a_data_centre_states_writes_are_reckoned_from_its_seeds_rows():
+    """dc_read_mix's state holds the DC seed and no mendoza entity: its rows are the seed's (a cell's writes
+    came to 1,235 GiB over 0 mendoza rows before)."""
+    from harness import cell_states as cs
+    from harness.scenario.plan import resolve_plan
+    from harness.state import sizes
+    from harness.workload.generator import DC_ROWS_PER_ENTITY
+    plan = resolve_plan("dc_read_mix", "sqlite", profile="smoke")
+    inputs = store.inputs_for(plan)
+    assert inputs.entities == 0 and sizes.dc_seed_entities(inputs) > 0
+    rows = sizes.dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY
+    interval_ms = plan.workload.block_interval_ms or cs.UNTHROTTLED_BLOCK_MS
+    blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / interval_ms
+    assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
