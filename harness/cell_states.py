@@ -1,4 +1,4 @@
-"""A walk's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 15 GB and
+"""A walk's starting states on a disk that cannot hold them all at once (a 1x PostgreSQL state is 22 GiB and
 its aged copy as much again; a 5x SQLite state ~50 GB). Before the first cell: the disk the walk needs, said
 and checked. With DROP_STATES=1, the last cell to clone a state moves its data in instead (mark_takes), an
 aged state takes its base by rename where no later cell needs the base, and between cells: the next cell's
