@@ -106,16 +106,10 @@ def _phases_s(t0: float, t_model: float, t_insert: float, insert_s: float, t_fin
 
 def _log_phases(phases: dict[str, float], rows: int) -> None:
     steps = sorted(((k, v) for k, v in phases.items() if k.startswith("finish: ")), key=lambda kv: -kv[1])
-    store.log(f"phases: model {phases['model']:.0f} s; rows {phases['rows']:.0f} s ({rows / max(phases['rows'], 1e-9):.0f} "
-              f"rows/s: inside bulk_insert {phases['insert']:.0f} s, waiting on the generator "
+    store.log(f"phases: model {phases['model']:.0f} s; rows {phases['rows']:.0f} s "
+              f"({rows / max(phases['rows'], 1e-9):.0f} rows/s: inside bulk_insert {phases['insert']:.0f} s, waiting on the generator "
               f"{phases['generate_wait']:.0f} s); finish {phases['finish']:.0f} s"
               + (f" ({', '.join(f'{k[8:]} {v:.1f} s' for k, v in steps)})" if steps else ""))
-
-
-def _settings(plan, inputs: store.StateInputs) -> dict:
-    """The plan's settings outside MEM (a build runs outside it), as the engine that builds the state takes them."""
-    settings = plan.unsized_engine_settings()
-    return settings if inputs.engine == plan.engine else store.shared_settings(inputs.engine, settings)
 
 
 def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.StateManifest]:
@@ -128,7 +122,7 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     data = partial / store.DATA
     engine_cls = registry.engine_class(inputs.engine)     # the plan's engine, or the one whose states it opens
     engine = engine_cls()
-    settings = _settings(plan, inputs)
+    settings = store.shared_settings(inputs.engine, plan.unsized_engine_settings())    # outside MEM, as it takes them
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
     store.log(f"building {inputs.id}: {inputs.entities + sizes.dc_seed_entities(inputs)} entities into {partial} "

@@ -194,22 +194,15 @@ def build_only_settings(engine: str, settings: dict) -> dict:
 
 def shared_settings(engine: str, settings: Mapping[str, object]) -> dict:
     """settings as `engine` takes them: those of its own keys given, its defaults for the rest (a state built
-    by the engine another's manifest names in state_of)."""
+    by the engine another's manifest names in state_of; an engine's own settings come back unchanged)."""
     defaults = registry.settings_model(engine)().model_dump(mode="json")
     return {**defaults, **{k: v for k, v in settings.items() if k in defaults}}
 
 
-def state_engine(plan) -> str:
-    """The engine whose bulk path builds the plan's starting state: its own, or the one its manifest's state_of
-    names."""
-    return registry.manifest(plan.engine).state_of or plan.engine
-
-
 def inputs_for(plan) -> StateInputs:
-    src = state_engine(plan)
+    src = registry.manifest(plan.engine).state_of or plan.engine     # the engine whose bulk path builds it
     m = registry.manifest(src)
-    settings = plan.engine_settings if src == plan.engine else shared_settings(src, plan.engine_settings)
-    unsized = plan.unsized_engine_settings()
+    settings = shared_settings(src, plan.engine_settings)
     missing = [s for s in m.state_settings if s not in settings]
     if missing:
         raise ConfigError(f"engines/{src}/engine.toml: state_settings: {missing[0]!r} is not one of "
@@ -217,8 +210,7 @@ def inputs_for(plan) -> StateInputs:
     w = plan.workload
     return StateInputs(engine=src, engine_build=engine_build(src, settings),
                        layout_settings={s: settings[s] for s in m.state_settings},
-                       build_settings=build_only_settings(src, unsized if src == plan.engine
-                                                          else shared_settings(src, unsized)),
+                       build_settings=build_only_settings(src, shared_settings(src, plan.unsized_engine_settings())),
                        ddl_sha256=hashlib.sha256(registry.ddl(src, w.variant, w.indexes).encode()).hexdigest(),
                        code_sha256=code_digest(src),
                        variant=w.variant, indexes=w.indexes, shape=w.shape, shape_params=dataclasses.asdict(SHAPES[w.shape]),
