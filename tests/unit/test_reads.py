@@ -147,7 +147,7 @@ def test_a_read_counts_in_the_phase_it_was_due_in():
 
 def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_not_dropped():
     """Harness logic only (a stub reader): at 100 QPS, a reader whose queries take 300 ms each is stopped
-    during its second, at 0.35 s; the ~58 queries due behind it by its end (0.6 s) are reported late, in the
+    during its second (50 ms into it: a fixed 0.35 s timer lost the race when the loop started late); the ~58 queries due behind it by its end (0.6 s) are reported late, in the
     latencies at their lower bound, not censored out of the tail, and not counted as reads."""
     import threading
     from array import array
@@ -155,8 +155,12 @@ def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_no
 
     class Stuck:
         placeholder = "?"
+        calls = 0
 
         def run(self, sql, params):
+            Stuck.calls += 1
+            if Stuck.calls == 2:        # stopped during its second query, however late the first one began
+                threading.Timer(0.05, stop.set).start()
             time.sleep(0.3)
             return 1
 
@@ -168,7 +172,6 @@ def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_no
     stop = threading.Event()
     records = array("q")
     report = Report(lambda out, answers: records.extend(out))
-    threading.Timer(0.35, stop.set).start()
     query_loop(Stuck(), {"entity_current": 1.0}, "sqlite", "bitemporal", random.Random(1), 10_000_000, t0,
                lambda s: stop.wait(s) if s else stop.is_set(), lambda: [{"key": b"k"}], report.add, pytest.fail)
     report.flush(time.monotonic())
