@@ -185,7 +185,8 @@ class EngineBase:
 
     def page_map(self) -> PageMap | None:
         """The owner of each page of the main file, for residency per table and index; None: the engine
-        cannot say. It may read the whole file: the runner calls it only after the clock."""
+        cannot say. It may read the whole file: the runner calls it only after the clock, on a thread of
+        its own beside the integrity check's scan, so it must not use the engine's connection."""
         return None
 
     # --- a starting state's build (harness/state/build.py): open(build_settings(s)), bulk_begin,

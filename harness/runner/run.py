@@ -25,7 +25,7 @@ from harness.reads import dc_check
 from harness.reads.queries import resolve as resolve_queries
 from harness.results import Spool
 from harness.runner.abort import EarlyAbort, expected_measured_blocks
-from harness.runner.io_watch import IoWatch, io_figures
+from harness.runner.io_watch import IoWatch, io_figures, start_page_map
 from harness.runner.judge import judge, verify
 from harness.runner.feed_client import BlockFeed
 from harness.runner.readers import ReaderPool
@@ -290,7 +290,7 @@ def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, wat
         log(plan, "draining the block log: applying every acknowledged block")
         state.design_figures, state.design_hists = block_log_figures(
             engine, plan, state.measure_start_ns, state.window_end_ns, engine.drain())
-    out.io = io_figures(engine, plan, state, watch, lambda msg: log(plan, msg))
+    page_map = start_page_map(engine, plan, state, lambda msg: log(plan, msg))
     final = observed_storage(engine, plan.capabilities)
     out.final = FinalStorage(final.db_bytes, final.wal_bytes,
                              None if final.checkpoints is None else final.checkpoints + state.manual_checkpoints,
@@ -298,6 +298,7 @@ def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, wat
     log(plan, f"verifying integrity ({plan.integrity}: "
               f"{'every row of ' if plan.integrity == 'model' else 'the row counts of '}{sum(out.final.row_counts.values())} rows)")
     out.integrity = verify(engine, plan, last.digest_after)
+    out.io = io_figures(state, watch, lambda msg: log(plan, msg), page_map())
     if plan.checked_reads:       # against the feed's log, off the clock (reads/dc_check.py)
         queries = resolve_queries(plan.readers.mix, plan.engine, plan.workload.variant, "?")
         state.answer_checks = dc_check.check_answers(run_dir, [q.check for q in queries], [q.name for q in queries])
