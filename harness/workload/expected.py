@@ -235,9 +235,7 @@ def insert_version(digest: StateDigest, block: Block, rows: dict[str, list[tuple
     """A version's rows into the block and the digest; the rows written."""
     n = 0
     for table, rs in rows.items():
-        d = digest.table(table)
-        for r in rs:
-            d.add(r)
+        digest.table(table).add_many(rs)
         block.inserts.setdefault(table, []).extend(rs)
         n += len(rs)
     return n
@@ -252,12 +250,11 @@ def terminate_version(digest: StateDigest, block: Block, rows: dict[str, list[tu
     for table, rs in rows.items():
         d = digest.table(table)
         h = digest.table(table + schema.HISTORY) if apart else None
-        for r in rs:
-            d.remove(r)
-            if variant == "bitemporal":
-                d.add(r[:2] + (block.number,) + r[3:])
-            elif h is not None:
-                h.add(schema.history_row(r, block.number))
+        d.remove_many(rs)
+        if variant == "bitemporal":
+            d.add_many([r[:2] + (block.number,) + r[3:] for r in rs])
+        elif h is not None:
+            h.add_many([schema.history_row(r, block.number) for r in rs])
         n += len(rs)
     block.terminate_keys.append(rows["payloads"][0][0])
     return n
