@@ -52,6 +52,7 @@ class Spooled:
     blocks: int
     bytes: int
     seconds: float
+    reused: bool = False   # an earlier cell's, copied (feed/spool_cache.py)
 
 
 @dataclass(frozen=True)

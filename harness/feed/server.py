@@ -11,7 +11,6 @@ the runner reads them without charge or disk I/O. Blocks past the spool are gene
 from __future__ import annotations
 
 import ctypes
-import itertools
 import multiprocessing as mp
 import os
 import random
@@ -20,6 +19,7 @@ import socket
 import time
 from pathlib import Path
 
+from harness.feed import spool_cache
 from harness.feed.protocol import (SOCKET_NAME, SPOOL_NAME, Built, FeedError, LoadArgs, Spooled, SpoolRequest,
                                    frame, recv, send, socket_path)
 from harness.reads import params
@@ -165,14 +165,40 @@ def _serve(conn: socket.socket, spec: WorkloadSpec, load: LoadArgs | None, prep:
     for _ in range(load.age_blocks if load else 0):
         send(conn, _build(gen, gen.next_block(), prepare, key_rng, with_keys=False))
     send(conn, _build(gen, None, prepare, key_rng, with_keys=True))
-    stream = (_build(gen, gen.next_block(), prepare, key_rng, with_keys=i % KEY_SAMPLE_EVERY_BLOCKS == 0)
-              for i in itertools.count())
+    stream = _Stream(gen, prepare, key_rng)
     req = recv(conn)
     if not isinstance(req, SpoolRequest):
         raise RuntimeError(f"expected a spool request after the load, got {type(req).__name__}")
-    send(conn, spool(data_dir / SPOOL_NAME, stream, req.blocks) if req.blocks > 0 else Spooled("", 0, 0, 0.0))
+    send(conn, _spool_or_reuse(data_dir / SPOOL_NAME, stream, req.blocks,
+                               spool_cache.cache_dir(spec, load, prep, req.blocks, KEY_SAMPLE_EVERY_BLOCKS)))
     while True:
         send(conn, next(stream))
+
+
+class _Stream:
+    """The blocks after the load, counted: every KEY_SAMPLE_EVERY_BLOCKS-th carries read parameters."""
+
+    def __init__(self, gen: BlockGenerator, prepare, key_rng: random.Random) -> None:
+        self.gen, self.prepare, self.key_rng, self.sent = gen, prepare, key_rng, 0
+
+    def __iter__(self) -> "_Stream":
+        return self
+
+    def __next__(self) -> Built:
+        built = _build(self.gen, self.gen.next_block(), self.prepare, self.key_rng,
+                       with_keys=self.sent % KEY_SAMPLE_EVERY_BLOCKS == 0)
+        self.sent += 1
+        return built
+
+
+def _spool_or_reuse(path: Path, stream: _Stream, want: int, cache: Path | None) -> Spooled:
+    if want <= 0:
+        return Spooled("", 0, 0, 0.0)
+    if (kept := spool_cache.reuse(cache, path, stream)) is not None:
+        return kept
+    sp = spool(path, stream, want)
+    spool_cache.keep(cache, path, stream, sp)
+    return sp
 
 
 def spool(path: Path, blocks, want: int) -> Spooled:

@@ -160,7 +160,9 @@ def spool_phase(feed: BlockFeed, plan: RunPlan, load_rows_per_s: float | None) -
     want = spool_blocks(plan, load_rows_per_s)
     log(plan, f"spooling {want} blocks for warmup + measure (generated before the clock starts)")
     sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
-    return Spool(planned_blocks=want, blocks=sp.blocks, bytes=sp.bytes, seconds=sp.seconds)
+    if sp.reused:
+        log(plan, f"spool: {sp.blocks} blocks an earlier cell generated from the same state, copied in {sp.seconds:.1f} s")
+    return Spool(planned_blocks=want, blocks=sp.blocks, bytes=sp.bytes, seconds=sp.seconds, reused=sp.reused or None)
 
 
 def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers: ReaderPool,

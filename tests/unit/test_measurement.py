@@ -390,3 +390,36 @@ def test_a_server_oom_is_the_runtimes_word_beside_the_runners_result(tmp_path):
     assert r.status == "oom" and r.error.startswith("postgres-server-1 was OOM-killed")
     assert r.error.endswith("(the runner saw: server closed the connection)")
     assert path.read_bytes() == written and (path.parent / SERVER_OOM_FILE).exists()
+
+
+def test_a_spool_over_a_state_is_kept_and_a_later_cell_goes_on_from_it_as_if_it_had_generated_it(tmp_path):
+    """Two cells over one state share their spool: the second copies it and its blocks, spooled then live,
+    and their digests are the generator's own; a different request generates its own."""
+    from harness.feed.spool_cache import SPOOLS_DIR
+    from harness.workload.generator import BlockGenerator
+    spec = mixed_spec(reorg=0.2)
+    state = tmp_path / "state"
+    state.mkdir()
+    built = BlockGenerator(spec)
+    for _ in built.load_blocks(30, 400, 10):
+        pass
+    built.save(state / "model.bin")
+    load = LoadArgs(30, 400, 10, model_path=str(state / "model.bin"))
+
+    def cell(n: int, spooled: int, live: int):
+        gen = BlockGenerator(spec)
+        gen.restore(state / "model.bin")
+        with feed_pair(spec, load, engine="sqlite", root=tmp_path / f"cell{n}") as feed:
+            for _ in feed.load_blocks():
+                pass
+            sp = feed.spool(spooled)
+            for _ in range(spooled + live):
+                local, shipped = gen.next_block(), feed.get()
+                assert shipped.block.number == local.number and shipped.digest_after == gen.model.digest.as_dict()
+        return sp
+
+    assert not cell(1, 5, 3).reused
+    assert len(list((state / SPOOLS_DIR).iterdir())) == 1
+    again = cell(2, 5, 3)
+    assert again.reused and again.blocks == 5
+    assert not cell(3, 6, 1).reused, "another count is another spool"
