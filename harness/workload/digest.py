@@ -85,24 +85,24 @@ class TableDigest:
         self.nbytes += n
         self.nbytes_added += n
 
-    def add_many(self, rows) -> None:
-        """add() over a version's rows, in one loop of locals (the model's per-row cost)."""
+    def _hash_sum(self, rows) -> tuple[int, int]:
+        """The rows' hash sum and logical bytes, in one loop of locals (the model's per-row cost)."""
         hasher, total, nbytes = self.hasher, 0, 0
         for row in rows:
             h, n = hasher(row)
             total += h
             nbytes += n
+        return total, nbytes
+
+    def add_many(self, rows) -> None:
+        total, nbytes = self._hash_sum(rows)
         self.total = (self.total + total) % _MOD
         self.count += len(rows)
         self.nbytes += nbytes
         self.nbytes_added += nbytes
 
     def remove_many(self, rows) -> None:
-        hasher, total, nbytes = self.hasher, 0, 0
-        for row in rows:
-            h, n = hasher(row)
-            total += h
-            nbytes += n
+        total, nbytes = self._hash_sum(rows)
         self.total = (self.total - total) % _MOD
         self.count -= len(rows)
         self.nbytes -= nbytes
