@@ -15,7 +15,7 @@ from harness.runner.outcome import write_failed_result
 from harness.runtime.docker import CONTAINER_UID, run_docker
 from harness.runtime.local import run_local
 from harness.scenario.plan import StateRef
-from harness.state import store
+from harness.state import sizes, store
 from harness.state.build import StateBuildFailed, ensure
 from harness.state.clone import CLONE_RECORD, clone, release, take
 
@@ -34,6 +34,10 @@ def start_state(plan):
         owner = CONTAINER_UID
     try:
         d, man, built_now = ensure(plan)
+        if not plan.take_state and not sizes.clone_fits(plan, man.data_bytes, d.parent):
+            print(f"[state] no room for a clone of {man.id} ({man.data_bytes / 2**30:.2f} GiB) and this cell's writes "
+                  "beside it: moved in; the next cell that needs it builds it again", flush=True, file=sys.stderr)
+            plan = plan.model_copy(update={"take_state": True})
         if plan.take_state:
             with store.lock(d.parent, man.id):
                 d, c = take(d, Path(plan.data_dir), owner)

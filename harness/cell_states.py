@@ -19,7 +19,6 @@ from harness.cell import uses_state
 from harness.errors import ConfigError
 from harness.records import CellRun, completed
 from harness.state import aged, sizes, store
-from harness.workload.generator import DC_ROWS_PER_ENTITY
 
 GIB = 2 ** 30
 
@@ -88,24 +87,11 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
                        "`make states-clean` removes cached states")
 
 
-MARGIN = 1 << 30                 # what store.require_free keeps free beyond a need
-UNTHROTTLED_BLOCK_MS = 100       # an unthrottled block's time for the headroom's guess (none faster here)
+MARGIN = store.MARGIN_BYTES       # what store.require_free keeps free beyond a need
+UNTHROTTLED_BLOCK_MS = sizes.UNTHROTTLED_BLOCK_MS
+growth_bytes = sizes.growth_bytes
 _HINT = ("DROP_STATES=1 keeps one state at a time, and where a clone does not fit beside it each cell moves its "
          "state in; `make states-clean` removes cached states")
-
-
-def growth_bytes(plan, state_bytes: int) -> int:
-    """About what a cell writes on the data mount beyond its starting state: the rows it offers over warm-up and
-    the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
-    the WAL is left out, kept small by checkpoints."""
-    inputs = store.inputs_for(plan)
-    load_rows = (inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
-                 + sizes.dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY)      # a DC state: its seed's rows
-    if not load_rows:
-        return 0
-    interval_s = (plan.workload.block_interval_ms or UNTHROTTLED_BLOCK_MS) / 1000
-    blocks = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s
-    return int(state_bytes * blocks * plan.workload.rows_per_block / load_rows)
 
 
 @dataclass(frozen=True)
@@ -143,8 +129,9 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
 
 
 def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False, takes: bool = False) -> bool:
-    """Said before the first cell is planned to run; refused, with the numbers, when it does not fit. True:
-    every cell must move its state in (DROP_STATES=1 where a clone does not fit beside the largest state).
+    """Said before the first cell is planned to run; refused, with the numbers, when it does not fit. Returns
+    takes: whether every cell moves its state in. Where a clone may not fit (DROP_STATES=1), each cell decides
+    when it starts (clone_fits).
     skip_later (a verdict, with DROP_STATES=1): an engine after the first whose states do not fit even one at
     a time is said, not refused: its cells record build_failed (no room), which leaves a MEM inconclusive only
     if the walk reaches it there. takes: every cell moves its state in whatever the room (make run's one)."""
@@ -160,10 +147,10 @@ def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool =
     if need.cloning + MARGIN <= free:
         return takes
     if drop_states and need.taking + MARGIN <= free:
-        print(f"[{who}] a clone does not fit beside its state: every cell moves its state in, and the next cell "
-              f"that needs it builds it again (about {need.taking / GIB:.1f} GiB at a time)", file=sys.stderr,
-              flush=True)
-        return True
+        print(f"[{who}] not every clone fits beside its states: a cell whose clone does not fit when its turn comes "
+              f"moves its state in, and the next cell that needs it builds it again (about {need.taking / GIB:.1f} "
+              "GiB at a time)", file=sys.stderr, flush=True)
+        return takes
     least = need.taking if drop_states else need.cloning
     raise ConfigError(f"the {who} needs about {least / GIB:.1f} GiB at {root} ({'; '.join(need.lines)}; plus a "
                       f"{MARGIN / GIB:.0f} GiB margin) and {free / GIB:.1f} GiB are free; {_HINT}")

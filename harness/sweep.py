@@ -232,9 +232,8 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
     todo = [cr for cr in runs if completed(cr) is None]
     print(f"[sweep] {root}: {len(runs)} cells" + (f", {len(runs) - len(todo)} already complete (resuming)"
                                                   if len(todo) < len(runs) else ""), file=sys.stderr, flush=True)
-    if opts.place == "local" and cell_states.check_walk_disk([cr.plan for cr in todo], drop_states, "sweep"):
-        for cr in runs:
-            cr.plan = cr.plan.model_copy(update={"take_state": True, "take_base_state": True})
+    if opts.place == "local":       # where a clone does not fit, each cell moves its state in when its turn comes
+        cell_states.check_walk_disk([cr.plan for cr in todo], drop_states, "sweep")
     meta = {"kind": "sweep", "spec": spec, "dir": str(root)}
     try:
         stop = cell_states.dropper(runs, keep_first=False, who="sweep") if drop_states else None

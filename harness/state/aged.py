@@ -70,12 +70,14 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
-    if plan.take_base_state:
+    room = base.data_bytes + store.MARGIN_BYTES <= store.free_bytes(root)
+    if plan.take_base_state or not room:
         with store.lock(root, base.id):
             base_dir, c = take(base_dir, partial / store.DATA)
-        store.log(f"took the base {base.id} into {partial} (no later cell needs it): moved, not copied")
+        store.log(f"took the base {base.id} into {partial}: moved, not copied (" + (
+            "no later cell needs it)" if plan.take_base_state else
+            "no room for a copy beside it; a later cell that needs the base builds it again)"))
     else:
-        store.require_free(root, base.data_bytes, f"ageing the state {inputs.id}")
         c = clone(base_dir / store.DATA, partial / store.DATA)
     store.copy_models(base_dir, partial)
     release(base_dir)               # a taken base's remains; a listed one stays

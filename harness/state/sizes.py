@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.state import store
 from harness.state.store import MANIFEST, StateInputs, StateManifest
 from harness.workload import dc_tables
 from harness.workload.generator import DC_ROWS_PER_ENTITY
@@ -90,3 +91,27 @@ def dc_seed_entities(inputs: StateInputs) -> int:
     if not inputs.dc:
         return 0
     return dc_tables.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities
+
+
+UNTHROTTLED_BLOCK_MS = 100       # an unthrottled block's time for the headroom's guess (none faster here)
+
+
+def growth_bytes(plan, state_bytes: int) -> int:
+    """About what a cell writes on the data mount beyond its starting state: the rows it offers over warm-up and
+    the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
+    the WAL is left out, kept small by checkpoints."""
+    inputs = store.inputs_for(plan)
+    load_rows = (inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
+                 + dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY)      # a DC state: its seed's rows
+    if not load_rows:
+        return 0
+    interval_s = (plan.workload.block_interval_ms or UNTHROTTLED_BLOCK_MS) / 1000
+    blocks = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s
+    return int(state_bytes * blocks * plan.workload.rows_per_block / load_rows)
+
+
+def clone_fits(plan, state_bytes: int, data_dir: Path) -> bool:
+    """Whether this cell's clone and its writes fit on the disk as it is now. Where they do not, the cell moves
+    its state in, and the next cell that needs the state builds it again (cell.start_state): decided when the
+    cell starts, from the disk then, since what earlier cells left depends on how the walk went."""
+    return state_bytes + growth_bytes(plan, state_bytes) + store.MARGIN_BYTES <= store.free_bytes(data_dir)

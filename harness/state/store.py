@@ -315,10 +315,13 @@ class NoRoom(ConfigError):
     input; inside a cell (its state's build or clone), that cell's build_failed (cell.start_state)."""
 
 
+MARGIN_BYTES = 1 << 30       # what a write leaves free on the disk beyond its own need
+
+
 def require_free(path: Path, needed: int, what: str,
                  hint: str = "`make states-clean` lists and removes cached states") -> None:
     """Refuse before starting what would fill the disk (with a 1 GiB margin)."""
     free = free_bytes(path)
-    if needed + (1 << 30) > free:
+    if needed + MARGIN_BYTES > free:
         raise NoRoom(f"{what} needs about {needed / 2**30:.1f} GiB at {path} (plus a 1 GiB margin) and "
                      f"{free / 2**30:.1f} GiB are free; {hint}")

@@ -71,8 +71,8 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     plans = _first_plans(tree, mems, scale, opts)
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
     notes = [n for cp in criteria for n in cp.notes]
-    if here and cell_states.check_walk_disk(list(plans.values()), drop_states, "verdict", skip_later=True):
-        opts = replace(opts, take_states=True)
+    if here:            # where a clone does not fit, each cell moves its state in when its turn comes
+        cell_states.check_walk_disk(list(plans.values()), drop_states, "verdict", skip_later=True)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,

@@ -127,9 +127,10 @@ def test_a_sweeps_last_cell_moves_its_state_in_and_no_earlier_cell_does(tmp_path
     assert not list((tmp_path / "states").glob("*.taken")), "the moved state's remains went too"
 
 
-def test_a_walk_keeps_to_one_state_and_moves_it_into_every_cell_where_no_clone_fits(tmp_path, monkeypatch):
-    """A disk that holds a state but not a clone beside it: DROP_STATES=1 moves the state into every cell (the
-    next builds it again); without it, or where even one state does not fit, refused before anything is built."""
+def test_a_walk_where_not_every_clone_fits_is_said_and_refused_only_where_not_one_state_fits(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """A disk that holds a state but not a clone beside it: DROP_STATES=1 walks on, each cell deciding when it
+    starts (test below); without it, or where even one state does not fit, refused before anything is built."""
     from harness import cell_states as cs
     from harness.scenario.plan import resolve_plan
     monkeypatch.setenv("STATES", str(tmp_path / "states"))
@@ -138,7 +139,8 @@ def test_a_walk_keeps_to_one_state_and_moves_it_into_every_cell_where_no_clone_f
     assert need.taking < need.cloning < cs.walk_disk(plans, tmp_path / "states", drop_states=False).cloning
     assert len(need.lines) == 6, need.lines     # each engine's base and aged state, the clone, a cell's writes
     monkeypatch.setattr(store, "free_bytes", lambda path: need.taking + cs.MARGIN + (1 << 20))
-    assert cs.check_walk_disk(plans, drop_states=True, who="sweep") is True
+    assert cs.check_walk_disk(plans, drop_states=True, who="sweep") is False
+    assert "a cell whose clone does not fit when its turn comes moves its state in" in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"the sweep needs about .* GiB .* are free; DROP_STATES=1"):
         cs.check_walk_disk(plans, drop_states=False, who="sweep")
     monkeypatch.setattr(store, "free_bytes", lambda path: need.taking // 2)
@@ -224,3 +226,29 @@ def test_a_data_centre_states_writes_are_reckoned_from_its_seeds_rows():
     interval_ms = plan.workload.block_interval_ms or cs.UNTHROTTLED_BLOCK_MS
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / interval_ms
     assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+
+
+@pytest.mark.slow
+def test_a_cell_whose_clone_does_not_fit_when_it_starts_moves_its_state_in_and_one_that_fits_copies_it(
+        tmp_path, monkeypatch):
+    """Whether a clone fits is the disk's when the cell starts (earlier cells may have left states or not): one
+    that fits copies and leaves the state listed; one that does not moves the state in, and it is gone after."""
+    from harness import cell
+    from harness.scenario.plan import resolve_plan
+    from harness.state.build import ensure
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    plan = resolve_plan("reorg", "sqlite", profile="smoke", results_root=tmp_path / "results",
+                        data_root=tmp_path / "data").model_copy(update={"runtime": "local"})
+    state_dir, man, _ = ensure(plan)
+    started = cell.start_state(plan)
+    assert not started.take_state and store.listing(tmp_path / "states"), "room for a copy: the state stays"
+    assert json.loads((Path(plan.run_dir) / "state.json").read_text())["clone_method"] == "copy"
+    roomy = store.free_bytes
+    monkeypatch.setattr(store, "free_bytes", lambda path: man.data_bytes + (1 << 20))     # no room for a clone
+    second = plan.model_copy(update={"run_dir": str(tmp_path / "results" / "second"),
+                                     "data_dir": str(tmp_path / "data" / "second")})
+    started = cell.start_state(second)
+    assert started.take_state
+    assert json.loads((Path(second.run_dir) / "state.json").read_text())["clone_method"] == "move"
+    monkeypatch.setattr(store, "free_bytes", roomy)
+    assert [s for s in store.listing(tmp_path / "states") if s["id"] == man.id] == [], "moved: no longer listed"
