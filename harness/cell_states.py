@@ -88,8 +88,6 @@ def check_disk(runs: list[CellRun], drop_states: bool) -> None:
 
 
 MARGIN = store.MARGIN_BYTES       # what store.require_free keeps free beyond a need
-UNTHROTTLED_BLOCK_MS = sizes.UNTHROTTLED_BLOCK_MS
-growth_bytes = sizes.growth_bytes
 _HINT = ("DROP_STATES=1 keeps one state at a time, and where a clone does not fit beside it each cell moves its "
          "state in; `make states-clean` removes cached states")
 
@@ -121,7 +119,7 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
                     lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
         clone, one_cell = max(clone, size), max(one_cell, cell)
-        growth = max(growth, growth_bytes(plan, size))
+        growth = max(growth, sizes.growth_bytes(plan, size))
     states = max(layouts.values(), default=0) if drop_states else sum(layouts.values())
     lines += [f"one clone at a time: up to {clone / GIB:.1f} GiB",
               f"a cell's writes: up to about {growth / GIB:.1f} GiB"]

@@ -85,7 +85,7 @@ def disk_scale_bound(probe, taking: bool = False) -> float:
     """The largest scale whose state and clone fit in the free disk, from this scale's state's bytes per 1x
     (the starting state, built now if missing); taking (DROP_STATES=1: each step moves its state in, so one
     state is on disk at a time): the largest whose state and its cell's writes fit."""
-    from harness.cell_states import growth_bytes
+    from harness.state.sizes import growth_bytes
     from harness.state.build import ensure
     _, man, _ = ensure(probe)
     free = shutil.disk_usage(".").free      # states, clones and results share it here (docs/states.md)

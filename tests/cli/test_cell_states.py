@@ -156,7 +156,7 @@ def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row(
     inputs = store.inputs_for(plan)
     rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / plan.workload.block_interval_ms
-    assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+    assert cs.sizes.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
 
 
 def test_a_verdict_goes_on_without_a_later_engine_whose_state_cannot_fit(tmp_path, monkeypatch, capsys):
@@ -207,9 +207,9 @@ def test_a_cell_whose_aged_state_is_on_disk_needs_no_base(tmp_path, monkeypatch)
     on_disk = {aged_state.id}
     monkeypatch.setattr(cs, "_bytes", lambda root, inputs: (10 * cs.GIB, inputs.id in on_disk))
     need = cs.walk_disk([plan], tmp_path, True)
-    assert need.taking == cs.growth_bytes(plan, 10 * cs.GIB) and not any("to build" in ln for ln in need.lines)
+    assert need.taking == cs.sizes.growth_bytes(plan, 10 * cs.GIB) and not any("to build" in ln for ln in need.lines)
     on_disk.clear()
-    assert cs.walk_disk([plan], tmp_path, True).taking == 10 * cs.GIB + cs.growth_bytes(plan, 10 * cs.GIB)
+    assert cs.walk_disk([plan], tmp_path, True).taking == 10 * cs.GIB + cs.sizes.growth_bytes(plan, 10 * cs.GIB)
 
 
 def test_a_data_centre_states_writes_are_reckoned_from_its_seeds_rows():
@@ -223,9 +223,9 @@ def test_a_data_centre_states_writes_are_reckoned_from_its_seeds_rows():
     inputs = store.inputs_for(plan)
     assert inputs.entities == 0 and sizes.dc_seed_entities(inputs) > 0
     rows = sizes.dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY
-    interval_ms = plan.workload.block_interval_ms or cs.UNTHROTTLED_BLOCK_MS
+    interval_ms = plan.workload.block_interval_ms or cs.sizes.UNTHROTTLED_BLOCK_MS
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / interval_ms
-    assert cs.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+    assert cs.sizes.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
 
 
 @pytest.mark.slow
