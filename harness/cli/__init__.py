@@ -14,6 +14,7 @@ from harness.cli.walks import (add_ceiling, add_experiments, add_k8s, add_knee, 
                                add_verdict)
 from harness.compare import add_command as add_compare
 from harness.errors import EXIT_RUN_FAILED, ConfigError, HarnessError
+from harness.platform.stop import stop_on_sigterm
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:            # a program (the harness command, a runtime's runner), not a caller in-process
+        stop_on_sigterm()
     args = _parser().parse_args(argv)
     try:
         if getattr(args, "writes", False):

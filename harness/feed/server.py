@@ -82,7 +82,8 @@ class FeedServer:
 
 
 def _main(spec, load, prep: tuple, run_dir: str, data_dir: str, ready, stop, parent_pid: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runtime handles Ctrl-C and stops us
+    for sig in (signal.SIGINT, signal.SIGTERM):      # the runtime handles Ctrl-C and SIGTERM, and stops us
+        signal.signal(sig, signal.SIG_IGN)
     try:   # die with the runtime that started us, whatever kills it
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.platform.cgroup import SERVER_CGROUP_ENV, MemoryCgroup
+from harness.platform.stop import asked_to_stop
 from harness.results import record_server_oom
 from harness.runner.outcome import write_failed_result
 from harness.scenario.plan import RunPlan
@@ -57,7 +58,9 @@ def run_local(plan: RunPlan) -> int:
             try:
                 rc = proc.wait()
                 break
-            except KeyboardInterrupt:   # the child got the same SIGINT; let it write its partial result
+            except KeyboardInterrupt:   # Ctrl-C reached the child too; let it write its partial result
+                if asked_to_stop():     # a SIGTERM may have been sent to us alone: pass it on (a repeat is ignored)
+                    proc.send_signal(signal.SIGTERM)
                 continue
         if db_cg and db_cg.oom_killed():
             why = f"OOM-killed at the {limits.data_limit_bytes}-byte memory limit"

@@ -83,6 +83,40 @@ def test_memory_limit_is_enforced_and_recorded(tmp_path):
 
 
 @pytest.mark.cgroup
+@pytest.mark.slow
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+def test_sigterm_to_the_harness_alone_keeps_the_partial_result_and_removes_the_cgroup(tmp_path):
+    """kill (or timeout, or a CI runner's stop) sends SIGTERM to the harness, not to its runner: it must stop as
+    Ctrl-C does. Before, it died where it stood, its memory cgroup stayed under /sys/fs/cgroup and the runner,
+    orphaned, ran on inside it."""
+    import signal
+    import time
+    from harness.platform.cgroup import ROOT as CG_ROOT
+    p = subprocess.Popen(harness_cmd() + ["run", "--engine", "sqlite", "--runtime", "local", "--scenario", "reorg",
+                                          "--profile", "smoke", "--duration", "60", "--mem", "256m",
+                                          "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+
+    def measured_blocks() -> int:
+        progress = [json.loads(f.read_text() or "{}") for f in (tmp_path / "r").glob("*/progress.json")]
+        return progress[0].get("blocks", 0) if progress and progress[0].get("phase") == "measure" else 0
+
+    while measured_blocks() < 5 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert p.poll() is None and measured_blocks() >= 5, p.stderr.read()[-2000:] if p.poll() is not None else ""
+    run_id = next((tmp_path / "r").iterdir()).name
+    cgroups = [d for d in CG_ROOT.glob(f"**/arkbench/{run_id}*") if d.is_dir()]
+    assert cgroups, "the run is inside a memory cgroup of its own"
+    p.send_signal(signal.SIGTERM)                     # to the harness alone, as `kill PID` does
+    out, err = p.communicate(timeout=120)
+    r = json.loads((tmp_path / "r" / run_id / "result.json").read_text())
+    assert p.returncode == 3 and r["error"] == "interrupted", err[-1500:]
+    assert r["metrics"]["commit_latency_ms"]["count"] > 0, "what was measured before the stop is kept"
+    assert not any(d.exists() for d in cgroups), f"left behind: {cgroups}"
+
+
+@pytest.mark.cgroup
 @pytest.mark.slow(seconds=90)
 @pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
 def test_oom_is_recorded_with_timeseries(tmp_path):
