@@ -47,6 +47,9 @@ class Walk:
         return [m for m in self.mems if m not in closed]
 
     def run(self) -> list[VerdictStep]:
+        log(f"at most {self.cells_at_most()} cells: {len(self.mems)} levels x {len(self.criteria)} criteria, each "
+            "step's settings, tune options and control, the leaf's designs, a close call's runs; a failure ends "
+            "its level's criteria and implies the levels below, so a walk runs far fewer")
         for i, step in enumerate(self.tree.steps):
             mems = self.open_mems()
             if not mems:
@@ -199,11 +202,19 @@ class Walk:
                           "error" if judged.outcome == "error" else "failed",
                           errors=judged.errors, cells=recs)
 
+    def cells_at_most(self) -> int:
+        """Cells the walk may still run, an upper bound: every criterion at every open level, each with a close
+        call's runs, for every step not yet judged with its tune options and control, then every leaf design
+        (failures end a level's criteria early and imply the levels below, so most walks run far fewer)."""
+        confirm = self.tree.confirm
+        runs = self.repeats if self.repeats > 1 or not confirm else confirm.runs
+        configs = sum(1 + len(s.tune) + bool(s.control) for s in self.tree.steps[len(self.steps):])
+        designs = sum(len(d) for d in self.tree.leaf.designs.values()) if self.tree.leaf else 0
+        return len(self.open_mems()) * len(self.criteria) * runs * (configs + designs)
+
     def progress(self) -> str:
-        """Cells run, and at most how many are left: every criterion at every open level for every step not
-        yet walked (failures end cells early, so the ETA is an upper bound at the pace so far)."""
+        """Cells run, and at most how many are left (cells_at_most: the ETA is an upper bound at the pace so far)."""
         secs = time.monotonic() - self.started
-        steps_left = len(self.tree.steps) - len(self.steps)
-        left = len(self.open_mems()) * len(self.criteria) * self.repeats * steps_left
+        left = self.cells_at_most()
         eta = f", at most {left} left, about {secs / self.cells_run * left / 60:.0f} min" if self.cells_run and left else ""
         return f"{self.cells_run} cells run in {secs / 60:.1f} min{eta}"

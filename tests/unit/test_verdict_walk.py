@@ -296,3 +296,22 @@ def test_what_passed_above_is_tried_below_where_the_engine_is_implied_failed(tmp
     from harness.report.verdict_blocks import options_down_blocks
     [_, table] = options_down_blocks(SimpleNamespace(matrix=walk.matrix, mems=MEMS))
     assert table.rows == [["sqlite: no_bitemporal", "pass", "pass", "fail", "1g"]]
+
+
+def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):
+    """Every engine fails everywhere, every option and design too, and every cell is a close call run three
+    times: the walk runs its worst case, which must stay within the 'at most' it printed up front. The bound
+    once counted each step's own settings only; with the tune options and the leaf's designs a ratio walk runs
+    several times that, so its ETA promised an hour for a walk of many."""
+    from harness.verdict.leaf import run_leaf
+    tree = load_decision()
+    walk = fake_walk(tmp_path, {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS},
+                     all_cells=True, tree=tree)
+    announced = walk.cells_at_most()
+    walk.run()
+    run_leaf(walk)
+    runs = tree.confirm.runs
+    worst = len(walk.ran) * len(walk.criteria) * runs
+    assert 0 < worst <= announced
+    steps_only = len(MEMS) * len(walk.criteria) * len(tree.steps)
+    assert worst > steps_only * runs, "the tune options and the leaf's designs are counted"
