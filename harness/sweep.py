@@ -244,6 +244,8 @@ def sweep(scenario: str, engines: list[str], mems: list[str | None], scales: lis
     if drop_states:
         cell_states.drop_all([cr.plan for cr in runs], "sweep")
     _print_table(out.cells)
+    if repeats > 1:
+        write_json(root / "spread.json", _print_spread(root, out.cells))
     for k, v in out.starting_state.items():
         if not v["same"]:
             print(f"warning: cells of {k} did not start from the same database (see sweep.json)", file=sys.stderr)
@@ -259,6 +261,35 @@ def _print_table(cells: list[CellRecord]) -> None:
     for c in cells:
         print(f"{c.scenario:14s} {c.dir:28s} {c.status or '-':7s} p99 {fmt(c.p99_ms):>9s} ms"
               f"  rows/s {fmt(c.rows_per_s):>9s}", file=sys.stderr)
+
+
+def _print_spread(root: Path, cells: list[CellRecord]) -> dict:
+    """Over each cell's repeats: min, median and max of its service p50 and commit p99, and their spread
+    ((max - min) / median), the run-to-run noise a threshold's confirmation band is chosen from."""
+    from harness.stats import summarize
+    groups: dict[str, list] = {}
+    for c in cells:
+        r = load_result(root / c.scenario / c.dir / "result.json") if c.status in ("passed", "failed") else None
+        key = f"{c.scenario} {c.engine}{' ' + c.variant if c.variant else ''} {c.mem or 'no MEM'} scale {c.scale:g}"
+        groups.setdefault(key, []).append(r.metrics if r is not None else None)
+    out = {}
+    print("[sweep] over the repeats, min / median / max (spread = (max - min) / median):", file=sys.stderr)
+    for key, ms in groups.items():
+        done = [m for m in ms if m is not None]
+        out[key] = {"runs": len(ms), "measured": len(done),
+                    "service_p50_ms": summarize([m.service_time_ms.p50 for m in done]),
+                    "commit_p99_ms": summarize([m.commit_latency_ms.p99 for m in done])}
+        line = "; ".join(f"{label} {_mmm(out[key][name])}" for label, name in
+                         (("service p50", "service_p50_ms"), ("p99", "commit_p99_ms")))
+        print(f"  {key}: {len(done)} of {len(ms)} runs measured; {line}", file=sys.stderr)
+    return out
+
+
+def _mmm(s: dict) -> str:
+    if not s["n"]:
+        return "-"
+    spread = f" ms ({s['spread']:.0%})" if s["spread"] is not None else " ms"
+    return f"{s['min']:,.0f} / {s['median']:,.0f} / {s['max']:,.0f}{spread}"
 
 
 def parse_list(text: str | None, what: str, cast=str) -> list:

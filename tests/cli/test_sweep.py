@@ -253,6 +253,36 @@ def test_report_flags_noisy_repeats(small_sweep):
     assert any("NOISY" in str(cell) for row in table.rows for cell in row)
 
 
+def test_a_sweeps_repeats_give_the_spread_of_service_p50_and_p99(small_sweep, tmp_path, capsys):
+    """Issue 56's noise sweep: over a cell's repeats, the min, median and max of its service p50 and p99 and
+    their spread, printed and in spread.json. Two more repeats of a real cell, their figures set to known
+    values (x0.8 and x1.5 of the first's)."""
+    from harness.results import SweepFile
+    from harness.sweep import _print_spread
+    root = tmp_path / "sweep"
+    shutil.copytree(small_sweep, root)
+    cells = [c for c in SweepFile.model_validate_json((root / "sweep.json").read_text()).cells
+             if c.engine == "sqlite" and c.status in ("passed", "failed")][:1]
+    first = json.loads((root / cells[0].scenario / cells[0].dir / "result.json").read_text())
+    p50, p99 = first["metrics"]["service_time_ms"]["p50"], first["metrics"]["commit_latency_ms"]["p99"]
+    for repeat, factor in ((2, 0.8), (3, 1.5)):
+        r = json.loads(json.dumps(first))
+        r["metrics"]["service_time_ms"]["p50"] = p50 * factor
+        r["metrics"]["commit_latency_ms"]["p99"] = p99 * factor
+        d = root / cells[0].scenario / f"{cells[0].dir}-r{repeat}"
+        d.mkdir()
+        (d / "result.json").write_text(json.dumps(r))
+        cells.append(cells[0].model_copy(update={"repeat": repeat, "dir": d.name}))
+    cells.append(cells[0].model_copy(update={"repeat": 4, "dir": "never-ran", "status": "error"}))
+    [(key, got)] = _print_spread(root, cells).items()
+    assert got["runs"] == 4 and got["measured"] == 3
+    s = got["service_p50_ms"]
+    assert (s["min"], s["median"], s["max"]) == (p50 * 0.8, p50, p50 * 1.5)
+    assert s["spread"] == round(0.7, 4) and got["commit_p99_ms"]["spread"] == round(0.7, 4)
+    assert f"{key}: 3 of 4 runs measured; service p50 {p50 * 0.8:,.0f} / {p50:,.0f} / {p50 * 1.5:,.0f} ms (70%)" \
+        in capsys.readouterr().err
+
+
 def test_report_renders_in_headless_chromium(small_sweep):
     chromium = shutil.which("chromium")
     if chromium is None:
