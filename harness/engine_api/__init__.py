@@ -52,9 +52,9 @@ class Capabilities(BaseModel):
                                          "index would (PostgreSQL deletes the index's files; SQLite keeps its pages "
                                          "on the freelist): a state with fewer secondary indexes is derived from one "
                                          "with all of them by drop_indexes(names), not built and aged anew")
-    groups_blocks: bool = Field(True, description="apply_group() applies several blocks in one transaction with an "
-                                "applied mark (applied_mark()): a block log can stand in front of it; false refuses "
-                                "block_log when the scenario is read")
+    groups_blocks: bool = Field(False, description="apply_group() applies several blocks in one transaction with an "
+                                "applied mark (applied_mark()): a block log can stand in front of it; false (an "
+                                "adapter that has not implemented them) refuses block_log when the plan is made")
     reindex_builds_layout: bool = Field(False, description="rebuilding an index builds it as its CREATE INDEX after "
                                         "the rows would, with the layout settings (engine.toml state_settings) the "
                                         "engine was opened with: a bulk-built state at other layout settings is "
