@@ -279,13 +279,13 @@ def _print_spread(root: Path, cells: list[CellRecord]) -> dict:
         out[key] = {"runs": len(ms), "measured": len(done),
                     "service_p50_ms": summarize([m.service_time_ms.p50 for m in done]),
                     "commit_p99_ms": summarize([m.commit_latency_ms.p99 for m in done])}
-        line = "; ".join(f"{label} {_mmm(out[key][name])}" for label, name in
+        line = "; ".join(f"{label} {_min_median_max(out[key][name])}" for label, name in
                          (("service p50", "service_p50_ms"), ("p99", "commit_p99_ms")))
         print(f"  {key}: {len(done)} of {len(ms)} runs measured; {line}", file=sys.stderr)
     return out
 
 
-def _mmm(s: dict) -> str:
+def _min_median_max(s: dict) -> str:
     if not s["n"]:
         return "-"
     spread = f" ms ({s['spread']:.0%})" if s["spread"] is not None else " ms"
