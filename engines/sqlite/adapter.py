@@ -17,7 +17,7 @@ from typing import ClassVar, Iterator, Mapping
 
 from harness import registry, sql
 from engines.sqlite import bindings
-from engines.sqlite.background import BackgroundCheckpointer
+from engines.sqlite.background import BackgroundCheckpointer, backfilled_all
 from harness.engine_api import (EngineBase, tables, EngineCounters, EngineInfo, PageMap, StorageStats,
                                  engine_setting_names, timed, timed_ddl)
 from harness.workload.block import Block
@@ -103,12 +103,14 @@ class SQLiteEngine(EngineBase):
         frames = int(self.settings.get("wal_autocheckpoint") or 0)
         wal = str(self.settings.get("journal_mode")).upper() == "WAL"
         self._background = None
+        self._committed_mark = self._durable = 0       # durable_mark(): the last mark committed, and synced
         if wal and self.settings.get("checkpoint_background"):
             self.conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
             self._background = BackgroundCheckpointer(
                 functools.partial(self.connect, self.path, self.settings), self.pragma_sql(self.settings, False),
                 int(self.settings["checkpoint_background_ms"]) / 1000,
-                int(self.settings["checkpoint_background_truncate"]), self._wal_bytes_in_use).start()
+                int(self.settings["checkpoint_background_truncate"]), self._wal_bytes_in_use,
+                lambda: self._committed_mark).start()
         elif self.harness_autocheckpoint and frames and wal:
             self.conn.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
             self._auto_frames = frames
@@ -170,20 +172,38 @@ class SQLiteEngine(EngineBase):
                               mark)
         t2 = time.perf_counter_ns()
         self._phases = {"statements": (t1 - t0) / 1e6, "commit": (t2 - t1) / 1e6}
+        if mark is not None:
+            self._committed_mark = mark
         if self._auto_frames:
             if self._wal_frames() >= self._auto_frames:
-                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self._wal_checkpoint("PASSIVE")
                 self._auto_ckpts += 1
             self._phases["checkpoint"] = (time.perf_counter_ns() - t2) / 1e6
 
     def block_phases(self) -> dict[str, float] | None:
         return self._phases
 
-    def checkpoints_in_commit(self) -> int:
-        return self._auto_ckpts
+    def _wal_checkpoint(self, mode: str) -> tuple | None:
+        """A checkpoint in the writer's connection, its answer read: one that backfilled every frame makes what was
+        committed before it durable (durable_mark)."""
+        committed = self._committed_mark
+        rows = self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+        answer = tuple(rows[0]) if rows and len(rows[0]) == 3 and all(isinstance(v, int) for v in rows[0]) else None
+        if answer is not None and backfilled_all(answer):
+            self._durable = max(self._durable, committed)
+        return answer
+
+    def durable_mark(self) -> int:
+        """Through what a checkpoint that copied every frame made durable (WAL at synchronous NORMAL: a commit is
+        synced only by the next checkpoint); none at synchronous OFF, which syncs nothing."""
+        if str(self.settings.get("synchronous")).upper() == "OFF":
+            return 0
+        background = self._background.synced_mark if self._background is not None else 0
+        return max(self._durable, background)
 
     def applied_mark(self) -> int:
-        return sql.applied_mark(self.conn.execute)
+        self._committed_mark = sql.applied_mark(self.conn.execute)
+        return self._committed_mark
 
     def reader(self) -> sql.QueryReader:
         return self.reader_factory()()
@@ -192,9 +212,9 @@ class SQLiteEngine(EngineBase):
         return functools.partial(open_reader, type(self), self.path, self.settings, self.variant or "bitemporal")
 
     def checkpoint(self, mode: str) -> None:
-        rows = self.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()   # modes: the plan checked them
-        if rows and len(rows[0]) == 3 and all(isinstance(v, int) for v in rows[0]):
-            busy, log, done = rows[0]
+        answer = self._wal_checkpoint(mode)      # modes: the plan checked them
+        if answer is not None:
+            busy, log, done = answer
             self._manual["checkpoints_busy"] += busy
             self._manual["checkpoint_wal_frames"] += max(log, 0)
             self._manual["checkpoint_frames_done"] += max(done, 0)

@@ -15,12 +15,22 @@ from typing import Callable
 CHECKPOINTER_CACHE_KIB = 2048      # it copies frames from the WAL to the file: it needs no page cache
 
 
+def backfilled_all(answer) -> bool:
+    """Whether a wal_checkpoint's answer (busy, frames in the WAL, frames checkpointed) says every frame committed
+    before it is in the database file. SQLite syncs the WAL before it copies a frame and the file after, so such a
+    checkpoint (or the earlier one that copied those frames) made them durable. One a reader held back may have
+    copied, and synced, nothing."""
+    busy, log, done = answer
+    return busy == 0 and log >= 0 and done == log
+
+
 class BackgroundCheckpointer:
     """Started on open, stopped on close; its figures are engine counters (the writer's are apart)."""
 
     def __init__(self, connect: Callable[[], object], pragmas: list[str], interval_s: float, truncate_bytes: int,
-                 wal_bytes: Callable[[], int]) -> None:
-        self._connect, self._pragmas = connect, pragmas
+                 wal_bytes: Callable[[], int], committed_mark: Callable[[], int] = lambda: 0) -> None:
+        self._connect, self._pragmas, self._committed_mark = connect, pragmas, committed_mark
+        self.synced_mark = 0        # the applied mark committed before the last checkpoint that backfilled every frame
         self.interval_s, self.truncate_bytes, self._wal_bytes = interval_s, truncate_bytes, wal_bytes
         self.figures = {"background_checkpoints": 0, "background_checkpoint_us": 0, "background_frames_done": 0,
                         "background_busy": 0, "background_truncations": 0, "background_truncate_us": 0,
@@ -51,9 +61,12 @@ class BackgroundCheckpointer:
                 f = self.figures
                 wal_bytes = self._wal_bytes()
                 truncate = self.truncate_bytes and wal_bytes >= self.truncate_bytes
+                mark = self._committed_mark()           # committed before the checkpoint starts
                 t0 = time.perf_counter()
-                busy, _, done = self._checkpoint(conn, "TRUNCATE" if truncate else "PASSIVE")
+                busy, log, done = self._checkpoint(conn, "TRUNCATE" if truncate else "PASSIVE")
                 us = round((time.perf_counter() - t0) * 1e6)
+                if backfilled_all((busy, log, done)):
+                    self.synced_mark = mark
                 f["background_checkpoints"] += 1
                 f["background_checkpoint_us"] += us
                 f["background_busy"] += busy

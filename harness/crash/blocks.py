@@ -25,7 +25,7 @@ class BlockFile:
     def __init__(self, plan, run_dir: Path) -> None:
         self.path = Path(run_dir) / FILE
         self.gen = BlockGenerator(plan.workload_spec())
-        self._prepare = registry.preparer(plan.engine, log_records=plan.block_log is not None)
+        self._prepare = registry.preparer(plan.engine, log_records=plan.design is not None)
         self.offsets: dict[int, int] = {}
         self.digests: dict[int, dict] = {}
         self._load = None

@@ -112,7 +112,7 @@ class Crasher:
         ev = self.pump(life, reached)
         if ev is None:
             raise LifeFailed(f"the engine's process ended before its kill; {life.log_path.name}: {life.tail()}")
-        if aim in ("commit", "checkpoint", "apply", "idle"):
+        if aim in ("commit", "checkpoint", "apply", "idle", "rotate"):
             pids, where = self._stop_in(life, aim)
         else:
             if aim == "anywhere":     # any moment of a block's cycle: its commit, a checkpoint, the wait

@@ -58,7 +58,7 @@ def _open(plan: RunPlan, fresh: bool, emit, status: Status):
     status.set("open")
     t0 = time.perf_counter()
     engine = designs.engine_for(plan)
-    if plan.block_log:         # its applier says when it applies, so a kill can be aimed there
+    if plan.design:            # its applier says when it applies, so a kill can be aimed there
         engine.phase_hook = status.set
     engine.open(plan.engine_settings, Path(plan.data_dir))
     if fresh and not plan.state:
@@ -75,7 +75,7 @@ def _open(plan: RunPlan, fresh: bool, emit, status: Status):
     if limit and plan.memory.runner_is_client and (info.data_limit_bytes_seen or limit + 1) > limit:
         raise RuntimeError(f"a {limit}-byte limit was asked for the {plan.engine} server, which sees "
                            f"{info.data_limit_bytes_seen}")
-    replay = {"replayed_blocks": engine.replay["blocks"], "replay_s": engine.replay["seconds"]} if plan.block_log else {}
+    replay = {"replayed_blocks": engine.replay["blocks"], "replay_s": engine.replay["seconds"]} if plan.design else {}
     emit("open", open_s=round(open_s, 4), first_read_s=round(first_read_s, 4), **replay,
          info={"library": info.library, "driver": info.driver, "settings": info.settings, "related": info.related,
                "data_limit_bytes_seen": info.data_limit_bytes_seen})

@@ -9,7 +9,8 @@ import struct
 import time
 from pathlib import Path
 
-PHASES = ("start", "open", "verify", "idle", "commit", "checkpoint", "done", "apply")   # apply: a block log's applier
+# apply: a block log's applier; rotate: its writer opening the next segment (log_file.py)
+PHASES = ("start", "open", "verify", "idle", "commit", "checkpoint", "done", "apply", "rotate")
 _FMT = "<Iqd"          # phase, block, phase start (CLOCK_MONOTONIC s, shared by every process)
 SIZE = struct.calcsize(_FMT)
 FILE = "crash-status.bin"

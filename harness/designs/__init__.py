@@ -9,8 +9,9 @@ from harness import registry
 def engine_for(plan):
     """The plan's engine: its adapter, behind the design the plan names."""
     engine = registry.engine_class(plan.engine)()
-    if plan.block_log:
+    if plan.design == "block_log":
         from harness.designs.block_log import BlockLogEngine
-        return BlockLogEngine(engine, plan.block_log.group_blocks, plan.block_log.sync,
-                              plan.block_log.applied_is_durable)
+        b = plan.block_log
+        return BlockLogEngine(engine, b.group_blocks, b.sync, b.applied_is_durable, b.segment_bytes,
+                              b.lag_bound_blocks)
     return engine

@@ -170,9 +170,11 @@ class EngineBase:
         """The last block an apply_group recorded (0: none); makes the mark's one-row table where it is missing."""
         raise NotImplementedError(f"{type(self).__name__} records no applied mark")
 
-    def checkpoints_in_commit(self) -> int:
-        """How many checkpoints the engine ran inside its own commits so far, each syncing what was committed
-        before it (SQLite syncs its WAL before any checkpoint): a block log lets go of what they made durable."""
+    def durable_mark(self) -> int:
+        """The last applied mark (apply_group's) that a power cut would not take back: a commit the engine synced,
+        or one a checkpoint has since really synced (not merely attempted). 0: none known. A block log lets go of
+        the records through it and of no others, so an engine that cannot say keeps its log whole (and fails the
+        log's bound)."""
         return 0
 
     def drain(self) -> float:

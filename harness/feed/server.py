@@ -52,7 +52,7 @@ class FeedServer:
                                                   plan.state.model if plan.state else None,
                                                   plan.load.age_blocks - (plan.state.aged_blocks if plan.state else 0),
                                                   plan.checked_reads),
-                   plan.engine, Path(plan.run_dir), Path(plan.data_dir), log_records=plan.block_log is not None)
+                   plan.engine, Path(plan.run_dir), Path(plan.data_dir), log_records=plan.design is not None)
 
     def start(self) -> "FeedServer":
         self.run_dir.mkdir(parents=True, exist_ok=True)

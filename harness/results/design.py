@@ -28,6 +28,13 @@ class BlockLogFigures(Model):
     replay_s: float = 0.0
     drain_s: Optional[float] = None                  # after the clock, until every acknowledged block applied
     log_bytes_written: int = 0
+    # v14: the applier judged on keeping up, and the log on staying bounded
+    apply_utilisation: Optional[float] = None        # the share of the measured window spent applying
+    segment_bytes: Optional[int] = None              # the log's segment size: a segment goes whole
+    log_bytes_end: Optional[int] = None              # on disk at the measured window's last acknowledgement
+    log_bytes_peak: Optional[int] = None             # the most on disk at any acknowledgement since open
+    log_growth_segments: Optional[float] = None      # the log's bytes' least-squares trend over the window, in segments
+    log_rotations: int = 0                           # segments opened since open
 
 
 def block_log_line(b: BlockLogFigures) -> str:
@@ -39,12 +46,22 @@ def block_log_line(b: BlockLogFigures) -> str:
             f"{b.transactions} apply transactions of {b.blocks_per_transaction or 0:g} blocks on average, "
             f"{_ms(b.apply_ms.p50)} ms p50 ({split or '-'}); {b.applied_rows_per_s or 0:,.0f} rows/s applied; "
             f"lag p50 {_n(lag.p50)} / p99 {_n(lag.p99)} / max {_n(lag.max)} blocks ({_ms(b.apply_lag_ms.p99)} ms "
-            f"p99), growth {_n(b.lag_growth_blocks)} blocks over the phase; replayed {b.replay_blocks} blocks at open "
+            f"p99), growth {_n(b.lag_growth_blocks)} blocks over the phase; applier busy {_pct(b.apply_utilisation)}, "
+            f"drained in {_n(b.drain_s)} s; log {_mib(b.log_bytes_end)} MiB at the end, {_mib(b.log_bytes_peak)} MiB "
+            f"peak, growth {_n(b.log_growth_segments)} segments; replayed {b.replay_blocks} blocks at open "
             f"in {b.replay_s:.3f} s")
 
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _mib(v: int | None) -> str:
+    return "-" if v is None else f"{v / (1 << 20):,.1f}"
 
 
 def _n(v: float | None) -> str:

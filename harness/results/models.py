@@ -11,7 +11,7 @@ from harness.results.design import BlockLogFigures
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 13
+RESULT_VERSION = 14
 
 
 class ThresholdResult(Model):
@@ -274,7 +274,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

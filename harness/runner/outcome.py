@@ -11,7 +11,7 @@ from harness.results import (EngineCounterFigures, HarnessShare, Integrity, IoFi
 from harness.runner.metrics import percentile_bounds_ms, summary_from_hlog, summary_ms
 from harness.runner.counters import RunState
 from harness.runner.phases import summarise as summarise_phases
-from harness.scenario.thresholds import NotEvaluable
+from harness.scenario.thresholds import DESIGN_FIGURES, NotEvaluable
 
 MIN_BLOCKS_FOR_TAIL = 100        # below this a p99 is barely more than the max
 GENERATOR_WAIT_WARN_SHARE = 0.01
@@ -231,8 +231,8 @@ def metric_source(state: RunState, metrics: Metrics | None = None):
             return counters[metric] / state.window_s() if agg == "rate" else counters[metric]
         if metric == "bloat_ratio":
             return metrics.bloat_ratio if metrics else None
-        if metric == "apply_lag_growth_blocks":
-            return state.design_figures.lag_growth_blocks if state.design_figures is not None else None
+        if metric in DESIGN_FIGURES:
+            return getattr(state.design_figures, DESIGN_FIGURES[metric]) if state.design_figures is not None else None
         if metric in IO_FIGURES:
             values = [v for v in IO_FIGURES[metric](metrics.io) if v is not None] if metrics and metrics.io else []
             return {"max": max, "min": min, "mean": lambda v: sum(v) / len(v), "last": lambda v: v[-1]}[agg](values) \

@@ -34,7 +34,7 @@ from harness.runner.outcome import FinalStorage, Outcome, write_result
 from harness.runner.sampler import Sampler
 from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
-from harness.runner.block_log_figures import block_log_figures
+from harness.runner.design_figures import design_figures
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import parse_threshold
 from harness.state.clone import CLONE_RECORD
@@ -268,7 +268,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
             f" + the DC seed: {dc.data_centres} DCs of {dc.nodes_per_dc} nodes and {5 * dc.nodes_per_dc} workloads "
             f"(fraction {dc.fraction:g} of a DC)" if dc else ""))
         out.load = {**load_phase(engine, feed, plan, state), **preloaded}
-        if plan.block_log:          # the load's blocks and checkpoint applied before the clock
+        if plan.design:             # the load's blocks and checkpoint applied before the clock
             out.load["block_log_drain_s"] = round(engine.drain(), 3)
         out.spool = spool_phase(feed, plan, out.load["age_rows_per_s"] or out.load["rows_per_s"])
         last = timed_phase(engine, feed, plan, state, readers, abort)
@@ -288,10 +288,10 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
 def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, watch, thresholds, abort) -> int:
     """Off the clock: a design's figures, I/O, storage, integrity, the read answers, the result; the exit code."""
     run_dir = Path(plan.run_dir)
-    if plan.block_log:      # every acknowledged block applied, then the design's own figures
-        log(plan, "draining the block log: applying every acknowledged block")
-        state.design_figures, state.design_hists = block_log_figures(
-            engine, plan, state.measure_start_ns, state.window_end_ns, engine.drain())
+    if plan.design:         # every acknowledged block applied, then the design's own figures
+        log(plan, f"draining the {plan.design}: applying every acknowledged block")
+        state.design_figures, state.design_hists = design_figures(
+            engine, state.measure_start_ns, state.window_end_ns, engine.drain())
     page_map = start_page_map(engine, plan, state, lambda msg: log(plan, msg))
     final = observed_storage(engine, plan.capabilities)
     out.final = FinalStorage(final.db_bytes, final.wal_bytes,

@@ -97,6 +97,8 @@ class Leaf(Strict):
     (options of scenarios/matrix.yaml that keep every version), cheapest first."""
     designs: dict[str, list[str]] = Field(min_length=1, description="engine -> its designs to try")
     lag_bound_blocks: int = Field(ge=1, description="a block log's apply lag p99 must stay under this many blocks")
+    utilisation_bound: float = Field(gt=0, le=1, description="a block log's applier must be busy less than this "
+                                                             "share of the measured phase")
 
     @model_validator(mode="after")
     def _designs(self) -> "Leaf":

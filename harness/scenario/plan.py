@@ -40,6 +40,8 @@ class BlockLogPlan(Strict):
     """A scenario's block_log, resolved (harness/designs/block_log.py)."""
     group_blocks: int
     lag_bound_blocks: int
+    utilisation_bound: float = 0.85
+    segment_bytes: int = 64 << 20
     sync: bool                       # fdatasync every record before the acknowledgement
     # the engine's own commit outlives a power cut: a record may go once applied; else only once a checkpoint
     # has made its apply durable (a power cut takes back the engine's unsynced commits, never the log's records)
@@ -47,26 +49,36 @@ class BlockLogPlan(Strict):
 
 
 # What a block log must also meet, beside the scenario's own (its acknowledgement is the run's commit_ms):
-# the rows offered are applied, and the apply lag neither exceeds the bound nor grows over the measured phase
-# (by more than one group's worth of blocks: a queue that gains less than that is only jitter).
-def block_log_thresholds(b: BlockLogPlan) -> list[str]:
+# - the rows offered are applied, and the apply lag neither exceeds the bound nor grows over the measured phase
+#   (by more than one group's worth of blocks: a queue that gains less than that is only jitter);
+# - the applier keeps up with room to spare: busy under the leaf's utilisation bound (decision.yaml says why),
+#   and drained after the clock within the lag bound's blocks at the cadence (what it trailed by at the end);
+# - the log stays bounded: its bytes gain less than two segments over the phase (one is the sawtooth of a
+#   segment filling and going; a log that releases nothing gains every block's bytes).
+def block_log_thresholds(b: BlockLogPlan, block_interval_ms: float) -> list[str]:
+    drain_bound_s = b.lag_bound_blocks * block_interval_ms / 1000
     return [f"p99(apply_lag_blocks) < {b.lag_bound_blocks}", "rate(applied_rows) >= 95%",
-            f"last(apply_lag_growth_blocks) < {max(2, b.group_blocks)}"]
+            f"last(apply_lag_growth_blocks) < {max(2, b.group_blocks)}",
+            f"last(apply_utilisation) < {b.utilisation_bound:g}",
+            *([f"last(apply_drain_s) < {drain_bound_s:g}"] if drain_bound_s else []),
+            "last(log_growth_segments) < 2"]
 
 
 def _block_log(body) -> BlockLogPlan | None:
     if body.block_log is None:
         return None
-    bound = body.block_log.lag_bound_blocks
-    if bound is None:
+    b = body.block_log
+    bound, busy = b.lag_bound_blocks, b.utilisation_bound
+    if bound is None or busy is None:
         from harness.scenario.decision import load_decision
         leaf = load_decision().leaf
         if leaf is None:
-            raise ConfigError("block_log.lag_bound_blocks: unset, and scenarios/decision.yaml has no leaf to take "
-                              "it from")
-        bound = leaf.lag_bound_blocks
-    return BlockLogPlan(group_blocks=body.block_log.group_blocks, lag_bound_blocks=bound,
-                        sync=body.durability != "checkpoint")
+            unset = "lag_bound_blocks" if bound is None else "utilisation_bound"
+            raise ConfigError(f"block_log.{unset}: unset, and scenarios/decision.yaml has no leaf to take it from")
+        bound = leaf.lag_bound_blocks if bound is None else bound
+        busy = leaf.utilisation_bound if busy is None else busy
+    return BlockLogPlan(group_blocks=b.group_blocks, lag_bound_blocks=bound, utilisation_bound=busy,
+                        segment_bytes=parse_size_bytes(b.segment_bytes), sync=body.durability != "checkpoint")
 
 
 def _durability(guarantee: str, survives: str, block_log: BlockLogPlan | None) -> dict:
@@ -113,6 +125,12 @@ class RunPlan(Strict):
     take_base_state: bool = False    # (DROP_STATES=1) no later cell needs the aged state's base: age it in place
     block_log: Optional[BlockLogPlan] = None    # a design in front of the engine (harness/designs/)
     state: Optional[StateRef] = None
+
+    @property
+    def design(self) -> str | None:
+        """The design in front of the engine (harness/designs/), by name; None: the engine alone. What the runner,
+        the feed and the crash lives ask, rather than each design's own field."""
+        return "block_log" if self.block_log is not None else None
 
     def write(self, path: Path) -> None:
         path.write_text(yaml.safe_dump(self.model_dump(mode="json", by_alias=True), sort_keys=False))
@@ -211,7 +229,7 @@ def resolve_plan(scenario: str, engine: str, *, profile: str | None = None, scal
     if block_log:
         block_log = block_log.model_copy(update={"applied_is_durable": man.durability.survived(settings) == "power_cut"})
     # a crash run has no measured phase to judge a lag over: its own criteria (no acknowledged block lost) hold
-    extra = [t for t in block_log_thresholds(block_log) if t not in body.thresholds] \
+    extra = [t for t in block_log_thresholds(block_log, body.workload.block_interval_ms) if t not in body.thresholds] \
         if block_log and not body.workload.crash else []
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{engine}-{sc.name}-{profile or 'base'}-{secrets.token_hex(2)}"
     run_dir = (results_root / run_id).resolve()

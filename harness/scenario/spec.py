@@ -76,11 +76,12 @@ def _sizes(v: list[str]) -> list[str]:
 class Crash(Strict):
     """A crash scenario (harness/crash/): the block stream, killed with SIGKILL and restarted on the same files."""
     kills: int = Field(6, ge=1, le=200)
-    at: list[Literal["commit", "checkpoint", "anywhere", "apply", "idle"]] = Field(
+    at: list[Literal["commit", "checkpoint", "anywhere", "apply", "idle", "rotate"]] = Field(
         ["commit", "checkpoint", "anywhere"], min_length=1,
         description="where each kill is aimed, in turn: inside a block's commit (under a block log: its "
                     "record's append), inside a checkpoint, inside a block log's apply transaction (apply), "
-                    "between blocks (idle), or at whatever the engine is doing when it is due")
+                    "as a block log opens its next segment (rotate), between blocks (idle), or at whatever the "
+                    "engine is doing when it is due")
     after_blocks: BlockRange = Field((5, 20), description="blocks each life commits before its kill is due, "
                                                           "drawn from the seed")
     mode: Literal["kill", "power_cut"] = Field(
@@ -217,6 +218,19 @@ class BlockLog(Strict):
                                                    "arrived, up to this)")
     lag_bound_blocks: Optional[int] = Field(None, ge=1, description="the apply lag's p99 must stay under this many "
                                             "blocks; unset: scenarios/decision.yaml's leaf.lag_bound_blocks")
+    utilisation_bound: Optional[float] = Field(None, gt=0, le=1, description="the applier's busy share of the "
+                                               "measured phase must stay under this; unset: scenarios/decision.yaml's "
+                                               "leaf.utilisation_bound")
+    segment_bytes: str = Field("64MiB", description="the log's segment size (a segment is deleted whole once every "
+                                                    "block in it is durably applied); small ones rotate often, as a "
+                                                    "fault campaign wants")
+
+    @field_validator("segment_bytes")
+    @classmethod
+    def _segment(cls, v: str) -> str:
+        if parse_size_bytes(v) < 1:
+            raise ValueError("a size of at least 1 byte, e.g. 64MiB or 4KiB")
+        return v
 
 
 # One optional field per registered engine, typed by that engine's own Settings model.
@@ -264,8 +278,9 @@ class Body(Strict):
         if self.workload.crash and "checkpoint" in self.workload.crash.at and not self.checkpoint.every_blocks \
                 and not self.workload.crash.wal_bytes:
             raise ValueError("workload.crash.at: checkpoint needs checkpoints to land in (checkpoint.every_blocks > 0)")
-        if self.workload.crash and "apply" in self.workload.crash.at and not self.block_log:
-            raise ValueError("workload.crash.at: apply is a block log's apply transaction: it needs block_log")
+        for point in ("apply", "rotate"):
+            if self.workload.crash and point in self.workload.crash.at and not self.block_log:
+                raise ValueError(f"workload.crash.at: {point} is a block log's: it needs block_log")
         if self.readers.threads:
             try:
                 check_mix(self.readers.mix, self.workload.variant)

@@ -37,7 +37,13 @@ METRICS: dict[str, str] = {
     "apply_lag_blocks": "latency",       # blocks acknowledged and not yet applied, at each acknowledgement (a count)
     "applied_rows": "counter",           # rows of the measured phase's blocks applied to the engine
     "apply_lag_growth_blocks": "figure",  # the lag's least-squares trend over the measured phase, in blocks
+    "apply_utilisation": "figure",       # the share of the measured phase the applier spent applying
+    "apply_drain_s": "figure",           # after the clock, until every acknowledged block was applied
+    "log_growth_segments": "figure",     # the log's bytes' least-squares trend over the measured phase, in segments
 }
+# a design's figures (results/design.py) that thresholds read, by the field that holds each
+DESIGN_FIGURES = {"apply_lag_growth_blocks": "lag_growth_blocks", "apply_utilisation": "apply_utilisation",
+                  "apply_drain_s": "drain_s", "log_growth_segments": "log_growth_segments"}
 CRASH_METRICS = ("recovery_ms", "lost_acked_blocks")
 WAL_METRICS = ("wal_bytes",)     # unknown for an engine whose capabilities.wal is false
 _AGGS_BY_KIND = {
