@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -184,5 +185,67 @@ def test_a_checkpoint_inside_the_engines_commit_lets_go_of_what_it_synced(open_t
         design.drain()
         assert design.inner.durable_mark() >= blocks[-2].number
         assert design.log.segments_last_blocks() == [blocks[-1].number]      # only the segment being written
+    finally:
+        design.close()
+
+
+def _held_after(design, blocks) -> list[int]:
+    for b in blocks:
+        design.apply_block(design.prepare_block(b))
+    design.drain()
+    return design.log.segments_last_blocks()
+
+
+def test_a_passive_checkpoint_that_a_reader_holds_back_releases_nothing(open_tmp):
+    """A reader's snapshot holds a PASSIVE checkpoint back: it copies (and syncs) none of the frames after it, so
+    the applies behind them are not durable, and the log keeps their records. Once the reader is gone, the next
+    PASSIVE copies every frame, and they go (all but the segment being written)."""
+    gen, blocks = _stream(10)
+    design = BlockLogEngine(registry.engine_class("sqlite")(), group_blocks=1, sync=True, segment_bytes=1)
+    design.open({**_settings("sqlite"), "wal_autocheckpoint": 0}, open_tmp / "data")   # no checkpoint in commit
+    reader = None
+    try:
+        design.create_schema("current_history")
+        _held_after(design, blocks[:1])
+        inner = design.inner           # a reader as the engine's own are opened (the binding's connection)
+        reader = inner.connect(inner.path, inner.settings, read_only=True)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM payloads").fetchall()      # its snapshot: the first block only
+        _held_after(design, blocks[1:])
+        design.checkpoint("PASSIVE")                # behind every block: it may copy the first block's frames only
+        after = gen.next_block()
+        held = _held_after(design, [after])
+        assert held == [b.number for b in [*blocks, after]], "a checkpoint a reader held back let records go"
+        reader.execute("ROLLBACK")
+        reader.close()
+        reader = None
+        design.checkpoint("PASSIVE")
+        last = gen.next_block()
+        assert _held_after(design, [last]) == [last.number]
+    finally:
+        if reader is not None:
+            reader.close()
+        design.close()
+
+
+def test_background_checkpoints_release_records_and_the_log_stays_bounded(open_tmp):
+    """SQLite's background checkpointer (checkpoint_background) runs no checkpoint in the writer's commits: the
+    log learns from its completed checkpoints what is durable, and releases it, so the log's bytes stay within a
+    few records however many blocks pass (before, nothing was ever released: the log grew without bound)."""
+    gen, blocks = _stream(60)
+    design = BlockLogEngine(registry.engine_class("sqlite")(), group_blocks=1, sync=True, segment_bytes=1)
+    design.open({**_settings("sqlite"), "checkpoint_background": True, "checkpoint_background_ms": 20},
+                open_tmp / "data")
+    try:
+        design.create_schema("current_history")
+        on_disk = []
+        for b in blocks:
+            design.apply_block(design.prepare_block(b))
+            time.sleep(0.01)
+            on_disk.append(len(design.log.segments_last_blocks()))
+        design.drain()
+        assert design.inner.durable_mark() > 0
+        assert max(on_disk[len(on_disk) // 2:]) <= 10, f"records held over the run: {on_disk}"
+        assert design.log.peak_bytes < design.log.bytes_written / 4
     finally:
         design.close()
