@@ -6,11 +6,9 @@ from __future__ import annotations
 import functools
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import ClassVar, Iterator, Mapping
@@ -18,12 +16,11 @@ from typing import ClassVar, Iterator, Mapping
 from harness import registry, sql
 from engines.sqlite import bindings
 from engines.sqlite.background import BackgroundCheckpointer, backfilled_all
+from engines.sqlite.wal_index import WalIndex
 from harness.engine_api import (EngineBase, tables, EngineCounters, EngineInfo, PageMap, StorageStats,
                                  engine_setting_names, timed, timed_ddl)
 from harness.workload.block import Block
 
-_SHM_MXFRAME = struct.Struct("=I")   # wal-index header: u32 mxFrame at offset 16, native byte order
-_WAL_HEADER = struct.Struct(">IIII")  # magic, version, page size, checkpoint sequence
 # No background work to wait for after the load; an empty WAL makes the first autocheckpoint land at the
 # same point of the measured phase whatever the load left.
 SETTLE_CHECKPOINT = "TRUNCATE"
@@ -116,10 +113,7 @@ class SQLiteEngine(EngineBase):
             self._auto_frames = frames
         self._auto_ckpts = 0
         self.variant: str | None = None
-        self._ckpt_lock = threading.Lock()
-        self._shm_fd: int | None = None       # the -shm, held open (see _wal_bytes_in_use)
-        self._ckpt_seen = self._wal_checkpoint_seq() or 0   # a WAL created from now on starts at 0
-        self._ckpt_count = 0
+        self._wal = WalIndex(self.path)
         # what the manual checkpoints answered: (busy, WAL frames, frames checkpointed), summed
         self._manual = {"checkpoints_busy": 0, "checkpoint_wal_frames": 0, "checkpoint_frames_done": 0}
 
@@ -175,7 +169,7 @@ class SQLiteEngine(EngineBase):
         if mark is not None:
             self._committed_mark = mark
         if self._auto_frames:
-            if self._wal_frames() >= self._auto_frames:
+            if self._wal.frames() >= self._auto_frames:
                 self._wal_checkpoint("PASSIVE")
                 self._auto_ckpts += 1
             self._phases["checkpoint"] = (time.perf_counter_ns() - t2) / 1e6
@@ -242,7 +236,7 @@ class SQLiteEngine(EngineBase):
 
     def storage(self) -> StorageStats:
         return StorageStats(db_bytes=_size(self.path), wal_bytes=self._wal_bytes_in_use(),
-                            checkpoints=self._checkpoints())
+                            checkpoints=self._wal.checkpoints())
 
     def page_map(self) -> PageMap:
         """dbstat, in a process of its own (engines/sqlite/pagemap.py says why)."""
@@ -296,61 +290,12 @@ class SQLiteEngine(EngineBase):
                 # limit, spent on files about to be deleted (an interrupted run waited on it)
                 conn.config(SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             conn.close()
-        fd, self._shm_fd = getattr(self, "_shm_fd", None), None
-        if fd is not None:            # only now: closing it drops this process's locks on the -shm
-            os.close(fd)
+        wal = getattr(self, "_wal", None)
+        if wal is not None:            # only now: closing it drops this process's locks on the -shm
+            wal.close()
 
-    # --- WAL observation without touching the database ----------------------------------------
     def _wal_bytes_in_use(self) -> int:
-        """Frames in the WAL now (wal-index mxFrame), not the file size: SQLite reuses the WAL file from
-        its start after a checkpoint, so the file only shows the high-water mark.
-
-        The -shm file is opened once and held until close(): SQLite's locks on it are POSIX locks, which
-        any close() of any descriptor of that file in this process drops. Reading it through a fresh
-        descriptor each second released the engine's own locks; another process opening the database
-        then truncated the wal-index under the engine's mapping (SIGBUS)."""
-        hdr = self._wal_index_header()
-        if hdr is None:
-            return 0
-        page = struct.unpack_from("=H", hdr, 14)[0]
-        page = 65536 if page == 1 else page
-        (mx_frame,) = _SHM_MXFRAME.unpack_from(hdr, 16)
-        return 32 + mx_frame * (page + 24) if mx_frame else 0
-
-    def _wal_frames(self) -> int:
-        """Frames in the WAL after the last commit: what SQLite's WAL hook compares with the threshold."""
-        hdr = self._wal_index_header()
-        return _SHM_MXFRAME.unpack_from(hdr, 16)[0] if hdr is not None else 0
-
-    def _wal_index_header(self) -> bytes | None:
-        with self._ckpt_lock:
-            if self._shm_fd is None:
-                try:
-                    self._shm_fd = os.open(f"{self.path}-shm", os.O_RDONLY)
-                except OSError:
-                    return None
-            hdr = os.pread(self._shm_fd, 48, 0)
-        return hdr if len(hdr) >= 48 else None
-
-    def _wal_checkpoint_seq(self) -> int | None:
-        try:
-            with open(f"{self.path}-wal", "rb") as f:
-                hdr = f.read(16)
-        except OSError:
-            return None
-        if len(hdr) < 16:
-            return None
-        magic, _, _, seq = _WAL_HEADER.unpack(hdr)
-        return seq if magic in (0x377F0682, 0x377F0683) else None
-
-    def _checkpoints(self) -> int:
-        """Each WAL restart after a completed checkpoint bumps the header's checkpoint sequence number."""
-        with self._ckpt_lock:
-            seq = self._wal_checkpoint_seq()
-            if seq is not None and seq > self._ckpt_seen:
-                self._ckpt_count += seq - self._ckpt_seen
-                self._ckpt_seen = seq
-            return self._ckpt_count
+        return self._wal.bytes_in_use()
 
 
 def _binding(settings: Mapping[str, object]):

@@ -62,6 +62,6 @@ def test_a_local_file_gets_stock_sqlite_wal(engine):
     gen = BlockGenerator(mixed_spec())
     for b in gen.load_blocks(60, 2000, 10):
         engine.apply_block(engine.prepare_block(b))
-    assert engine._wal_checkpoint_seq() is not None, "SQLite's WAL header magic"
+    assert engine._wal.checkpoint_seq() is not None, "SQLite's WAL header magic"
     assert engine.path.with_name(engine.path.name + "-shm").exists()
     assert engine.storage().wal_bytes > 0
