@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ install: $(STAMP) ## create .venv and install the harness and its drivers
 
 run: $(STAMP) ## one run: ENGINE=sqlite SCENARIO=reorg [PROFILE=smoke|quick|ratio|full] [MEM=512m] [POLICY=sized|stock] [DURABILITY=commit|checkpoint] [SCALE=] [DURATION=s] [EARLY_ABORT=1] [DROP_STATES=1] [SET="k=v ..."]
 	@$(HARNESS) run $(RUN_ARGS)
+
+faults: $(STAMP) ## a fault campaign over a block log: kills at commit, apply, rotation and idle, then power cuts [ENGINES="sqlite postgres"] [PROFILE=smoke|quick] [SET=]
+	@$(HARNESS) faults --engines $(or $(ENGINES),sqlite postgres) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) $(foreach s,$(SET),--set $(s))
 
 sweep: $(STAMP) ## every cell, resumable: ENGINES="sqlite libsql" SCENARIO=p99_5x MEMS="8g 16g" [SCALES=] [PROFILE=] [REPEATS=] [EARLY_ABORT=1] [DROP_STATES=1] [PLACE=local|swarm]
 	@$(HARNESS) sweep --scenario $(SCENARIO) --engines $(if $(ENGINES),$(ENGINES),$(ENGINE)) \

@@ -1,5 +1,5 @@
 """The `harness` command: one subcommand per make target (run, sweep, verdict, ceiling, knee, the benches,
-states, report, validate; cells.py and walks.py); errors are one line (traceback with -v); exit codes as in
+states, report, validate, the fault campaign; cells.py, walks.py and faults.py); errors are one line (traceback with -v); exit codes as in
 docs/design.md."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 
 from harness.cli.cells import add_benches, add_report, add_run, add_states, add_validate, cmd_runner
+from harness.cli.faults import add_faults
 from harness.cli.walks import (add_ceiling, add_experiments, add_k8s, add_knee, add_matrix, add_sweep, add_v1,
                                add_verdict)
 from harness.compare import add_command as add_compare
@@ -22,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)
     for add in (add_run, add_validate, add_benches, add_sweep, add_matrix, add_verdict, add_ceiling, add_knee, add_v1,
-                add_states, add_report, add_compare, add_experiments, add_k8s):
+                add_states, add_report, add_compare, add_experiments, add_k8s, add_faults):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)

@@ -62,7 +62,7 @@ class BlockLogEngine:
         with self._engine_lock:
             self.inner.open(settings, data_dir)
         self.log = BlockLogFile(Path(data_dir) / LOG_DIR, self.sync, self.segment_bytes)
-        self.log.on_rotate = lambda seq: self._hook("rotate", seq)
+        self.log.on_rotate = lambda number: self._hook("rotate", number)
         self._q: queue.Queue = queue.Queue()
         self._done = threading.Condition()
         self._acked = self._applied_count = 0

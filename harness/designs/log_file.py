@@ -41,7 +41,7 @@ class BlockLogFile:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.bytes_written = 0
         self.rotations = 0                              # segments opened by append since open
-        self.on_rotate = None                           # called (segment) as a new segment opens: a kill aims there
+        self.on_rotate = None                           # called (block) as its record opens a segment: a kill aims there
         self._lock = threading.Lock()                   # the bookkeeping below, writer and applier alike
         self._release_lock = threading.Lock()           # one release at a time
         self._closed: dict[int, tuple[int, int]] = {}   # segment -> (its last block, its bytes): never written again
@@ -98,7 +98,7 @@ class BlockLogFile:
     def append(self, number: int, payload: bytes) -> tuple[int, int, int]:
         """Write one record (synced when the log is): (segment, where it starts, ns spent syncing)."""
         if self._fd is None or self._size >= self.segment_bytes:
-            self._open_segment()
+            self._open_segment(number)
         at = self._size
         rec = _HEAD.pack(MAGIC, number, len(payload), zlib.crc32(payload)) + payload
         os.write(self._fd, rec)
@@ -113,7 +113,7 @@ class BlockLogFile:
         self.peak_bytes = max(self.peak_bytes, self.bytes_on_disk())
         return self._seq, at, sync_ns
 
-    def _open_segment(self) -> None:
+    def _open_segment(self, number: int) -> None:
         """The new segment's file and name made durable first, then the old one published as closed: until then a
         release sees the old one as the one being written and keeps it."""
         seq = self._next
@@ -123,7 +123,7 @@ class BlockLogFile:
         if rotating:
             self.rotations += 1
             if self.on_rotate is not None:
-                self.on_rotate(seq)
+                self.on_rotate(number)
         old_fd = self._fd
         with self._lock:
             if self._seq is not None:
