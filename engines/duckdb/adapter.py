@@ -39,12 +39,16 @@ def connect_config(settings: Mapping[str, object]) -> dict:
     return cfg
 
 
+def _cols(variant: str, table: str) -> str:
+    return ", ".join(schema.columns(variant, table))
+
+
 def block_sql(variant: str) -> sql.BlockSQL:
     """Set-based statements over the registered Arrow tables _pk, _keys and _ins."""
-    insert, delete, terminate = {}, {}, {}
+    insert = {t: f"INSERT INTO {t} ({_cols(variant, t)}) SELECT {_cols(variant, t)} FROM _ins"
+              for t in schema.tables(variant)}        # a state's bulk build fills the history tables too
+    delete, terminate = {}, {}
     for t in TABLES:
-        cols = ", ".join(schema.columns(variant, t))
-        insert[t] = f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _ins"
         delete[t] = f"DELETE FROM {t} USING _pk WHERE " + " AND ".join(
             f"{t}.{c} = _pk.{c}" for c in schema.primary_key(variant, t))
         keys = "entity_key IN (SELECT k FROM _keys)"

@@ -161,7 +161,8 @@ class RunPlan(Strict):
         return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
                             op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,
                             ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
-                            long_lived_fraction=w.long_lived_fraction, dc=dc)
+                            long_lived_fraction=w.long_lived_fraction, dc=dc,
+                            history_versions=self.load.history_versions)
 
     @classmethod
     def read(cls, path: Path) -> "RunPlan":

@@ -124,6 +124,10 @@ class Load(Strict):
     method: Literal["state", "organic"] = Field(
         "state", description="state: clone a cached starting state built at bulk speed (harness/state); "
                              "organic: replay the load row by row through the engine's transactional path")
+    history_versions: int = Field(0, ge=0, le=8, description="passes after the creates revising every entity once: "
+                                  "each leaves an ended version per entity (in place under bitemporal, in the "
+                                  "history tables under current_history, none under simple), so history reads "
+                                  "meet a history; 1: a history as large as the current tables")
     age_blocks: int = Field(50, ge=0, description="blocks of the scenario's own mix applied untimed after the "
                                                    "load: a bulk-built B-tree is denser than a grown one")
     aged_state: bool = Field(False, description="age once into a starting state of its own (harness/state/aged.py) "

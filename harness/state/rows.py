@@ -4,11 +4,14 @@ is cheapest to build in.
 
 Entity keys are hashes, so ordering the entities by key orders every table by its primary key (each
 primary key starts with entity_key; within an entity at load, from_block is one value and attribute
-names are unique). Workers build whole entities (entity.version_rows, as the model does) for chunks of
-that order and convert them for the engine; the parent only merges digests and passes chunks on."""
+names are unique; an entity's ended versions, from the load's history passes, sort by their primary key).
+Workers build whole entities (entity.version_rows, as the model does) for chunks of that order and convert them
+for the engine; the parent only merges digests and passes chunks on."""
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
+import operator
 import os
 import time
 from dataclasses import dataclass
@@ -18,8 +21,9 @@ from harness import registry
 from harness.workload.dc import DcModel
 from harness.workload.dc_tables import seed_entity_rows
 from harness.workload.digest import table_hasher
+from harness.workload import schema
 from harness.workload.entity import EntityState, entity_key, version_rows
-from harness.workload.expected import LiveModel
+from harness.workload.expected import LiveModel, LoadHistory
 from harness.workload.shapes import SHAPES
 
 CHUNK_ENTITIES = 2000        # ~50K mendoza rows per chunk between processes
@@ -34,9 +38,11 @@ class Chunk:
     digests: dict[str, tuple[int, int, int]]   # table -> (hash sum, count, logical bytes)
 
 
-def _init(shape: str, seed: int, variant: str, engine: str | None, nodes_per_dc: int | None) -> None:
+def _init(shape: str, seed: int, variant: str, engine: str | None, nodes_per_dc: int | None,
+          history: LoadHistory | None) -> None:
     prepare = registry.engine_class(engine)().prepare_bulk if engine else lambda variant, rows: rows
-    _worker.update(shape=SHAPES[shape], seed=seed, variant=variant, prepare=prepare, nodes_per_dc=nodes_per_dc)
+    _worker.update(shape=SHAPES[shape], seed=seed, variant=variant, prepare=prepare, nodes_per_dc=nodes_per_dc,
+                   history=history if history is not None and history.versions else None)
     try:
         os.nice(5)      # the engine's writer (the parent) comes first when the cores are short
     except OSError:
@@ -52,10 +58,12 @@ def _build_chunk(entities: list[tuple]) -> Chunk:
             st = EntityState(eid, key, from_block, names_nonce, value_nonce, owner, expiration)
             st.creator, st.created_at = creator, created_at
             versions = version_rows(st, shape, seed, variant)
+            if _worker["history"] is not None:
+                _add_ended(versions, st, _worker["history"].ended(eid), shape, seed, variant)
         else:       # a DC seed entity: (kind, dc, number, block)
             versions = seed_entity_rows(seed, _worker["nodes_per_dc"], variant, *e)
-        for table, rs in versions.items():
-            rows.setdefault(table, []).extend(sorted(rs))   # one entity's rows: by attribute name
+        for table, rs in versions.items():      # one entity's rows, by primary key
+            rows.setdefault(table, []).extend(sorted(rs, key=_pk_order(variant, table)))
     digests = {}
     for table, rs in rows.items():
         total = nbytes = 0
@@ -66,6 +74,29 @@ def _build_chunk(entities: list[tuple]) -> Chunk:
             nbytes += n
         digests[table] = (total, len(rs), nbytes)      # TableDigest.merge reduces the sum
     return Chunk(len(entities), sum(len(r) for r in rows.values()), _worker["prepare"](variant, rows), digests)
+
+
+def _add_ended(versions: dict[str, list[tuple]], st: EntityState, ended: list[tuple[int, int, int]], shape,
+               seed: int, variant: str) -> None:
+    """An entity's ended versions (the load's history passes) beside its current one: in place under bitemporal,
+    in the history tables under current_history, none under simple (it keeps no history)."""
+    apart = schema.keeps_history_apart(variant)
+    if variant != "bitemporal" and not apart:
+        return
+    for from_block, nonce, to_block in ended:
+        old = EntityState(st.id, st.key, from_block, nonce, nonce, st.owner, st.expiration)
+        old.creator, old.created_at = st.creator, st.created_at
+        for table, rs in version_rows(old, shape, seed, variant, to_block).items():
+            if apart:
+                versions.setdefault(table + schema.HISTORY, []).extend(schema.history_row(r, to_block) for r in rs)
+            else:
+                versions[table].extend(rs)
+
+
+@functools.lru_cache(maxsize=None)
+def _pk_order(variant: str, table: str):
+    names = schema.columns(variant, table)
+    return operator.itemgetter(*(names.index(c) for c in schema.primary_key(variant, table)))
 
 
 def _entities_by_key(model: LiveModel, dc: DcModel | None) -> list[tuple]:
@@ -90,8 +121,8 @@ def sorted_chunks(model: LiveModel, shape: str, engine: str | None, workers: int
     del todo
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     ctx = mp.get_context("spawn")       # the parent may hold an engine's threads
-    with ctx.Pool(workers, initializer=_init,
-                  initargs=(shape, model.seed, model.variant, engine, dc.spec.nodes_per_dc if dc else None)) as pool:
+    with ctx.Pool(workers, initializer=_init, initargs=(shape, model.seed, model.variant, engine,
+                                                      dc.spec.nodes_per_dc if dc else None, model.history)) as pool:
         for chunk in pool.imap(_build_chunk, parts):
             for table, parts in chunk.digests.items():
                 model.digest.table(table).merge(*parts)

@@ -24,6 +24,12 @@ def _key(inputs: StateInputs) -> str:
     return f"{inputs.engine}/{inputs.variant}/{inputs.shape}"
 
 
+def _versions(inputs: StateInputs) -> int:
+    """The entity versions a state holds: its load's history passes leave ended ones beside the current (the
+    simple schema keeps none)."""
+    return inputs.entities * (1 + (inputs.history_versions if inputs.variant != "simple" else 0))
+
+
 def remember(root: Path, man: StateManifest) -> None:
     """A bulk build's bytes per entity in the ledger, where it is the largest of its engine, variant and shape
     yet: a state moved into its last cell (DROP_STATES=1) still sizes the next build (5x from 1x)."""
@@ -31,8 +37,8 @@ def remember(root: Path, man: StateManifest) -> None:
         return
     ledger = _ledger(root)
     was = ledger.get(_key(man.inputs))
-    if was is None or was["entities"] <= man.inputs.entities:
-        ledger[_key(man.inputs)] = {"entities": man.inputs.entities, "data_bytes": man.data_bytes, "state": man.id,
+    if was is None or was["entities"] <= _versions(man.inputs):
+        ledger[_key(man.inputs)] = {"entities": _versions(man.inputs), "data_bytes": man.data_bytes, "state": man.id,
                                     "built_utc": man.built_utc}
         (root / LEDGER).write_text(json.dumps(ledger, indent=2, sort_keys=True))
 
@@ -56,11 +62,11 @@ def _built_per_entity(root: Path, inputs: StateInputs) -> float | None:
             continue
         if man.inputs.engine == inputs.engine and man.inputs.variant == inputs.variant and man.inputs.entities \
                 and not man.inputs.dc:
-            built.append((man.inputs.entities, man.data_bytes / man.inputs.entities))
+            built.append((_versions(man.inputs), man.data_bytes / _versions(man.inputs)))
     was = _ledger(root).get(_key(inputs))
     if was:
         built.append((was["entities"], was["data_bytes"] / was["entities"]))
-    near = [b for b in built if b[0] * NEAR_SHARE >= inputs.entities]
+    near = [b for b in built if b[0] * NEAR_SHARE >= _versions(inputs)]
     return max(near)[1] if near else None
 
 
@@ -74,7 +80,7 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
     per_entity = _built_per_entity(root, inputs) or GUESS_BYTES_PER_LOGICAL * logical
     dc_entities = dc_seed_entities(inputs)
-    return int(per_entity * inputs.entities
+    return int(per_entity * _versions(inputs)
                + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
 
 
@@ -101,7 +107,7 @@ def growth_bytes(plan, state_bytes: int) -> int:
     the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
     the WAL is left out, kept small by checkpoints."""
     inputs = store.inputs_for(plan)
-    load_rows = (inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
+    load_rows = (_versions(inputs) * store.SHAPES[inputs.shape].rows_per_entity
                  + dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY)      # a DC state: its seed's rows
     if not load_rows:
         return 0

@@ -64,6 +64,7 @@ class StateInputs(BaseModel):
     entities: int
     batch_rows: int
     expiry_spread_blocks: int
+    history_versions: int = 0             # the load's revision passes (load.history_versions)
     dc: Optional[dict[str, object]] = None   # the Data Center seed: data_centres, fraction (workload.dc)
     aged: Optional[dict[str, object]] = None  # an aged state's base id, blocks, workload and write path (aged.py)
 
@@ -72,7 +73,8 @@ class StateInputs(BaseModel):
         digest = hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
         dc = f"-dc{self.dc['data_centres']}x{self.dc['fraction']:g}" if self.dc else ""
         aged = f"-aged{self.aged['blocks']}" if self.aged else ""
-        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}{dc}{aged}-{digest[:10]}"
+        hist = f"-h{self.history_versions}" if self.history_versions else ""
+        return f"{self.engine}-{self.variant}-{self.shape}-s{self.seed}-e{self.entities}{hist}{dc}{aged}-{digest[:10]}"
 
 
 class StateManifest(BaseModel):
@@ -217,7 +219,7 @@ def inputs_for(plan) -> StateInputs:
                        seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
                        expiry_spread_blocks=plan.load.expiry_spread_blocks,
-                       dc={"data_centres": w.dc.data_centres, "fraction": w.dc.fraction} if w.dc else None)
+                       history_versions=plan.load.history_versions, dc={"data_centres": w.dc.data_centres, "fraction": w.dc.fraction} if w.dc else None)
 
 
 def write_failure(root: Path, inputs: StateInputs, why: str, oom: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.workload import schema
@@ -23,6 +24,26 @@ MODEL_FORMAT = 1
 # id-indexed columns (slot 0 unused): typecode per field; pos is the entity's index in live_ids, -1 = gone
 _COLUMNS = {"from_block": "i", "names_nonce": "i", "value_nonce": "i", "owner": "H", "creator": "H",
             "expiration": "q", "created_at": "i", "pos": "i"}
+
+
+@dataclass(frozen=True)
+class LoadHistory:
+    """The load's revision passes (generator._history_blocks), for a state build's workers to rebuild each
+    entity's ended versions without the model keeping them: version p of the entity created i-th (p = 0 its
+    create) starts at block first_block + p * creates + 1 + i // per_block with the nonce first_nonce + p *
+    entities + i, and ends where version p + 1 starts."""
+    first_block: int
+    first_id: int
+    entities: int
+    per_block: int
+    versions: int           # ended versions per entity
+    first_nonce: int
+
+    def ended(self, eid: int) -> list[tuple[int, int, int]]:
+        """(from_block, nonce, to_block) of each ended version of the entity, oldest first."""
+        i, creates = eid - self.first_id, -(-self.entities // self.per_block)
+        starts = [self.first_block + p * creates + 1 + i // self.per_block for p in range(self.versions + 1)]
+        return [(starts[p], self.first_nonce + p * self.entities + i, starts[p + 1]) for p in range(self.versions)]
 
 
 class LiveModel:
@@ -41,8 +62,17 @@ class LiveModel:
         self._next_id = 1
         self._nonce = 0
         self._expired_through = 0          # every expiry at or before this block has been emitted
+        self.history: LoadHistory | None = None     # a bulk load's ended versions (generator.load_model)
 
     # ---- entities ----------------------------------------------------------------------------
+    @property
+    def next_id(self) -> int:
+        return self._next_id
+
+    @property
+    def nonce(self) -> int:
+        return self._nonce
+
     def entity(self, eid: int) -> EntityState:
         c = self.cols
         st = EntityState(eid, entity_key(self.seed, eid), c["from_block"][eid], c["names_nonce"][eid],
@@ -137,6 +167,21 @@ class LiveModel:
             if not self.is_long_lived(st):
                 new.expiration = block.number + min(btl, LONG_LIVED_BTL // 4)
         return self._replace(block, st, mutate)
+
+    def revise(self, block: Block, st: EntityState) -> int:
+        """A load's history pass: new values and payload, the same lifetime and owner."""
+        def mutate(new: EntityState) -> None:
+            new.names_nonce = new.value_nonce = self._new_nonce()
+        return self._replace(block, st, mutate)
+
+    def revise_untracked(self, eid: int, block_number: int) -> None:
+        """revise() as the model alone sees it, no row built (a state build makes the rows apart)."""
+        st = self.entity(eid)
+        self._untrack(st)
+        new = st.copy()
+        new.from_block = block_number
+        new.names_nonce = new.value_nonce = self._new_nonce()
+        self._track(new)
 
     def extend(self, block: Block, st: EntityState, extra_blocks: int) -> int:
         def mutate(new: EntityState) -> None:

@@ -11,7 +11,7 @@ from harness.workload.block import Block
 from harness.workload import dc_file
 from harness.workload.dc import DcModel
 from harness.workload.dc_tables import DcSpec
-from harness.workload.expected import LONG_LIVED_BTL, LiveModel
+from harness.workload.expected import LONG_LIVED_BTL, LiveModel, LoadHistory
 from harness.workload.shapes import SHAPES
 
 OPS = ("create", "update", "delete", "extend", "change_owner")
@@ -30,6 +30,7 @@ class WorkloadSpec:
     extend_blocks: tuple[int, int] = (10, 100)
     long_lived_fraction: float | None = None
     dc: DcSpec | None = None          # the Data Center model beside mendoza's entities (dc.py)
+    history_versions: int = 0         # the load's passes revising every entity: ended versions each one carries
 
 
 class BlockGenerator:
@@ -65,9 +66,10 @@ class BlockGenerator:
             dc_file.restore(self.dc, Path(path).with_name(dc_file.DC_MODEL_FILE))
 
     def load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
-        """Create-only blocks that build the starting database. Ephemeral entities expire uniformly over
-        the `expiry_spread_blocks` after the load, so the measured phase sees a steady trickle of expiries
-        rather than all of them at once. The DC model's seed follows mendoza's entities."""
+        """The blocks that build the starting database: creates, then history_versions passes revising every
+        entity. Ephemeral entities expire uniformly over the `expiry_spread_blocks` after the load, so the
+        measured phase sees a steady trickle of expiries rather than all of them at once. The DC model's seed
+        follows mendoza's entities."""
         yield from self._mendoza_load_blocks(entities, batch_rows, expiry_spread_blocks)
         if self.dc:
             yield from self.dc.seed_blocks(lambda: self._new_block("load"), self._dc_per_block(batch_rows))
@@ -75,7 +77,8 @@ class BlockGenerator:
     def _mendoza_load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         m = self.model
         per_block = max(1, batch_rows // self.shape.rows_per_entity)
-        load_end = self.block_number + -(-entities // per_block)
+        first_id = m.next_id
+        load_end = self.block_number + -(-entities // per_block) * (1 + self.spec.history_versions)
         made = 0
         while made < entities:
             block = self._new_block("load")
@@ -86,6 +89,20 @@ class BlockGenerator:
                 block.ops["create"] += 1
                 made += 1
             yield block
+        yield from self._history_blocks(first_id, entities, per_block)
+
+    def _history_blocks(self, first_id: int, entities: int, per_block: int) -> Iterator[Block]:
+        """history_versions passes after the creates, each revising every entity once, in creation order, as
+        many to a block as the creates were: each revision ends the current version (into the history tables
+        under current_history, in place under bitemporal) and inserts the next, with new values and payload."""
+        m = self.model
+        for _ in range(self.spec.history_versions):
+            for start in range(0, entities, per_block):
+                block = self._new_block("load")
+                for eid in range(first_id + start, first_id + min(entities, start + per_block)):
+                    block.rows_written += m.revise(block, m.entity(eid))
+                    block.ops["update"] += 1
+                yield block
 
     def load_model(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> None:
         """The model as load_blocks(...) leaves it, with the same draws in the same order, but no row built
@@ -93,13 +110,18 @@ class BlockGenerator:
         digest from them."""
         m = self.model
         per_block = max(1, batch_rows // self.shape.rows_per_entity)
-        first = self.block_number
-        load_end = first + -(-entities // per_block)
+        first, first_id, first_nonce = self.block_number, m.next_id, m.nonce + 1
+        creates = -(-entities // per_block)
+        load_end = first + creates * (1 + self.spec.history_versions)
         for made in range(entities):
             number = first + 1 + made // per_block
             btl = LONG_LIVED_BTL if m.rng.random() < m.long_lived_fraction else \
                 load_end + m.rng.randint(1, max(1, expiry_spread_blocks)) - number
             m._track(m.new_entity(number, btl))
+        m.history = LoadHistory(first, first_id, entities, per_block, self.spec.history_versions, first_nonce)
+        for p in range(1, self.spec.history_versions + 1):
+            for made in range(entities):
+                m.revise_untracked(first_id + made, first + p * creates + 1 + made // per_block)
         self.block_number = load_end
         if self.dc:
             self.block_number = self.dc.load_seed(self.block_number, self._dc_per_block(batch_rows))
