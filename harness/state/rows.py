@@ -60,8 +60,12 @@ def _build_chunk(entities: list[tuple]) -> Chunk:
             versions = version_rows(st, shape, seed, variant)
             if _worker["history"] is not None:
                 _add_ended(versions, st, _worker["history"].ended(eid), shape, seed, variant)
-        else:       # a DC seed entity: (kind, dc, number, block)
-            versions = seed_entity_rows(seed, _worker["nodes_per_dc"], variant, *e)
+        else:       # a DC seed entity: (kind, dc, number, block, its versions' (from_block, nonce))
+            kind, dc, number, created, spans = e
+            versions = seed_entity_rows(seed, _worker["nodes_per_dc"], variant, kind, dc, number, created, *spans[-1])
+            for (from_block, nonce), (to_block, _) in zip(spans, spans[1:]):
+                _place_ended(versions, seed_entity_rows(seed, _worker["nodes_per_dc"], variant, kind, dc, number,
+                                                        created, from_block, nonce, to_block), to_block, variant)
         for table, rs in versions.items():      # one entity's rows, by primary key
             rows.setdefault(table, []).extend(sorted(rs, key=_pk_order(variant, table)))
     digests = {}
@@ -80,17 +84,21 @@ def _add_ended(versions: dict[str, list[tuple]], st: EntityState, ended: list[tu
                seed: int, variant: str) -> None:
     """An entity's ended versions (the load's history passes) beside its current one: in place under bitemporal,
     in the history tables under current_history, none under simple (it keeps no history)."""
-    apart = schema.keeps_history_apart(variant)
-    if variant != "bitemporal" and not apart:
-        return
     for from_block, nonce, to_block in ended:
         old = EntityState(st.id, st.key, from_block, nonce, nonce, st.owner, st.expiration)
         old.creator, old.created_at = st.creator, st.created_at
-        for table, rs in version_rows(old, shape, seed, variant, to_block).items():
-            if apart:
-                versions.setdefault(table + schema.HISTORY, []).extend(schema.history_row(r, to_block) for r in rs)
-            else:
-                versions[table].extend(rs)
+        _place_ended(versions, version_rows(old, shape, seed, variant, to_block), to_block, variant)
+
+
+def _place_ended(versions: dict[str, list[tuple]], ended: dict[str, list[tuple]], to_block: int, variant: str) -> None:
+    """An ended version's rows (ending at to_block) where the variant keeps them: in place under bitemporal, in
+    the history tables under current_history, nowhere under simple."""
+    apart = schema.keeps_history_apart(variant)
+    for table, rs in ended.items():
+        if apart:
+            versions.setdefault(table + schema.HISTORY, []).extend(schema.history_row(r, to_block) for r in rs)
+        elif variant == "bitemporal":
+            versions[table].extend(rs)
 
 
 @functools.lru_cache(maxsize=None)

@@ -164,14 +164,15 @@ def event_rows(seed: int, seq: int, dc: int, on_node: bool, subject: int, event:
                        "application/json", variant)
 
 
-def seed_entity_rows(seed: int, nodes_per_dc: int, variant: str, kind: str, dc: int, number: int,
-                     block: int) -> dict[str, list[tuple]]:
-    """A seed entity's rows from its id and load block alone (its status is its seed status, its version
-    the first): what DcModel.load_seed leaves, without the model (a state build's workers)."""
+def seed_entity_rows(seed: int, nodes_per_dc: int, variant: str, kind: str, dc: int, number: int, created: int,
+                     from_block: int, nonce: int, to_block: int = MAX_BLOCK) -> dict[str, list[tuple]]:
+    """One version of a seed entity from its id alone (its status is its seed status: a history pass keeps it):
+    what DcModel.load_seed leaves, without the model (a state build's workers)."""
     if kind == "node":
-        return node_rows(seed, dc, number, node_attrs(seed, dc, number).seed_status, 0, block, block, variant)
-    return workload_rows(seed, dc, number, nodes_per_dc, workload_attrs(seed, dc, number).seed_status, True, 0,
-                         block, block, variant)
+        return node_rows(seed, dc, number, node_attrs(seed, dc, number).seed_status, nonce, from_block, created,
+                         variant, to_block)
+    return workload_rows(seed, dc, number, nodes_per_dc, workload_attrs(seed, dc, number).seed_status, True, nonce,
+                         from_block, created, variant, to_block)
 
 
 def node_count_index(dc: int, status: int, vm: int, cpu: int, ram: int) -> int:

@@ -72,7 +72,8 @@ class BlockGenerator:
         follows mendoza's entities."""
         yield from self._mendoza_load_blocks(entities, batch_rows, expiry_spread_blocks)
         if self.dc:
-            yield from self.dc.seed_blocks(lambda: self._new_block("load"), self._dc_per_block(batch_rows))
+            yield from self.dc.seed_blocks(lambda: self._new_block("load"), self._dc_per_block(batch_rows),
+                                           self.spec.history_versions)
 
     def _mendoza_load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         m = self.model
@@ -124,7 +125,8 @@ class BlockGenerator:
                 m.revise_untracked(first_id + made, first + p * creates + 1 + made // per_block)
         self.block_number = load_end
         if self.dc:
-            self.block_number = self.dc.load_seed(self.block_number, self._dc_per_block(batch_rows))
+            self.block_number = self.dc.load_seed(self.block_number, self._dc_per_block(batch_rows),
+                                                  self.spec.history_versions)
 
     def next_block(self) -> Block:
         m, spec = self.model, self.spec

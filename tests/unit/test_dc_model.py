@@ -1,6 +1,7 @@
 """The Data Center model (harness/workload/dc.py): deterministic ids, the reference's shares, exact counts
 that a real SQLite agrees with after a DC-heavy write stream, and one model whichever way the seed is
 loaded (row by row, or as a state build's sorted chunks)."""
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -89,26 +90,31 @@ def test_a_dc_heavy_stream_leaves_sqlite_with_the_models_rows_and_counts(tmp_pat
         engine.close()
 
 
-def test_a_state_builds_seed_is_the_organic_loads(tmp_path):
+@pytest.mark.parametrize("history_versions", [0, 2])
+def test_a_state_builds_seed_is_the_organic_loads(tmp_path, history_versions):
     """The bulk path (model seeded without rows, rows made apart in key order) and a row-by-row load give
-    the same digest, and a saved model continues the stream exactly as the original."""
-    organic = BlockGenerator(_spec(fraction=0.001))
+    the same digest, and a saved model continues the stream exactly as the original; with the load's history
+    passes too, each seed entity's ended versions built in bulk beside its current one."""
+    spec = dataclasses.replace(_spec(fraction=0.001), history_versions=history_versions)
+    organic = BlockGenerator(spec)
     for _ in organic.load_blocks(300, 5000, 100):
         pass
-    bulk = BlockGenerator(_spec(fraction=0.001))
+    bulk = BlockGenerator(spec)
     bulk.load_model(300, 5000, 100)
     for _ in sorted_chunks(bulk.model, "mendoza", None, workers=1, dc=bulk.dc):
         pass
     assert bulk.block_number == organic.block_number
     assert bulk.model.digest.as_dict() == organic.model.digest.as_dict()
     bulk.save(tmp_path / "model.bin")
-    restored = BlockGenerator(_spec(fraction=0.001))
+    restored = BlockGenerator(spec)
     restored.restore(tmp_path / "model.bin")
     for _ in range(30):
         a, b, c = organic.next_block(), bulk.next_block(), restored.next_block()
         assert a.inserts == b.inserts == c.inserts and a.terminate_keys == c.terminate_keys
     assert restored.model.digest.as_dict() == organic.model.digest.as_dict()
     assert restored.dc.workloads_with(2, "running") == organic.dc.workloads_with(2, "running")
+    assert list(bulk.dc.node_prev_from) == list(organic.dc.node_prev_from)
+    assert list(bulk.dc.node_from) == list(organic.dc.node_from)
 
 
 def test_an_answer_is_checked_against_the_model_at_the_block_it_saw(tmp_path):
