@@ -292,7 +292,8 @@ class PostgresEngine(EngineBase):
                 "SELECT pg_database_size(current_database()), "
                 "pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint()))"
             ).fetchone()
-        return StorageStats(db_bytes=int(db), wal_bytes=int(wal),
+        # NULL where the server cannot say yet (no checkpoint's redo point just after a crash recovery)
+        return StorageStats(db_bytes=int(db or 0), wal_bytes=None if wal is None else int(wal),
                             checkpoints=self._checkpoint_counter() - self._ckpt_at_open)
 
     def row_counts(self) -> dict[str, int]:

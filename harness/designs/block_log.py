@@ -66,6 +66,7 @@ class BlockLogEngine:
         self._q: queue.Queue = queue.Queue()
         self._done = threading.Condition()
         self._acked = self._applied_count = 0
+        self._ckpts_queued = self._ckpts_done = 0     # checkpoints among the blocks: a drain waits for them too
 
     def create_schema(self, variant: str, indexes=None) -> None:
         with self._engine_lock:
@@ -102,10 +103,16 @@ class BlockLogEngine:
         self._thread.start()
 
     def _refresh(self) -> None:
-        """The engine's counters and storage, read under the lock by whoever holds it: the runner's sampler and
-        writer ask while the applier is inside a transaction, and get these (a driver's connection may not be used
-        from two threads at once, and the acknowledgement must not wait for an apply to ask)."""
-        self._counters, self._storage = self.inner.counters(), self.inner.storage()
+        """The engine's counters (and its storage, once the sampler has asked for it), read under the lock by
+        whoever holds it: the runner's sampler and writer ask while the applier is inside a transaction, and get
+        these (a driver's connection may not be used from two threads at once, and the acknowledgement must not
+        wait for an apply to ask). An observation that fails keeps the last one: the sampler reports its own."""
+        self._counters = self.inner.counters()
+        if self._storage is not None:
+            try:
+                self._storage = self.inner.storage()
+            except Exception:
+                pass
 
     def _release(self) -> None:
         durable = self._applied_through if self.applied_is_durable else self._locked(self.inner.durable_mark)
@@ -138,8 +145,8 @@ class BlockLogEngine:
         return self._counters
 
     def storage(self):
-        """Read now where the engine is free, else as of the applier's last group (see _refresh)."""
-        if not self._engine_lock.acquire(blocking=False):
+        """Read now where the engine is free (or on the first call), else as of the applier's last group."""
+        if not self._engine_lock.acquire(blocking=self._storage is None):
             return self._storage
         try:
             self._storage = self.inner.storage()
@@ -158,6 +165,9 @@ class BlockLogEngine:
                         self._refresh()
                         self._hook("idle")
                     self._release()
+                    with self._done:
+                        self._ckpts_done += 1
+                        self._done.notify_all()
                     continue
                 self._apply(self._group(item))
         except BaseException as e:       # the next acknowledgement (or drain) raises it
@@ -205,10 +215,12 @@ class BlockLogEngine:
             self.phase_hook(phase, block)
 
     def drain(self) -> float:
-        """Wait until every acknowledged block is applied; the seconds it took."""
+        """Wait until every acknowledged block is applied, and every checkpoint queued among them run (none may
+        then use the connection under a reader of it); the seconds it took."""
         t0 = time.perf_counter()
         with self._done:
-            while self._applied_count < self._acked and self._error is None:
+            while (self._applied_count < self._acked or self._ckpts_done < self._ckpts_queued) \
+                    and self._error is None:
                 self._done.wait(0.5)
         if self._error is not None:
             raise RuntimeError(f"the block log's applier failed: {self._error}") from self._error
@@ -220,6 +232,8 @@ class BlockLogEngine:
 
     # --- the rest of the contract, in step with the applier ------------------------------------
     def checkpoint(self, mode: str) -> None:
+        with self._done:
+            self._ckpts_queued += 1
         self._q.put(mode)            # the applier runs it between groups: the acknowledgements never wait
 
     def settle(self) -> None:
