@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.errors import ConfigError
 from harness.workload.block import MAX_BLOCK
+from harness.workload.schema import VARIANTS, keeps_history_apart
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERIC_FILE = ROOT / "engines" / "queries.yaml"
 MIXES_FILE = ROOT / "scenarios" / "mixes.yaml"
-VARIANTS = ("bitemporal", "simple", "current_history")
 # current_history answers a bitemporal-only kind from its <table>_versions views (current ∪ history)
 _BITEMPORAL_CURRENT = f"AND to_block = {MAX_BLOCK}"
 _BASE_TABLE = re.compile(r"\b(FROM|JOIN)\s+(string_attributes|numeric_attributes|payloads)\b")
@@ -54,7 +54,7 @@ class Kind(Strict):
 
     def runs_on(self, variant: str) -> bool:
         """A bitemporal kind runs on current_history too, over its versions views."""
-        return variant in self.variants or (variant == "current_history" and "bitemporal" in self.variants)
+        return variant in self.variants or (keeps_history_apart(variant) and "bitemporal" in self.variants)
 
     def statements_for(self, variant: str) -> tuple[list[str], str]:
         """(the statements, the text {current} stands for) on `variant`."""

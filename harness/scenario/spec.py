@@ -94,7 +94,8 @@ class Crash(Strict):
 
 
 class Workload(Strict):
-    variant: Literal["bitemporal", "simple", "current_history"] = Field("bitemporal", alias="schema")
+    variant: Literal["bitemporal", "simple", "current_history", "current_history_indexed"] = Field(
+        "bitemporal", alias="schema")
     shape: Literal[tuple(SHAPES)] = "mendoza"  # type: ignore[valid-type]
     seed: int = 1
     block_interval_ms: float = Field(2000.0, ge=0, description="0 = unthrottled (as fast as the engine goes)")

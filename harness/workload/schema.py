@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from harness.workload.block import MAX_BLOCK
 
 TABLES = ("string_attributes", "numeric_attributes", "payloads")
-VARIANTS = ("bitemporal", "simple", "current_history")
+VARIANTS = ("bitemporal", "simple", "current_history", "current_history_indexed")
 HISTORY = "_history"        # current_history: a base table's closed versions
 VERSIONS = "_versions"      # current_history: a base table's every version, as a view
 LOGICAL_TYPES = ("bytes", "text", "int64")
@@ -69,17 +69,27 @@ def _simple() -> dict[str, Table]:
     return out
 
 
-def _current_history() -> dict[str, Table]:
+def _current_history(indexed: bool = False) -> dict[str, Table]:
     """The simple schema's tables for the current versions; the closed ones in bitemporal-layout tables with
-    their primary key alone (an entity's history is a prefix scan of it: no secondary index to maintain)."""
+    their primary key alone (an entity's history is a prefix scan of it: no secondary index to maintain).
+    indexed (current_history_indexed): the reads across entities' history get indexes of their own, as the
+    bitemporal schema has them: by attribute and start block in the history tables (the newest versions of a
+    type or a creator), by start block in the history and the current strings (a time window)."""
     out = _simple()
     for name, t in _bitemporal().items():
-        out[name + HISTORY] = Table(name + HISTORY, t.columns, t.primary_key)
+        idx = (Index(f"{name}{HISTORY}_kv_temporal_idx", ("key", "value", "from_block DESC")),
+               Index(f"{name}{HISTORY}_from_block_idx", ("from_block",))) if indexed and name != "payloads" else ()
+        out[name + HISTORY] = Table(name + HISTORY, t.columns, t.primary_key, idx)
+    if indexed:
+        s = out["string_attributes"]
+        out["string_attributes"] = Table(s.name, s.columns, s.primary_key,
+                                         s.indexes + (Index("string_attributes_block_index", ("block",)),))
     return out
 
 
 SCHEMAS: dict[str, dict[str, Table]] = {"bitemporal": _bitemporal(), "simple": _simple(),
-                                        "current_history": _current_history()}
+                                        "current_history": _current_history(),
+                                        "current_history_indexed": _current_history(indexed=True)}
 
 
 def tables(variant: str) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ def apply_alike(gen, resumed_gen, organic, other, blocks: int = 25) -> None:
 
 
 @pytest.mark.parametrize("name,overrides", engine_setting_cases())
-@pytest.mark.parametrize("variant", ["bitemporal", "simple", "current_history"])
+@pytest.mark.parametrize("variant", ["bitemporal", "simple", "current_history", "current_history_indexed"])
 def test_a_bulk_built_state_holds_what_the_row_by_row_load_leaves(open_tmp, variant, name, overrides):
     tmp_path = open_tmp
     cls = registry.engine_class(name)
