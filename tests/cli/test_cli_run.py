@@ -96,7 +96,9 @@ def test_sigterm_to_the_harness_alone_keeps_the_partial_result_and_removes_the_c
                                           "--profile", "smoke", "--duration", "60", "--mem", "256m",
                                           "--results", str(tmp_path / "r"), "--data", str(tmp_path / "d")],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 90
+    # the state's build and the warmup first: beside the docker suite (images cached, so it starts early) 90 s
+    # once went by before the first measured block
+    deadline = time.monotonic() + 240
 
     def measured_blocks() -> int:
         progress = [json.loads(f.read_text() or "{}") for f in (tmp_path / "r").glob("*/progress.json")]
