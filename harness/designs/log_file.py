@@ -52,6 +52,7 @@ class BlockLogFile:
         self._first = int((self.folder / HEAD).read_text()) if (self.folder / HEAD).exists() else 1
         self._next = self._first
         self.peak_bytes = 0
+        self._held_bytes = 0                            # on disk now: kept as it changes, read on the timed path
 
     def _path(self, seq: int) -> Path:
         return self.folder / f"{seq:08d}{SUFFIX}"
@@ -80,9 +81,10 @@ class BlockLogFile:
                 at += _HEAD.size + len(payload)
             with self._lock:
                 self._closed[seq] = (last, at)
+                self._held_bytes += at
             seq += 1
         self._next = seq
-        self.peak_bytes = max(self.peak_bytes, self.bytes_on_disk())
+        self.peak_bytes = max(self.peak_bytes, self._held_bytes)
 
     def _cut(self, seq: int, at: int) -> None:
         """The torn tail: cut, and the cut synced, so a second crash finds the same log."""
@@ -109,8 +111,9 @@ class BlockLogFile:
         with self._lock:
             self._size += len(rec)
             self._cur_last = number
+            self._held_bytes += len(rec)
         self.bytes_written += len(rec)
-        self.peak_bytes = max(self.peak_bytes, self.bytes_on_disk())
+        self.peak_bytes = max(self.peak_bytes, self._held_bytes)
         return self._seq, at, sync_ns
 
     def _open_segment(self, number: int) -> None:
@@ -156,7 +159,7 @@ class BlockLogFile:
             with self._lock:
                 self._first = first
                 for seq in done:
-                    del self._closed[seq]
+                    self._held_bytes -= self._closed.pop(seq)[1]
             return len(done)
 
     def _write_head(self, first: int) -> None:
@@ -181,8 +184,7 @@ class BlockLogFile:
         return [held[s] for s in sorted(held)]
 
     def bytes_on_disk(self) -> int:
-        with self._lock:
-            return sum(n for _, n in self._closed.values()) + (self._size if self._seq is not None else 0)
+        return self._held_bytes
 
     def _sync_folder(self) -> None:
         if self.sync:
