@@ -77,13 +77,14 @@ def _binomial_cdf(n: int, p: float):
 
 def quantile_bound_ranks(n: int, pct: float, confidence: float = 0.95) -> tuple[int | None, int | None]:
     """The 1-based ranks (lo, hi) among n sorted values whose values bound the pct-th percentile of the
-    distribution they were drawn from with at least `confidence`, each side missing by at most half the
-    rest; no assumption on the distribution (order statistics: the count of values below the true
-    percentile is Binomial(n, pct/100)). None where n values cannot give that side: p99 over 20 blocks has
-    no upper bound, only a lower one."""
+    distribution they were drawn from, each side on its own at `confidence` (one-sided: a pass is judged on
+    the upper bound alone, a failure on the lower, so each side may miss 5%, not 2.5%); no assumption on the
+    distribution (order statistics: the count of values below the true percentile is Binomial(n, pct/100)).
+    None where n values cannot give that side: an upper bound of a p99 needs n >= 299 (0.99^299 < 5%), and
+    at 300 blocks it is the maximum, so a p99 passes decided only with no block over its line."""
     if n <= 0:
         return None, None
-    tail, cdf = (1 - confidence) / 2, _binomial_cdf(n, pct / 100)
+    tail, cdf = 1 - confidence, _binomial_cdf(n, pct / 100)
     # lo: the largest rank r with P(B <= r-1) <= tail, so the true percentile lies below x_(r) that rarely
     lo = next((r for r in range(n, 0, -1) if cdf(r - 1) <= tail), None)
     # hi: the smallest rank r with P(B <= r-1) >= 1 - tail, so it lies at or above x_(r) that rarely

@@ -46,7 +46,7 @@ def first_line(data: ReportData) -> Block:
 
 def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
     headers = ["engine", "memory (policy: engine cache)", "start", "durability", "scale", "status", "p50 ms",
-               "p99 ms", "p99's 95% bounds", "max ms", "rows/s", "bloat", "WAL peak", "checkpoints", "harness inside the limit",
+               "p99 ms", "p99's one-sided 95% bounds", "max ms", "rows/s", "bloat", "WAL peak", "checkpoints", "harness inside the limit",
                "repeats (p99 spread)", "thresholds"]
     rows, noisy = [], []
     for group in data.groups(scenario):

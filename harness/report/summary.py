@@ -26,7 +26,7 @@ def _print_block_split(r) -> None:
 
 
 def bounds_text(bounds, count: int, lead: str = "") -> str:
-    """'[lo, hi]' (a percentile's 95% bounds), a side the count cannot bound said as such; '' without any."""
+    """'[lo, hi]' (a percentile's one-sided 95% bounds), a side the count cannot bound said as such; '' without any."""
     if not bounds:
         return ""
     lo, hi = bounds
@@ -41,7 +41,7 @@ def _print_thresholds(r, fmt) -> None:
     for t in r.thresholds:
         judged = f"; {t.judged} on its bounds" if t.judged == "undecided" else ""
         print(f"  {'PASS' if t.passed else 'FAIL'} {t.expr}  (measured {fmt(t.value)}"
-              f"{bounds_text(t.bounds, _count_of(r, t.expr), ', 95% bounds ')}{judged}"
+              f"{bounds_text(t.bounds, _count_of(r, t.expr), ', one-sided 95% bounds ')}{judged}"
               f"{'; ' + t.error if t.error else ''})", file=sys.stderr)
 
 
@@ -62,7 +62,7 @@ def print_summary(path: Path) -> None:
     if r.crash:
         _print_crash(r)
     elif c.count or not m.reads_by_kind:
-        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)}{bounds_text(c.p99_bounds, c.count, ', 95% bounds ')}, max {fmt(c.max)} (n={c.count}), "
+        print(f"  commit ms p50 {fmt(c.p50)} p99 {fmt(c.p99)}{bounds_text(c.p99_bounds, c.count, ', one-sided 95% bounds ')}, max {fmt(c.max)} (n={c.count}), "
               f"rows/s {fmt(m.rows_per_s)} of {fmt(m.offered_rows_per_s)} offered, integrity {r.integrity.ok}",
               file=sys.stderr)
     if m.reads_by_kind:

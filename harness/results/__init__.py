@@ -17,7 +17,7 @@ from harness.results.models import (  # noqa: F401  (the package re-exports its 
                                     LatencySummary, MemoryFigures, Metrics, Model, RESULT_VERSION, ReadKind,
                                     ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401
-                                   CellRecord, ControlRun, EngineBest, LibraryVersion, MATRICES_VERSION,
+                                   CellRecord, ControlRun, EngineBest, Estimate, ImplicationControl, LibraryVersion, MATRICES_VERSION,
                                    MATRIX_VERSION, LeafCell, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
@@ -63,7 +63,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused. Where the runtime
     left its word beside it (SERVER_OOM_FILE), the result is read as that says: each file has one writer."""
-    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13))
+    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14))
     oom = read_json(path.parent / SERVER_OOM_FILE) if r is not None else None
     if oom:
         r = r.model_copy(update={"status": "oom", "error": f"{oom['error']} (the runner saw: {r.error})"})
@@ -85,7 +85,7 @@ def load_knee(path: Path) -> KneeFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5))
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:

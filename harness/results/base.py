@@ -6,8 +6,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 
-# A percentile's distribution-free 95% bounds (lo, hi) in its unit; a side is None where the values cannot
-# bound it (p99 over 20 blocks has no upper bound).
+# A percentile's distribution-free bounds (lo, hi) in its unit, each side a one-sided 95% bound (v15; before, a
+# two-sided 95% interval); a side is None where the values cannot bound it (p99 over 20 blocks has no upper bound).
 Bounds = tuple[Optional[float], Optional[float]]
 # A percentile threshold judged on its bounds: passed (all of them on the right side of the line), failed
 # (all on the wrong side), undecided (the line lies between them); any other threshold on its value.

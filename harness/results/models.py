@@ -11,7 +11,7 @@ from harness.results.design import BlockLogFigures
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 14
+RESULT_VERSION = 15
 
 
 class ThresholdResult(Model):
@@ -21,7 +21,7 @@ class ThresholdResult(Model):
     error: Optional[str] = None          # why it has no value ("not evaluable: ...")
     early_abort: bool = False            # the cell stopped early on this threshold
     note: Optional[str] = None           # how it was judged, where that is not what its words say
-    bounds: Optional[Bounds] = None      # a whole-phase percentile's 95% bounds (result v12)
+    bounds: Optional[Bounds] = None      # a whole-phase percentile's one-sided 95% bounds (result v12)
     judged: Optional[Judged] = None      # on the bounds where there are some, else as `passed` (v12)
 
 
@@ -274,7 +274,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

@@ -9,7 +9,7 @@ from pydantic import model_validator
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 5
+VERDICT_VERSION = 6
 
 
 class CellRecord(Model):
@@ -53,6 +53,7 @@ class CellRecord(Model):
     integrity_ok: Optional[bool] = None
     thresholds: list[ThresholdResult] = []
     early_abort: Optional[dict] = None
+    label: Optional[str] = None          # verdict v6: answer | confirmation | one run | screened over N blocks | control
     load_digest: Optional[dict[str, str]] = None
     code_digest: Optional[str] = None    # the measuring code's (harness/provenance.py), as the run recorded it
     load_row_counts: Optional[dict[str, int]] = None
@@ -140,6 +141,7 @@ class LeafCell(Model):
     says: str
     mem: str
     outcome: Literal["pass", "fail", "unstable", "implied", "error"]
+    implied_from: Optional[str] = None          # v6: not run here; implied by its measured outcome at this MEM
     runs: list[str] = []                        # v5: its close calls' runs
     cells: list[str] = []
     diagnosis: Optional[str] = None
@@ -164,8 +166,31 @@ class MemAnswer(Model):
     unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
 
 
+class ImplicationControl(Model):
+    """v6: one implied cell measured after all, to test the assumption that implied it (harness/verdict/controls.py)."""
+    direction: Literal["failure implies below", "pass implies above"]
+    engine: str
+    what: Optional[str] = None                  # the option or design; None: the engine's own settings
+    mem: str
+    implied_from: Optional[str] = None          # the MEM whose measured outcome implied this one
+    expected: Literal["pass", "fail"]
+    outcome: Optional[str] = None               # passed | failed | error | oom; None: no implied cell to measure
+    agreed: Optional[bool] = None
+    cells: list[CellRecord] = []
+    note: Optional[str] = None
+
+
+class Estimate(Model):
+    """v6: what the walk expected before its first cell (harness/verdict/estimate.py)."""
+    cells: int
+    minutes: float
+    state_minutes: float
+    by_label: dict[str, int] = {}
+    basis: str                                  # where the costs and the expected outcomes come from
+
+
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -187,6 +212,8 @@ class VerdictFile(Model):
     walk_s: Optional[float] = None
     cells_implied: int = 0
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
+    implication_controls: list[ImplicationControl] = []     # v6: one implied cell per direction, measured
+    estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
 
 
 MATRIX_VERSION = 5

@@ -58,7 +58,7 @@ def summary_ms(h: HdrHistogram) -> dict:
 
 
 def percentile_bounds_ms(h: HdrHistogram, pct: float) -> tuple[float | None, float | None]:
-    """The pNN's 95% bounds in ms: the values at the order-statistic ranks (HdrHistogram's, to its 3
+    """The pNN's one-sided 95% bounds in ms: the values at the order-statistic ranks (HdrHistogram's, to its 3
     significant digits); a side None where the count cannot bound it."""
     n = h.get_total_count()
     ranks = quantile_bound_ranks(n, pct) if n else (None, None)

@@ -127,7 +127,7 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
     n = m.commit_latency_ms.count
     if status in ("passed", "failed") and n < MIN_BLOCKS_FOR_TAIL and plan.workload.writes:
         lo, hi = m.commit_latency_ms.p99_bounds or (None, None)
-        width = (f"its 95% bounds are {lo:g} to {hi:g} ms" if lo is not None and hi is not None else
+        width = (f"its one-sided 95% bounds are {lo:g} to {hi:g} ms" if lo is not None and hi is not None else
                  f"{n} blocks bound it from below only, at {lo:g} ms" if lo is not None else
                  f"{n} blocks cannot bound it from either side")
         out.append(f"only {n} measured blocks: the p99 is one of the largest few ({width})")
@@ -193,7 +193,7 @@ def _histograms(state: RunState) -> dict:
 
 
 def bounds_source(state: RunState):
-    """A whole-phase percentile's 95% bounds, from the metric's histogram (thresholds.BoundsSource)."""
+    """A whole-phase percentile's one-sided 95% bounds, from the metric's histogram (thresholds.BoundsSource)."""
     hist = _histograms(state)
 
     def bounds(agg: str, metric: str):

@@ -143,7 +143,7 @@ class NotEvaluable(Exception):
 # (agg, metric, window_s) -> measured value, or None when the run did not produce that metric; raises
 # NotEvaluable with the reason when the run's data cannot answer it.
 MetricSource = Callable[[str, str, "int | None"], "float | None"]
-# (agg, metric) -> a whole-phase percentile's 95% bounds (lo, hi), a side None where unbounded; None: no
+# (agg, metric) -> a whole-phase percentile's one-sided 95% bounds (lo, hi), a side None where unbounded; None: no
 # bounds for it (not a percentile, or a metric without its values).
 BoundsSource = Callable[[str, str], "tuple[float | None, float | None] | None"]
 

@@ -14,7 +14,7 @@ def _near(t, bands: dict[str, float]) -> str | None:
         return None
     if t.judged == "undecided":
         lo, hi = t.bounds or (None, None)
-        return f"{t.expr}: {t.value:g}, its 95% bounds [{lo if lo is not None else '-'}, " \
+        return f"{t.expr}: {t.value:g}, its one-sided 95% bounds [{lo if lo is not None else '-'}, " \
                f"{hi if hi is not None else '-'}] straddle the line"
     th = parse_threshold(t.expr)
     band = bands.get(METRICS[th.metric])
