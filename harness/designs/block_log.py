@@ -65,7 +65,7 @@ class BlockLogEngine:
         self.log.on_rotate = lambda number: self._hook("rotate", number)
         self._q: queue.Queue = queue.Queue()
         self._done = threading.Condition()
-        self._acked = self._applied_count = 0
+        self._acked = self._applied_count = self._behind = 0
         self._ckpts_queued = self._ckpts_done = 0     # checkpoints among the blocks: a drain waits for them too
 
     def create_schema(self, variant: str, indexes=None) -> None:
@@ -133,12 +133,16 @@ class BlockLogEngine:
         with self._done:
             behind = self._acked - self._applied_count     # the engine's lag behind the head, in blocks
             self._acked += 1
+        self._behind = behind
         self._q.put(Pending(rec.number, rec.rows_written, t1, (seg, at),
                             rec.payload if behind < MEMORY_BLOCKS else None, behind))
         self.acks.append((t1, (t1 - t0 - sync_ns) / 1e6, sync_ns / 1e6, self.log.bytes_on_disk()))
 
     def block_phases(self) -> dict[str, float] | None:
         return None          # the acknowledgement is the log's append; the apply's phases are in figures()
+
+    def ack_lag_blocks(self) -> int | None:
+        return self._behind
 
     def counters(self):
         """As of the applier's last group: off by at most the group in flight at either end of a phase."""

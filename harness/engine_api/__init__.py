@@ -170,6 +170,11 @@ class EngineBase:
         """The last block an apply_group recorded (0: none); makes the mark's one-row table where it is missing."""
         raise NotImplementedError(f"{type(self).__name__} records no applied mark")
 
+    def ack_lag_blocks(self) -> int | None:
+        """Blocks acknowledged and not yet applied when the last block was acknowledged (a design that
+        acknowledges ahead of its engine); None: what apply_block returns from is applied."""
+        return None
+
     def durable_mark(self) -> int:
         """The last applied mark (apply_group's) that a power cut would not take back: a commit the engine synced,
         or one a checkpoint has since really synced (not merely attempted). 0: none known. A block log lets go of

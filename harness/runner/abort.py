@@ -5,6 +5,8 @@ remaining blocks do. Only decidable cases abort, so an aborted cell is one that 
   over L;
 - pNN(x) < L over the whole phase: more blocks over L than the final block count allows. That count is
   known only for a throttled writer (blocks are due on a fixed schedule); unthrottled runs skip it.
+The same counts apply to a block log's `p99(apply_lag_blocks) < N`, on the lag each acknowledgement found: an
+applier that falls behind stops as a latency failure does (its lag passes N on more blocks than the p99 allows).
 Rate, gauge and '>' thresholds never abort.
 A matrix cell may also end once it is settled: its service p50 can no longer go below the limit it was given
 (the baseline's less the matrix's noise), the same whole-phase count on `p50(service_ms) < limit`. That is not
@@ -18,6 +20,9 @@ from collections import deque
 
 from harness.runner.metrics import percentile_rank
 from harness.scenario.thresholds import Threshold, parse_threshold
+
+# the per-block metrics a rule can watch, and which of check()'s values each is
+WATCHED = ("commit_ms", "service_ms", "apply_lag_blocks")
 
 # HdrHistogram keeps 3 significant digits: count a block as over the limit only when it is clearly over,
 # so rounding can never turn a passing threshold into an abort.
@@ -58,7 +63,7 @@ class EarlyAbort:
     def __init__(self, thresholds: list[Threshold], expected_blocks: int | None,
                  settle_service_p50_ms: float | None = None, settle_budget_s: float | None = None) -> None:
         self.rules = [_Rule(t, expected_blocks) for t in thresholds
-                      if t.metric in ("commit_ms", "service_ms") and t.op in ("<", "<=")
+                      if t.metric in WATCHED and t.op in ("<", "<=")
                       and (t.agg == "max" or t.percentile is not None)]
         # settling needs the final block count: only a throttled writer's phase has one
         self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
@@ -71,10 +76,14 @@ class EarlyAbort:
     def __bool__(self) -> bool:
         return bool(self.rules) or self.settle is not None
 
-    def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int) -> bool:
-        """After each measured block; True once some threshold is certain to fail, or the cell is settled."""
+    def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int,
+              lag_blocks: int | None = None) -> bool:
+        """After each measured block; True once some threshold is certain to fail, or the cell is settled.
+        lag_blocks: what the block's acknowledgement found unapplied (None: the engine applies what it commits)."""
+        values = {"commit_ms": commit_ms, "service_ms": service_ms, "apply_lag_blocks": lag_blocks}
         for r in self.rules:
-            if r.breached(end_s, commit_ms if r.metric == "commit_ms" else service_ms, measured_s):
+            value = values[r.metric]
+            if value is not None and r.breached(end_s, value, measured_s):
                 self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
                 return True
         if self.settle is None:

@@ -63,7 +63,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         if state.phase == "measure":
             state.phase_log.add((end_ns - start) / 1e6, engine.block_phases(), cpu_delta_ms(cpu0, cpu1))
             if abort and abort.check((end_ns - run0) / 1e9, (end_ns - due) / 1e6, (end_ns - start) / 1e6,
-                                     (end_ns - state.measure_start_ns) / 1e9, state.blocks):
+                                     (end_ns - state.measure_start_ns) / 1e9, state.blocks, engine.ack_lag_blocks()):
                 state.window_end_ns = min(end, end_ns)
                 break
         i += 1

@@ -90,3 +90,35 @@ def test_an_applier_at_95_percent_of_the_offered_rate_fails_on_its_busy_share_th
 def test_an_applier_with_room_to_spare_passes_every_block_log_threshold(tmp_path):
     judged = _judged(2.0, tmp_path)          # an apply in half the cadence
     assert all(judged.values()), judged
+
+
+def _stopped_at(share_of_offered_rate: float, blocks: int, tmp_path) -> dict | None:
+    """Feed `blocks` blocks on the cadence to an applier at this share of the offered rate, an early abort
+    watching the block log's thresholds as a cell's writer does; the abort's reason, or None if it ran out."""
+    from harness.runner.abort import EarlyAbort
+    plan = BlockLogPlan(group_blocks=1, lag_bound_blocks=5, utilisation_bound=0.85, sync=False)
+    abort = EarlyAbort([parse_threshold(t) for t in block_log_thresholds(plan, INTERVAL_S * 1000)], blocks)
+    design = BlockLogEngine(_FixedApply(INTERVAL_S / share_of_offered_rate), group_blocks=1, sync=False,
+                            lag_bound_blocks=plan.lag_bound_blocks)
+    design.open({}, tmp_path)
+    design.create_schema("simple")
+    start = time.monotonic()
+    try:
+        for n in range(1, blocks + 1):
+            time.sleep(max(0.0, start + (n - 1) * INTERVAL_S - time.monotonic()))
+            design.apply_block(LoggedBlock(n, ROWS, pickle.dumps(n)))
+            now = time.monotonic() - start
+            if abort.check(now, 1.0, 1.0, now, n, design.ack_lag_blocks()):
+                return abort.reason
+    finally:
+        design.close(discard=True)
+    return None
+
+
+def test_an_applier_that_falls_behind_stops_the_cell_early_and_one_that_keeps_up_runs_to_the_end(tmp_path):
+    """Half the offered rate: the lag passes 5 blocks by block ~12 and the p99 over 100 blocks allows one block
+    over it, so the cell stops near block 14, not after all 100 (a cell at ratio: minutes, not ten)."""
+    reason = _stopped_at(0.5, 100, tmp_path / "behind")
+    assert reason is not None and reason["threshold"] == "p99(apply_lag_blocks) < 5", reason
+    assert reason["block"] < 30, reason
+    assert _stopped_at(2.0, 60, tmp_path / "ahead") is None
