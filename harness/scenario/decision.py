@@ -139,12 +139,17 @@ class RatioMems(Strict):
         return _known_engine(v)
 
 
+# The run-to-run spread measured here (docs/design.md, "The noise, measured"): a service p99 moved 15% between
+# runs of one cell within a day; rates and sizes less. A figure nearer its line than this may cross it next run.
+DEFAULT_BANDS = {"latency": 0.15, "counter": 0.05, "gauge": 0.10, "figure": 0.10}
+
+
 class Confirm(Strict):
     """Close calls run again (harness/verdict/confirm.py): a cell whose deciding figures lie within their band
     of the line, or whose percentile's bounds straddle it, runs until `runs` runs in all."""
     runs: int = Field(3, ge=2, description="runs in all of a close cell: the first and its confirmations")
     bands: dict[Literal["latency", "counter", "gauge", "figure"], float] = Field(
-        min_length=1, description="metric kind (scenario/thresholds.py METRICS) -> how near its line, as a share "
+        default_factory=lambda: dict(DEFAULT_BANDS), min_length=1, description="metric kind (scenario/thresholds.py METRICS) -> how near its line, as a share "
                                   "of the line, a figure is close")
 
     @model_validator(mode="after")
@@ -155,6 +160,34 @@ class Confirm(Strict):
         return self
 
 
+class Costs(Strict):
+    """Minutes one cell costs on this machine at one profile, as measured here (the estimate's basis)."""
+    state: dict[str, float] = Field(description="engine -> minutes to build (and age) one starting state")
+    fail: float = Field(gt=0, description="a cell that fails early: its setup, warm-up and first blocks")
+    screen: float = Field(gt=0, description="a screened cell: setup, warm-up and the screen's blocks")
+    full: dict[str, float] = Field(description="criterion scenario -> minutes of a cell that runs its whole phase")
+    measured: str = Field(description="where these minutes come from")
+
+
+class EstimateSpec(Strict):
+    """What `make verdict` expects before its first cell (harness/verdict/estimate.py): the walk played with
+    these outcomes, each cell at its measured cost."""
+    passes: list[str] = Field([], description="what is expected to pass every criterion at every MEM: engine, "
+                                              "engine/option or engine/leaf-design; anything else fails early")
+    why: str = ""
+    minutes: dict[str, Costs] = Field({}, description="profile -> the cost of its cells here")
+
+    @field_validator("passes")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for i, name in enumerate(v):
+            engine, _, what = name.partition("/")
+            _known_engine(engine)
+            if what:
+                _check_options(engine, [what.removeprefix("leaf-")], f"passes.{i}")
+        return v
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
@@ -163,7 +196,10 @@ class DecisionTree(Strict):
     mems: dict[str, list[str] | RatioMems] = {}
     compare_versions: Optional[CompareVersions] = None
     leaf: Optional[Leaf] = None
-    confirm: Optional[Confirm] = None
+    screen_blocks: int = Field(60, ge=1, description="a trade-off's screen: measured blocks of the first criterion")
+    estimate: EstimateSpec = Field(default_factory=EstimateSpec)
+    confirm: Confirm = Field(default_factory=Confirm, description="close calls run again; the defaults where the "
+                                                                  "file says nothing")
 
     @model_validator(mode="after")
     def _controls(self) -> "DecisionTree":

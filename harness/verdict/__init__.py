@@ -22,6 +22,8 @@ from harness.sweep import CellOptions, SweepInterrupted, sweep_dir_for
 from harness.verdict import answer
 from harness.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
 from harness.verdict.versions import library_versions, version_note
+from harness.verdict.controls import implication_controls
+from harness.verdict.estimate import estimate
 from harness.verdict.leaf import run_leaf, with_leaf
 from harness.verdict.walk import Walk, log
 
@@ -88,8 +90,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
         pre.tree, pre.profile, pre.mems, pre.memory_basis, pre.plans, pre.criteria, pre.notes, pre.opts, pre.root)
     root.mkdir(parents=True, exist_ok=True)
-    profile_scale = next(iter(plans.values())).scale
-    ref = lambda m: at_reference(m, tree, profile_scale)  # noqa: E731
+    ref = lambda m: at_reference(m, tree, next(iter(plans.values())).scale)  # noqa: E731
     out = VerdictFile(decision_file=str(decision_path), profile=prof, mems=mems, repeats=repeats, dir=str(root),
                       criteria=[c.model_dump() for c in tree.criteria], steps=[], memory_basis=memory_basis,
                       monotonicity=MONOTONICITY)
@@ -98,7 +99,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     def save(walk: Walk) -> None:
         nonlocal out
         out = out.model_copy(update={
-            "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf,
+            "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
             "answers": with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
@@ -106,11 +107,14 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         if drop_states and walk.steps:
             _drop_state(walk.steps[-1].engine, plans, walk)
 
-    leaf: list = []
+    leaf, controls = [], []
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
+    out = out.model_copy(update={"estimate": _expect(walk, prof)})
     try:
         steps = walk.run()
         leaf = run_leaf(walk)
+        if not all_cells:
+            controls = implication_controls(walk, leaf)
         if drop_states:        # the leaf's own states (its engines' again, and each design's schema)
             for engine in dict.fromkeys(c.engine for c in leaf):
                 _drop_state(engine, plans, walk)
@@ -139,6 +143,14 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     return _summary(out, walk.cells_run, root, html)
 
 
+def _expect(walk: Walk, profile: str):
+    """The estimate, printed before the first cell."""
+    walk.expected = e = estimate(walk, profile)
+    log(f"expected: {e.cells} cells, about {e.minutes:.0f} min ({e.state_minutes:.0f} of them building states; "
+        f"{', '.join(f'{n} {k}' for k, n in e.by_label.items())}): {e.basis}")
+    return e
+
+
 def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     """The answers and the walk on stderr, the files on stdout; the exit code (0 every level answered, 1 one
     has no engine, 3 one is inconclusive)."""
@@ -147,8 +159,14 @@ def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     for a in answers:
         print(f"verdict at {a.mem}: {a.decision if a.status != 'inconclusive' else 'inconclusive: ' + a.why}"
               + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf else ""), file=sys.stderr)
+    for c in out.implication_controls:
+        print(f"implication control, {c.direction}: " + (c.note or f"{c.engine}{' with ' + c.what if c.what else ''} "
+              f"at {c.mem} (implied {c.expected} by {c.implied_from}): {c.outcome}, "
+              f"{'agreed' if c.agreed else 'DISAGREED' if c.agreed is False else 'no measurement'}"), file=sys.stderr)
+    est = out.estimate
     print(f"walk: {out.walk_s / 60:.1f} min, {cells_run} cells run, {out.cells_implied} implied "
-          f"(path: {', '.join(out.verdict.path)})", file=sys.stderr)
+          + (f"(expected {est.cells} cells, {est.minutes:.0f} min) " if est else "")
+          + f"(path: {', '.join(out.verdict.path)})", file=sys.stderr)
     print(root / "verdict.json")
     print(html)
     if any(a.status == "inconclusive" for a in answers):

@@ -1,9 +1,13 @@
 """The tree's last leaf, measured: at each MEM where no step passed (and none errored), the designs of
 scenarios/decision.yaml's `leaf` (matrix options that keep every version: a block log in front, the current ∪
-history schema, the two together, each with the engine's own option that gave nothing up), cheapest first, on
-the engines it names. The first design that meets every criterion at a MEM is the answer there; a design that
-failed at a larger MEM is implied failed below it. Where none passes, the closest is named with where its block
-went."""
+history schema, the two together, each with the engine's own option that gave nothing up). They follow the tree:
+an engine's designs before the next engine's, cheapest first within one, so a team learns first whether it can
+stay on its engine. A design expected to pass is walked from the smallest open MEM up: a pass there implies a pass
+at every larger one (an assumption: verdict/controls.py measures one such cell to check it), so a
+design that holds settles every level at once. A design the estimate expects to fail (decision.yaml's
+estimate.passes does not name it) is walked from the largest MEM down instead, a failure there implying one below,
+as the steps are: either way the expected outcome settles every level with one cell. The first design that meets every criterion at a MEM is the answer
+there; where none passes, the closest is named with where its block went."""
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, MemAnswer, load_result
@@ -16,12 +20,16 @@ from harness.verdict.walk import log
 
 
 def designs_in_order(tree) -> list[tuple[str, str]]:
-    """(engine, design) pairs, cheapest first (the matrix options' cost; the file's order among equals)."""
+    """(engine, design) pairs: engines in the tree's order (an engine the steps do not name after them), each
+    engine's designs cheapest first (the matrix options' cost; the file's order among equals)."""
     if tree.leaf is None:
         return []
     mx = load_matrix()
-    pairs = [(i, j, e, d) for i, (e, names) in enumerate(tree.leaf.designs.items()) for j, d in enumerate(names)]
-    return [(e, d) for _, _, e, d in sorted(pairs, key=lambda p: (mx.engines[p[2]].options[p[3]].cost, p[1], p[0]))]
+    steps = [s.engine for s in tree.steps]
+    rank = lambda e: steps.index(e) if e in steps else len(steps)          # noqa: E731
+    pairs = [(rank(e), mx.engines[e].options[d].cost, j, e, d)
+             for e, names in tree.leaf.designs.items() for j, d in enumerate(names)]
+    return [(e, d) for *_, e, d in sorted(pairs)]
 
 
 def run_leaf(walk) -> list[LeafCell]:
@@ -30,25 +38,28 @@ def run_leaf(walk) -> list[LeafCell]:
     if not mems:
         return []
     mx, steps = load_matrix(), {s.engine: s for s in walk.tree.steps}
+    expect = set(walk.tree.estimate.passes)
     out: list[LeafCell] = []
     answered: set[str] = set()
     for engine, design in designs_in_order(walk.tree):
         opt = mx.engines[engine].options[design]
-        failed_above = False
-        for mem in mems:
-            if mem in answered:
-                continue
-            if failed_above:
-                out.append(LeafCell(engine=engine, design=design, says=opt.says, mem=mem, outcome="implied"))
-                continue
+        settings = steps[engine].set if engine in steps else {}
+        up = f"{engine}/leaf-{design}" in expect
+        order = [m for m in (reversed(mems) if up else mems) if m not in answered]
+        for i, mem in enumerate(order):
             log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
-            recs = walk.engine_at(engine, steps[engine].set if engine in steps else {}, f"leaf-{design}", mem, opt)
+            recs = walk.engine_at(engine, settings, f"leaf-{design}", mem, opt)
             cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root)
             out.append(cell)
             log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}")
-            failed_above |= cell.outcome == "fail"
-            if cell.outcome == "pass":
-                answered.add(mem)
+            answered |= {mem} if cell.outcome == "pass" else set()
+            implied = order[i + 1:] if (cell.outcome == "pass") == up and cell.outcome in ("pass", "fail") else []
+            if implied:
+                out += [cell.model_copy(update={"mem": m, "implied_from": mem, "cells": [], "runs": [],
+                                                "outcome": "pass" if up else "implied"}) for m in implied]
+                answered |= set(implied) if up else set()
+                log(f"leaf: {engine} with {design} {cell.outcome}ed at {mem}: implied at {', '.join(implied)}")
+                break
     return out
 
 
@@ -87,7 +98,8 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
             continue
         passed = next((c for c in cells if c.outcome == "pass"), None)
         if passed is not None:
-            text = (f"no engine as deployed; {passed.engine} with {passed.says} passes: acknowledgement p99 "
+            at = f" (implied by its pass at {passed.implied_from}, not run here)" if passed.implied_from else ""
+            text = (f"no engine as deployed; {passed.engine} with {passed.says} passes{at}: acknowledgement p99 "
                     f"{_ms(passed.ack_p99_ms)} ms" + (f", index lag p99 {passed.lag_p99_blocks:g} blocks"
                                                       if passed.lag_p99_blocks is not None else ""))
         else:

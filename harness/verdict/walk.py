@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.results import CellRecord, ControlRun, MatrixCell, VerdictStep
+from harness.results import CellRecord, ControlRun, Estimate, MatrixCell, VerdictStep
 from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
@@ -22,6 +22,26 @@ from harness.verdict.plan import CriterionPlan
 
 def log(msg: str) -> None:
     print(f"[verdict] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a cell is for, and so what it may cost. A candidate could be the answer: every criterion in full, a
+    close call run again. Nothing else is confirmed: a control runs once; a trade-off (never the answer) is
+    screened, once, on the first criterion over a short phase."""
+    label: str
+    criteria: int | None = None          # how many of the criteria, in order (None: all)
+    confirm: bool = False
+    screen_blocks: int | None = None     # a screen's measured blocks
+
+
+CANDIDATE = Role("candidate", confirm=True)
+CONTROL = Role("control")
+CONTROL_FIRST = Role("control", criteria=1)
+
+
+def screen(blocks: int) -> Role:
+    return Role(f"screened over {blocks} blocks", criteria=1, screen_blocks=blocks)
 
 
 @dataclass
@@ -40,6 +60,7 @@ class Walk:
     steps: list[VerdictStep] = field(default_factory=list)
     cells_run: int = 0
     started: float = field(default_factory=time.monotonic)
+    expected: Estimate | None = None    # verdict/estimate.py's, made before the first cell
 
     def open_mems(self) -> list[str]:
         """Levels where no engine has passed and none errored yet."""
@@ -69,13 +90,10 @@ class Walk:
         records, outcomes, implied = [], {}, 0
         failed_above = False
         for mem in mems:
-            if failed_above and not self.all_cells:
-                cell, tuned = self.carried_down(step, mem)
+            if failed_above and not self.all_cells:     # its options failed above too: implied with it
                 implied += len(self.criteria) * self.repeats
-                records += tuned
-                if cell.outcome == "pass":
-                    outcomes[mem] = "pass"
-                self.matrix.append(cell)
+                self.matrix.append(MatrixCell(engine=step.engine, mem=mem, outcome="implied",
+                                              diagnosis="implied by a failure above"))
                 continue
             recs = self.engine_at(step.engine, step.set, "", mem)
             outcomes[mem] = at_mem(recs)
@@ -96,54 +114,57 @@ class Walk:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
         return judge_step(step, records, outcomes, implied), [m for m, o in outcomes.items() if o == "pass"]
 
-    def carried_down(self, step: Step, mem: str) -> tuple[MatrixCell, list[CellRecord]]:
-        """Below a failure the engine's own settings are implied failed, but the options that passed for it
-        at a larger MEM (trade-offs included) run here, so this MEM's answer names what passes at it."""
-        cell = MatrixCell(engine=step.engine, mem=mem, outcome="implied")
-        above = list(dict.fromkeys(n for c in self.matrix if c.engine == step.engine for n in c.passed_options))
-        if not above:
-            return cell, []
-        log(f"{step.engine} at {mem}: implied failed; trying what passed above: {', '.join(above)}")
-        return self.tune(step, mem, cell.model_copy(update={"diagnosis": "implied by a failure above"}), above)
-
-    def tune(self, step: Step, mem: str, cell: MatrixCell, only: list[str] | None = None) -> tuple[MatrixCell, list[CellRecord]]:
-        """The step's matrix options (or `only` these) at a MEM where it failed, cheapest first: the first that
-        passes and gives nothing up is the answer there; options that give something up run only when none
-        does, and a pass with one is a trade-off to report, never the answer."""
+    def tune(self, step: Step, mem: str, cell: MatrixCell) -> tuple[MatrixCell, list[CellRecord]]:
+        """The step's matrix options at a MEM where it failed, cheapest first: the first that passes and gives
+        nothing up is the answer there, and the rest are not run. Where none does, each option that gives
+        something up is screened once (never the answer, never confirmed, never carried to another MEM): the
+        report's trade-offs. Below a MEM where they all failed, they are implied failed with the engine."""
         em = load_matrix().engines[step.engine]
-        order = sorted(only or step.tune, key=lambda n: (em.options[n].trade_off is not None, em.options[n].cost))
+        cost = lambda n: em.options[n].cost                       # noqa: E731
+        keeps = sorted((n for n in step.tune if em.options[n].trade_off is None), key=cost)
+        gives = sorted((n for n in step.tune if em.options[n].trade_off is not None), key=cost)
         tried, trade_offs, records, passed = [], [], [], []
-        for name in order:
+        for name in keeps:
             opt = em.options[name]
-            if opt.trade_off and cell.tuned_with:
-                break
             log(f"{step.engine} at {mem}: trying {name} ({opt.says})")
             recs = self.engine_at(step.engine, step.set, name, mem, opt)
             records += recs
             tried.append(name)
-            if at_mem(recs) != "pass":
-                continue
-            passed.append(name)
-            if opt.trade_off:
-                trade_offs.append(f"{opt.says} (gives up {opt.trade_off})")
-            else:
+            if at_mem(recs) == "pass":
+                passed.append(name)
                 cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says,
                                                "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs]})
+                break
+        for name in [] if passed else gives:
+            opt, role = em.options[name], screen(self.tree.screen_blocks)
+            log(f"{step.engine} at {mem}: screening the trade-off {name} ({opt.says}; {role.label})")
+            recs = self.engine_at(step.engine, step.set, name, mem, opt, role)
+            records += recs
+            tried.append(name)
+            if at_mem(recs) == "pass":
+                trade_offs.append(f"{opt.says} (gives up {opt.trade_off}; passed {recs[0].scenario}, {role.label}, "
+                                  "one run)")
         diagnosis = cell.diagnosis if cell.tuned_with else \
             f"{cell.diagnosis}; tried {', '.join(tried)}: no option was enough"
         return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis,
                                        "passed_options": passed}), records
 
     def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
-                       option: Option | None = None, repeats: int | None = None) -> list:
-        """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each."""
+                       option: Option | None = None, repeats: int | None = None, screen_blocks: int | None = None) -> list:
+        """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each; a
+        screen's measured phase cut to its blocks (never longer than the profile's)."""
         repeats = repeats or self.repeats
         over = as_overrides(engine, settings)
-        if option is not None:
+        if option is not None or screen_blocks:
             base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
                                 duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
+        if option is not None:
             over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
                                            flat_values(base.model_dump(mode="json", by_alias=True))))
+        if screen_blocks:
+            interval_s = base.workload.block_interval_ms / 1000
+            if interval_s and screen_blocks * interval_s < base.phases.measure_s:
+                over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
         cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag) for r in range(1, repeats + 1)]
         return plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, repeats)
 
@@ -153,16 +174,19 @@ class Walk:
         return [cr for step in self.tree.steps for mem in self.mems for cp in self.criteria
                 for cr in self.criterion_runs(cp, step.engine, step.set, "", mem)]
 
-    def engine_at(self, engine: str, settings: dict, tag: str, mem: str, option: Option | None = None) -> list[CellRecord]:
-        """Every criterion at one MEM, in order; the first that does not pass ends the rest there. With a
-        matrix option, its overrides come after the step's settings."""
+    def engine_at(self, engine: str, settings: dict, tag: str, mem: str, option: Option | None = None,
+                  role: Role = CANDIDATE) -> list[CellRecord]:
+        """The role's criteria at one MEM, in order; the first that does not pass ends the rest there. With a
+        matrix option, its overrides come after the step's settings. Each cell carries the role's label."""
         out = []
-        for cp in self.criteria:
-            runs = self.criterion_runs(cp, engine, settings, tag, mem, option)
+        for cp in self.criteria[:role.criteria]:
+            runs = self.criterion_runs(cp, engine, settings, tag, mem, option, screen_blocks=role.screen_blocks)
             name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
             done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
-            cells = done.cells + self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option)
+            first = [c.model_copy(update={"label": role.label}) for c in done.cells]
+            more = self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option) if role.confirm else []
+            cells = first + [c.model_copy(update={"label": "confirmation"}) for c in more]
             self.cells_run += len(cells)
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})
@@ -180,7 +204,7 @@ class Walk:
         """A close call's runs after the first (decision.yaml's confirm), each on a fresh clone; none for a cell
         far from its line, or where REPEATS already runs each cell more than once."""
         confirm = self.tree.confirm
-        why = close_call(cells[0], confirm) if confirm and len(cells) == 1 else None
+        why = close_call(cells[0], confirm) if len(cells) == 1 else None
         if not why:
             return []
         more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
@@ -194,7 +218,7 @@ class Walk:
         tag = "-".join(str(v) for v in step.control.set.values()).lower().replace("_", "-")
         log(f"{step.engine} passed where {before.engine} failed ({', '.join(mems)}): control, {before.engine} with "
             f"{step.control.set} ({step.control.why})")
-        recs = [r for m in mems for r in self.engine_at(before.engine, settings, tag, m)]
+        recs = [r for m in mems for r in self.engine_at(before.engine, settings, tag, m, role=CONTROL)]
         outcomes = {m: at_mem([r for r in recs if r.mem == m]) for m in mems}
         judged = judge_step(before, recs, outcomes, 0)
         return ControlRun(engine=before.engine, set=settings, why=step.control.why, passed=judged.outcome == "passed",
@@ -213,8 +237,13 @@ class Walk:
         return len(self.open_mems()) * len(self.criteria) * runs * (configs + designs)
 
     def progress(self) -> str:
-        """Cells run, and at most how many are left (cells_at_most: the ETA is an upper bound at the pace so far)."""
+        """Cells run and minutes so far, against the estimate made before the first cell (its ETA), else the bound."""
         secs = time.monotonic() - self.started
+        exp = self.expected
+        if exp is not None and exp.cells:
+            eta = max(0.0, exp.minutes - secs / 60)
+            return (f"{self.cells_run} of ~{exp.cells} expected cells in {secs / 60:.1f} min; ETA ~{eta:.0f} min "
+                    f"(expected {exp.minutes:.0f} min)")
         left = self.cells_at_most()
         eta = f", at most {left} left, about {secs / self.cells_run * left / 60:.0f} min" if self.cells_run and left else ""
         return f"{self.cells_run} cells run in {secs / 60:.1f} min{eta}"

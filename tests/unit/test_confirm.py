@@ -82,3 +82,45 @@ def test_an_engine_whose_figure_sits_on_its_line_is_unstable_never_the_answer(tm
     ans = {a.mem: a for a in answer.answers(tree, mems, walk.matrix, lambda m: None)}
     assert ans["4g"].engine == "libsql" and ans["4g"].unstable == ["sqlite: p99_5x: unstable (2 of 3 passed)"]
     assert ans["2g"].engine != "sqlite"
+
+
+@pytest.mark.parametrize("with_confirm", [True, False])
+def test_a_pass_far_from_its_line_runs_once_and_one_inside_the_band_runs_again_with_or_without_confirm(
+        tmp_path, monkeypatch, with_confirm):
+    """A decision file without `confirm:` gets the defaults (3 runs; a latency within 15% of its line is close):
+    it once got single runs, so a cell measured on its line answered on one. SQLite passes at 4g 2% under the
+    line, decided on its bounds (no block over it), and runs three times; libSQL passes at 2g far under it and runs
+    once."""
+    import yaml
+
+    from harness.scenario.decision import DEFAULT_BANDS
+    raw = yaml.safe_load(open(load_decision.__defaults__[0]).read())
+    if not with_confirm:
+        raw.pop("confirm")
+    path = tmp_path / "tree.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    tree = load_decision(path)
+    assert with_confirm or (tree.confirm.runs == 3 and tree.confirm.bands == DEFAULT_BANDS)
+    tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
+                                   "criteria": tree.criteria[:1]})
+    walk = Walk(tree, order_mems(["4g", "2g"]), criterion_plans(tree, lambda sc: 3600),
+                CellOptions(runtime="local"), tmp_path)
+    figures = {("sqlite", "4g"): 490, ("sqlite", "2g"): 3000, ("libsql", "2g"): 120}
+    ran = []
+
+    def run_cells(runs, path, meta, stop=None, place="local"):
+        cells = []
+        for cr in runs:
+            key = (cr.cell.engine, cr.cell.mem)
+            ms = figures[key]
+            ran.append((*key, cr.cell.repeat))
+            cells.append(_rec("passed" if ms < 500 else "failed",
+                              _t("p99(commit_ms) < 500", ms, ms < 500, bounds=(ms * 0.9, ms * 1.01)),
+                              dir=cr.dir.name, scenario=cr.cell.scenario))
+        return SimpleNamespace(cells=cells)
+    monkeypatch.setattr(walk_module, "run_cells", run_cells)
+    walk.run()
+    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", n) for n in (1, 2, 3)]
+    assert [r for r in ran if r[:2] == ("libsql", "2g")] == [("libsql", "2g", 1)], "far from its line: once"
+    labels = [c.label for c in walk.records if c.dir.startswith("sqlite-4g")]
+    assert labels == ["candidate", "confirmation", "confirmation"], [(c.dir, c.label) for c in walk.records]

@@ -118,8 +118,8 @@ def test_the_decision_file_holds_the_reference_tree():
     (("p99(commit_ms) < 500\", \"rate", "p99(commit_ms) < soon\", \"rate"), "criteria.0.thresholds: [0] malformed"),
     (("otherwise:", "colour: red\notherwise:"), "colour: unknown field 'colour'; allowed: description, steps"),
     (("otherwise:", "other:"), "otherwise: required field is missing"),
-    (("bands: {latency: 0.20,", "bands: {latency: 1.5,"), "confirm: bands.latency: 1.5 is not a share of the line"),
-    (("bands: {latency: 0.20,", "bands: {latncy: 0.20,"), "confirm.bands.latncy"),
+    (("bands: {latency: 0.15,", "bands: {latency: 1.5,"), "confirm: bands.latency: 1.5 is not a share of the line"),
+    (("bands: {latency: 0.15,", "bands: {latncy: 0.15,"), "confirm.bands.latncy"),
 ])
 def test_a_bad_decision_file_names_the_file_and_the_field(tmp_path, edit, expected):
     bad = tmp_path / "decision.yaml"
@@ -166,8 +166,8 @@ def test_starting_state_flags_a_cell_whose_load_lost_rows():
 def test_a_result_of_an_unknown_version_is_refused(tmp_path):
     """Every reader goes through one loader, which refuses what it does not know rather than guess."""
     from harness.results import load_result, load_sweep, load_verdict
-    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14"), ("sweep.json", load_sweep, "1"),
-                              ("verdict.json", load_verdict, "1, 2, 3, 4, 5")):
+    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15"), ("sweep.json", load_sweep, "1"),
+                              ("verdict.json", load_verdict, "1, 2, 3, 4, 5, 6")):
         (tmp_path / name).write_text('{"version": 99}')
         with pytest.raises(ConfigError, match=f"{name}: version 99; this harness reads version {known} only"):
             load(tmp_path / name)

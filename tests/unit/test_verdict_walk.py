@@ -15,7 +15,7 @@ from harness.state import store
 from harness.sweep import CellOptions
 from harness.verdict import answer
 from harness.verdict.plan import criterion_plans, order_mems
-from harness.verdict.walk import Walk
+from harness.verdict.walk import CANDIDATE, Walk
 
 MEMS = order_mems(["1g", "4g", "2g"])
 
@@ -27,25 +27,28 @@ def fake_walk(tmp_path, outcomes: dict, all_cells=False, tree=None) -> Walk:
         tree = load_decision()
         tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": []}) for s in tree.steps]})
     walk = Walk(tree, MEMS, criterion_plans(tree, lambda sc: 3600), CellOptions(), tmp_path, all_cells=all_cells)
-    ran = []
+    ran, labels = [], []
 
-    def engine_at(engine, settings, tag, mem, option=None):
+    def engine_at(engine, settings, tag, mem, option=None, role=CANDIDATE):
+        criteria = walk.criteria[:role.criteria]
+        labels.append((engine, mem, tag, role.label))
         if option is not None:
             ran.append((engine, mem, tag))
             status = outcomes.get((engine, mem, tag), "failed")
             return [CellRecord(cell_id="x", scenario=c.criterion.scenario, engine=engine, mem=mem,
                                data_limit_bytes=None, scale=1.0, runtime="local", dir=f"{engine}-{tag}-{mem}",
-                               state="complete", status=status) for c in walk.criteria[:1 if status != "passed" else None]]
+                               state="complete", status=status, label=role.label)
+                    for c in criteria[:1 if status != "passed" else None]]
         if not tag:                       # a control's cells are the step's own business
             ran.append((engine, mem))
         walk.controls = getattr(walk, "controls", []) + ([(engine, mem)] if tag else [])
         status = outcomes.get((engine, mem), "passed")
         return [CellRecord(cell_id="x", scenario=c.criterion.scenario, engine=engine, mem=mem, data_limit_bytes=None,
                            scale=1.0, runtime="local", dir=f"{engine}-{mem}", state="complete", status=status,
-                           diagnosis=None if status == "passed" else f"{status} here")
-                for c in walk.criteria[:1 if status != "passed" else None]]
+                           diagnosis=None if status == "passed" else f"{status} here", label=role.label)
+                for c in criteria[:1 if status != "passed" else None]]
     walk.engine_at = engine_at
-    walk.ran = ran
+    walk.ran, walk.labels = ran, labels
     return walk
 
 
@@ -195,13 +198,39 @@ def test_a_failing_step_tries_its_options_cheapest_first_and_answers_with_the_on
     assert ans["2g"].engine == "libsql"
 
 
-def test_an_option_that_gives_something_up_is_a_trade_off_never_the_answer(tmp_path):
+def test_a_trade_off_that_passes_is_screened_once_never_confirmed_nor_carried_down(tmp_path):
+    """Giving up history passes at 4g: it is screened there, once, on the first criterion (a trade-off is never
+    the answer, so it never costs what an answer costs), named as a trade-off, and never run at 2g or 1g, where
+    SQLite is implied failed with every option."""
     walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", "no_bitemporal"): "passed"},
                      tree=_tuned_tree())
+    walk.confirmations = lambda *a, **k: pytest.fail("a trade-off was confirmed")
     walk.run()
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
     assert ans["4g"].engine == "libsql" and ans["4g"].trade_offs == [
-        "sqlite: no bi-temporality (the simple schema, 6 indexes) (gives up history: no version survives its update)"]
+        "sqlite: no bi-temporality (the simple schema, 6 indexes) (gives up history: no version survives its update; "
+        f"passed p99_5x, screened over {walk.tree.screen_blocks} blocks, one run)"]
+    screened = [x for x in walk.labels if x[2] == "no_bitemporal"]
+    assert screened == [("sqlite", "4g", "no_bitemporal", f"screened over {walk.tree.screen_blocks} blocks")]
+    assert not [x for x in walk.ran if x[0] == "sqlite" and x[1] != "4g"], "nothing of sqlite's runs below 4g"
+    assert ans["2g"].trade_offs == [] and ans["1g"].trade_offs == []
+
+
+def test_tune_stops_at_the_first_option_that_passes_and_gives_nothing_up(tmp_path):
+    """Two options that give nothing up would pass at 4g: the cheaper one answers, the other never runs, and
+    tuned_with names the one that ran (it once named the last that passed, and ran every option)."""
+    from harness.scenario.matrix import load_matrix
+    tree = load_decision()
+    first = tree.steps[0].model_copy(update={"tune": ["ckpt_background_256m", "autockpt_off_passive", "no_bitemporal"]})
+    tree = tree.model_copy(update={"steps": [first, *tree.steps[1:]]})
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("sqlite", "4g", "autockpt_off_passive"): "passed",
+                                ("sqlite", "4g", "ckpt_background_256m"): "passed"}, tree=tree)
+    walk.run()
+    opts = load_matrix().engines["sqlite"].options
+    cheaper = min(["ckpt_background_256m", "autockpt_off_passive"], key=lambda n: opts[n].cost)
+    assert [t for e, m, *t in walk.ran if m == "4g" and t] == [[cheaper]]
+    cell = next(c for c in walk.matrix if c.engine == "sqlite" and c.mem == "4g")
+    assert cell.tuned_with == opts[cheaper].says and cell.tried == [cheaper] and cell.passed_options == [cheaper]
 
 
 @pytest.mark.slow
@@ -250,23 +279,39 @@ def test_an_engine_out_of_memory_at_its_policy_tries_its_options_too(tmp_path):
     assert ans["4g"].engine == "sqlite" and ans["4g"].tuned_with.startswith("wal_autocheckpoint off")
 
 
-def test_the_leaf_runs_only_where_no_engine_passed_and_answers_with_its_first_passing_design(tmp_path):
-    """SQLite passes at 4g; every engine fails at 2g and 1g. The leaf's designs run at 2g and 1g only, cheapest
-    first; a block log applying up to 5 blocks passes at 2g and answers there; at 1g none passes, and a design
-    that failed at 2g is implied failed at 1g, never run."""
+def _expecting(tree, *passes: str):
+    """The tree with decision.yaml's estimate expecting these to pass (the leaf's walking direction follows it)."""
+    return tree.model_copy(update={"estimate": tree.estimate.model_copy(update={"passes": list(passes)})})
+
+
+def _untuned():
+    tree = load_decision()
+    return tree.model_copy(update={"steps": [s.model_copy(update={"tune": []}) for s in tree.steps]})
+
+
+def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_expected_outcome_settles(tmp_path):
+    """SQLite passes at 4g; every engine fails at 2g and 1g. The leaf's designs run at 2g and 1g only, in the
+    tree's order (sqlite's designs before postgres's), cheapest first. A design expected to fail is walked from
+    the largest open MEM down (block_log: fails at 2g, implied at 1g); one expected to pass from the smallest up
+    (block_log_g5: fails at 1g, passes at 2g and answers there); after it only 1g is open."""
     from harness.verdict.leaf import designs_in_order, run_leaf, with_leaf
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in ("2g", "1g")}
-    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-block_log_g5"): "passed"})
+    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-block_log_g5"): "passed"},
+                     tree=_expecting(_untuned(), "sqlite/leaf-block_log_g5"))
     walk.run()
     before = len(walk.ran)
     leaf = run_leaf(walk)
     ran = walk.ran[before:]
     assert ran and all(mem in ("2g", "1g") for _, mem, _ in ran), "no design runs where an engine passed"
     order = designs_in_order(walk.tree)
-    assert [(e, t.removeprefix("leaf-")) for e, m, t in ran if m == "2g"] == \
-        order[:order.index(("sqlite", "block_log_g5")) + 1], "cheapest first, until one passes"
-    assert ("sqlite", "1g", "leaf-block_log") not in ran       # it failed at 2g: implied below
-    assert any(c.outcome == "implied" and c.mem == "1g" for c in leaf)
+    engines = [e for e, _ in order]
+    assert engines == sorted(engines, key=["sqlite", "libsql", "postgres", "duckdb"].index), "the tree's order"
+    assert order[:2] == [("sqlite", "block_log"), ("sqlite", "block_log_g5")]
+    assert ran[:3] == [("sqlite", "2g", "leaf-block_log"), ("sqlite", "1g", "leaf-block_log_g5"),
+                       ("sqlite", "2g", "leaf-block_log_g5")]
+    assert all(m == "1g" for _, m, _ in ran[3:]), "2g has its answer: only 1g is walked on"
+    implied = next(c for c in leaf if c.design == "block_log" and c.mem == "1g")
+    assert implied.outcome == "implied" and implied.implied_from == "2g"
     ans = {a.mem: a for a in with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)}
     assert ans["4g"].engine == "sqlite" and ans["4g"].leaf is None
     assert ans["2g"].status == "none" and ans["2g"].design == "sqlite: block_log_g5"
@@ -274,28 +319,64 @@ def test_the_leaf_runs_only_where_no_engine_passed_and_answers_with_its_first_pa
     assert ans["1g"].design is None and "no design passes: closest" in ans["1g"].leaf
 
 
-def test_what_passed_above_is_tried_below_where_the_engine_is_implied_failed(tmp_path):
-    """SQLite fails at every MEM as deployed; giving up history (no_bitemporal) passes at 4g and 2g and fails
-    at 1g. Below 4g SQLite's own cells are implied, never run, but that option runs at 2g and 1g, and each
-    MEM's answer names the trade-off that passes there (issue 56)."""
-    outcomes = {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", "no_bitemporal"): "passed",
-                                                          ("sqlite", "2g", "no_bitemporal"): "passed"}
-    walk = fake_walk(tmp_path, outcomes, tree=_tuned_tree())
+def test_a_design_that_passes_at_the_smallest_mem_is_implied_above_and_one_implied_cell_each_way_is_measured(tmp_path):
+    """Every engine fails everywhere; current ∪ history with background checkpoints, expected to pass, passes at 1g:
+    it answers at 2g and 4g too, implied, not run.
+    The implication controls measure one implied failure (sqlite's own at 2g, below its failure at 4g) and one
+    implied pass (the design at 2g), once each, and say whether each agreed."""
+    from harness.verdict.controls import implication_controls
+    from harness.verdict.leaf import run_leaf, with_leaf
+    fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS}
+    design = "current_history_ckpt_background"
+    walk = fake_walk(tmp_path, {**fails, **{("sqlite", m, f"leaf-{design}"): "passed" for m in MEMS},
+                                ("sqlite", "2g", f"implied-{design}"): "passed"},
+                     tree=_expecting(_untuned(), f"sqlite/leaf-{design}"))
     walk.run()
-    assert ("sqlite", "2g") not in walk.ran and ("sqlite", "1g") not in walk.ran     # its own cells: implied
-    below = [(m, t[0]) for e, m, *t in walk.ran if e == "sqlite" and m in ("2g", "1g") and t]
-    assert below == [("2g", "no_bitemporal"), ("1g", "no_bitemporal")], "only what passed above, at each MEM below"
-    cells = {c.mem: c for c in walk.matrix if c.engine == "sqlite"}
-    assert cells["2g"].outcome == cells["1g"].outcome == "implied"
-    assert cells["2g"].passed_options == ["no_bitemporal"] and cells["1g"].passed_options == []
-    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
-    assert [t.split(":")[0] for t in ans["2g"].trade_offs] == ["sqlite"] and ans["1g"].trade_offs == []
-    # the report says where it stops passing
-    from types import SimpleNamespace
+    leaf = run_leaf(walk)
+    ran = [(m, t) for e, m, *t in walk.ran if t == [f"leaf-{design}"]]
+    assert ran == [("1g", [f"leaf-{design}"])], "measured at the smallest MEM only"
+    ans = {a.mem: a for a in with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)}
+    assert all(a.design == f"sqlite: {design}" for a in ans.values())
+    assert "implied by its pass at 1g" in ans["4g"].leaf and "implied" not in ans["1g"].leaf
+    below, above = implication_controls(walk, leaf)
+    assert (below.engine, below.mem, below.implied_from, below.expected) == ("sqlite", "2g", "4g", "fail")
+    assert below.outcome == "failed" and below.agreed is True
+    assert (above.what, above.mem, above.implied_from, above.expected) == (design, "2g", "1g", "pass")
+    assert above.outcome == "passed" and above.agreed is True
+    assert [x[3] for x in walk.labels if x[2].startswith("implied-")] == ["control", "control"]
 
-    from harness.report.verdict_blocks import options_down_blocks
-    [_, table] = options_down_blocks(SimpleNamespace(matrix=walk.matrix, mems=MEMS))
-    assert table.rows == [["sqlite: no_bitemporal", "pass", "pass", "fail", "1g"]]
+
+def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
+    """The estimate plays the walk with the outcomes it expects; given the outcomes the cells will have, it counts
+    the cells the walk then runs (steps, tune options, trade-off screens, the libSQL control, the leaf, the
+    implication controls), each at its measured minutes."""
+    from harness.scenario.decision import Costs
+    from harness.verdict.controls import implication_controls
+    from harness.verdict.estimate import play
+    from harness.verdict.leaf import run_leaf
+    passes = {"sqlite/no_bitemporal", "postgres/leaf-block_log"}
+    tree = _expecting(_tuned_tree(), *sorted(passes))
+    outcomes = {**{("sqlite", m): "failed" for m in MEMS}, ("sqlite", "4g", "no_bitemporal"): "passed",
+                ("libsql", "4g"): "failed", ("postgres", "4g"): "failed", ("duckdb", "4g"): "failed",
+                ("postgres", "1g", "leaf-block_log"): "passed"}
+    cells = []
+    walk = fake_walk(tmp_path, outcomes, tree=tree)
+    inner = walk.engine_at
+    walk.engine_at = lambda *a, **k: cells.extend(r := inner(*a, **k)) or r
+    costs = Costs(state={"sqlite": 10, "postgres": 12, "duckdb": 5}, fail=4, screen=6,
+                  full={"p99_5x": 15, "reorg": 15, "crash": 5}, measured="a test's")
+    tally = play(fake_walk(tmp_path, {}, tree=tree), passes, costs)
+    walk.run()
+    implication_controls(walk, run_leaf(walk))
+    assert tally.cells == len(cells) > 0
+    labels = {}
+    for c in cells:
+        labels[c.label] = labels.get(c.label, 0) + 1
+    assert tally.by_label == labels
+    # sqlite at its own, the simple and the current ∪ history schemas (libsql opens sqlite's); postgres at its own and
+    # the simple schema (its block log keeps its own); duckdb
+    assert tally.state_minutes == 3 * 10 + 2 * 12 + 5
+    assert tally.minutes > tally.state_minutes
 
 
 def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):

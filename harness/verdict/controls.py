@@ -1,0 +1,64 @@
+"""The walk's two assumptions, each checked once on a cell it implied (issue 64): a failure at a larger MEM implies
+one at every smaller MEM (the steps are walked largest first), and a pass at a smaller MEM implies one at every
+larger MEM (the leaf's designs are walked smallest first). Both are assumptions: a bigger cache was once slower
+here. After the walk, the first cell each direction implied is measured, once (a control: never confirmed): an
+implied failure on the criteria in order until one fails (the one that failed above may be any), an implied pass
+on the first criterion (the costly full phase once, not every criterion's); the report prints whether it agreed. Where a direction implied nothing, it says so."""
+from __future__ import annotations
+
+from harness.results import ImplicationControl, LeafCell
+from harness.scenario.matrix import load_matrix
+from harness.verdict.confirm import runs_outcome
+from harness.verdict.walk import CONTROL, CONTROL_FIRST, log
+
+BELOW, ABOVE = "failure implies below", "pass implies above"
+
+
+def implication_controls(walk, leaf: list[LeafCell]) -> list[ImplicationControl]:
+    return [_failure_below(walk, leaf), _pass_above(walk, leaf)]
+
+
+def _failure_below(walk, leaf: list[LeafCell]) -> ImplicationControl:
+    implied = next((c for c in walk.matrix if c.outcome == "implied"), None)
+    if implied is None:
+        leaf_failure = next((c for c in leaf if c.implied_from and c.outcome == "implied"), None)
+        if leaf_failure is not None:
+            return _design(walk, BELOW, leaf_failure, "fail", CONTROL)
+        return ImplicationControl(direction=BELOW, engine="-", mem="-", expected="fail",
+                                  note="no cell was implied failed: nothing to check")
+    step = next(s for s in walk.tree.steps if s.engine == implied.engine)
+    source = next((c.mem for c in walk.matrix if c.engine == implied.engine and c.outcome == "fail"), None)
+    return _measure(walk, BELOW, implied.engine, None, implied.mem, source, "fail", step.set, None, CONTROL)
+
+
+def _pass_above(walk, leaf: list[LeafCell]) -> ImplicationControl:
+    implied = next((c for c in leaf if c.implied_from and c.outcome == "pass"), None)
+    if implied is None:
+        return ImplicationControl(direction=ABOVE, engine="-", mem="-", expected="pass",
+                                  note="no cell was implied passed: nothing to check")
+    return _design(walk, ABOVE, implied, "pass", CONTROL_FIRST)
+
+
+def _design(walk, direction: str, implied: LeafCell, expected: str, role) -> ImplicationControl:
+    steps = {s.engine: s for s in walk.tree.steps}
+    opt = load_matrix().engines[implied.engine].options[implied.design]
+    settings = steps[implied.engine].set if implied.engine in steps else {}
+    return _measure(walk, direction, implied.engine, implied.design, implied.mem, implied.implied_from, expected,
+                    settings, opt, role)
+
+
+def _measure(walk, direction: str, engine: str, what: str | None, mem: str, source: str | None, expected: str,
+             settings: dict, option, role) -> ImplicationControl:
+    log(f"implication control ({direction}): {engine}{' with ' + what if what else ''} at {mem}, implied "
+        f"{expected} by {source}; measured once")
+    tag = f"implied-{what or 'own'}"
+    recs = walk.engine_at(engine, settings, tag, mem, option, role)
+    outcome = runs_outcome(recs) if recs else "error"
+    measured = {"passed": "pass", "failed": "fail"}.get(outcome)
+    if any(r.status == "oom" for r in recs):
+        measured = "fail"
+    agreed = None if measured is None else measured == expected
+    log(f"implication control ({direction}): {outcome}; "
+        + ("agreed" if agreed else "DISAGREED" if agreed is False else "no measurement"))
+    return ImplicationControl(direction=direction, engine=engine, what=what, mem=mem, implied_from=source,
+                              expected=expected, outcome=outcome, agreed=agreed, cells=recs)

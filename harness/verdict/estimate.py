@@ -1,0 +1,88 @@
+"""What a verdict expects before its first cell: the walk itself, played with the outcomes decision.yaml's
+`estimate.passes` names (anything else fails early), each cell at the minutes its kind costs on this machine
+(`estimate.minutes` for the profile, measured here), and each starting state at its build's minutes the first time
+a cell needs it. The same walk code runs, so the cells it counts are the cells the walk runs when the cells come out
+as expected; a close call's confirmations cannot be foreseen and are not counted (the report sets the estimate
+beside the walk's actual cells and minutes)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from harness import registry
+from harness.results import CellRecord, Estimate
+from harness.scenario.decision import Costs
+from harness.verdict.walk import CANDIDATE, Role, Walk
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.cells, self.minutes, self.state_minutes = 0, 0.0, 0.0
+        self.by_label: dict[str, int] = {}
+        self.states: set[tuple[str, str]] = set()
+
+
+def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
+    """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
+    engine/leaf-design (an implication control checks the configuration it stands for)."""
+    if tag.startswith("implied-"):
+        what = tag.removeprefix("implied-")
+        return engine if what == "own" else f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}"
+    return f"{engine}/{tag}" if tag else engine
+
+
+def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
+    """An engine_at for `walk` that runs nothing: each cell passes if its configuration is in `passes`."""
+    leaf = walk.tree.leaf
+    designs = {d for names in leaf.designs.values() for d in names} if leaf else set()
+
+    def engine_at(engine, settings, tag, mem, option=None, role: Role = CANDIDATE) -> list[CellRecord]:
+        ok = outcome_key(engine, tag, designs) in passes
+        criteria = walk.criteria[:role.criteria]
+        ran = criteria if ok else criteria[:1]
+        if costs is not None:
+            _add_state(tally, costs, engine, option)
+            tally.minutes += sum(costs.screen if role.screen_blocks else
+                                 costs.full.get(cp.criterion.scenario, costs.fail) if ok else costs.fail for cp in ran)
+        tally.cells += len(ran)
+        tally.by_label[role.label] = tally.by_label.get(role.label, 0) + len(ran)
+        walk.cells_run += len(ran)
+        recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
+                           data_limit_bytes=None, scale=1.0, runtime="estimate", dir=f"{engine}-{tag}-{mem}",
+                           state="complete", status="passed" if ok else "failed", label=role.label,
+                           criterion=cp.criterion.name) for cp in ran]
+        walk.records += recs
+        return recs
+    return engine_at
+
+
+def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
+    """A starting state's build, the first time a cell needs it: the engine's own (or the one it opens) at the
+    option's schema."""
+    owner = registry.manifest(engine).state_of or engine
+    schema = str((option.set if option is not None else {}).get("workload.schema", ""))
+    if (owner, schema) not in tally.states:
+        tally.states.add((owner, schema))
+        tally.state_minutes += costs.state.get(owner, 0.0)
+        tally.minutes += costs.state.get(owner, 0.0)
+
+
+def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
+    """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells."""
+    from harness.verdict.controls import implication_controls
+    from harness.verdict.leaf import run_leaf
+    tally = Tally()
+    twin = replace(walk, records=[], matrix=[], steps=[], cells_run=0, on_step=None)
+    twin.engine_at = predicted(twin, passes, costs, tally)
+    twin.run()
+    implication_controls(twin, run_leaf(twin))
+    return tally
+
+
+def estimate(walk: Walk, profile: str) -> Estimate:
+    spec = walk.tree.estimate
+    costs = spec.minutes.get(profile)
+    tally = play(walk, set(spec.passes), costs)
+    basis = (f"{costs.measured}; expected to pass: {', '.join(spec.passes) or 'nothing'}" if costs else
+             f"no minutes measured for profile {profile!r} in decision.yaml's estimate: cells only")
+    return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
+                    by_label=tally.by_label, basis=basis)
