@@ -255,15 +255,16 @@ def test_a_dc_read_mix_answers_every_kind_right(tmp_path):
     assert r["integrity"]["ok"] is True and r["status"] in ("passed", "failed"), err[-2000:]
 
 
-@pytest.mark.serial          # 900 blocks at a 100 ms cadence: beside neighbours the backlog outran the timeout in CI
-@pytest.mark.slow(seconds=110)
-def test_the_runners_memory_stays_flat_over_900_measured_blocks(tmp_path):
-    """The runner's RSS is the harness's share of an embedded engine's limit; over 900 measured blocks
-    it must not grow with them (it once grew ~375 KB per block: 330 MiB here, against a 4 MiB bound)."""
-    rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--duration", "90",
-                                     timeout=400)
+@pytest.mark.serial          # 450 blocks at a 100 ms cadence: beside neighbours the backlog outran the timeout in CI
+@pytest.mark.slow(seconds=60)
+def test_the_runners_memory_stays_flat_over_450_measured_blocks(tmp_path):
+    """The runner's RSS is the harness's share of an embedded engine's limit; over 450 measured blocks
+    it must not grow with them (it once grew ~375 KB per block: 165 MiB over these blocks, against a 4 MiB
+    bound, so a leak of a fortieth of that still fails)."""
+    rc, r, run_dir, _ = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--duration", "45",
+                                     timeout=300)
     h = r["metrics"]["harness"]
-    assert r["metrics"]["commit_latency_ms"]["count"] >= 750
+    assert r["metrics"]["commit_latency_ms"]["count"] >= 375
     growth = h["inside_limit_bytes_end"] - h["inside_limit_bytes"]
     assert growth < 4 << 20, f"runner RSS grew {growth / 2**20:.1f} MiB over the measured phase ({h})"
 
