@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.cli.args import overrides, place_arg
 from harness.errors import ConfigError
-from harness.sweep import CellOptions, add_cell_args
+from harness.walks.sweep import CellOptions, add_cell_args
 
 
 def add_sweep(sub) -> None:
@@ -27,7 +27,7 @@ def add_sweep(sub) -> None:
 
 
 def _cmd_sweep(args) -> int:
-    from harness.sweep import parse_list, sweep
+    from harness.walks.sweep import parse_list, sweep
     return sweep(args.scenario, args.engines, parse_list(args.mems, "MEMS"), parse_list(args.scales, "SCALES", float),
                  args.repeats, CellOptions.from_args(args), args.results, fresh=args.fresh,
                  drop_states=args.drop_states)
@@ -52,12 +52,12 @@ def _cmd_matrix(args) -> int:
     if bool(args.engine) == bool(args.engines):
         raise ConfigError("matrix: give ENGINE (one matrix) or ENGINES (several, side by side)")
     if args.engines:
-        from harness.matrices import matrices
+        from harness.walks.matrices import matrices
         if args.options:
             raise ConfigError("OPTIONS names one engine's options: give ENGINE, not ENGINES")
         return matrices(args.engines, args.scenario, args.mem, CellOptions.from_args(args), args.results,
                         args.drop_states)
-    from harness.matrix import matrix
+    from harness.walks.matrix import matrix
     return matrix(args.engine, args.scenario, args.mem, args.options, CellOptions.from_args(args), args.results,
                   args.drop_states)
 
@@ -71,7 +71,7 @@ def add_experiments(sub) -> None:
 
 
 def _cmd_experiments(args) -> int:
-    from harness.experiments import experiments
+    from harness.walks.experiments import experiments
     return experiments(args.only, CellOptions.from_args(args), args.results)
 
 
@@ -96,8 +96,8 @@ def add_verdict(sub) -> None:
 def _cmd_verdict(args) -> int:
     from dataclasses import replace
     from harness.scenario.decision import DECISION_FILE
-    from harness.sweep import parse_list
-    from harness.verdict import verdict
+    from harness.walks.sweep import parse_list
+    from harness.walks.verdict import verdict
     mems = [m for m in parse_list(args.mems, "MEMS") if m]
     return verdict(args.profile, mems, replace(CellOptions.from_args(args), early_abort=not args.no_early_abort),
                    args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
@@ -121,7 +121,7 @@ def add_ceiling(sub) -> None:
 
 
 def _cmd_ceiling(args) -> int:
-    from harness.ceiling import ceiling
+    from harness.walks.ceiling import ceiling
     if args.repeats != 1:
         raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
     return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
@@ -138,7 +138,7 @@ def add_knee(sub) -> None:
 
 
 def _cmd_knee(args) -> int:
-    from harness.knee import knee
+    from harness.walks.knee import knee
     if args.repeats != 1:
         raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
     return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
@@ -153,7 +153,7 @@ def add_v1(sub) -> None:
 
 def _cmd_v1(args) -> int:
     from harness.scenario.v1 import load_v1
-    from harness.v1 import v1_walk
+    from harness.walks.v1 import v1_walk
     if args.repeats != 1:
         raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
     v1 = load_v1(Path(args.file)) if args.file else None
@@ -185,7 +185,7 @@ def add_k8s(sub) -> None:
 def _cmd_k8s(args) -> int:
     from dataclasses import replace
     from harness.place import k8s
-    from harness.sweep import parse_list, sweep_cells
+    from harness.walks.sweep import parse_list, sweep_cells
     opts = replace(CellOptions.from_args(args), place="k8s")
     if args.walk == "sweep":
         if not args.scenario or not args.engines:
@@ -194,8 +194,8 @@ def _cmd_k8s(args) -> int:
                                     parse_list(args.scales, "SCALES", float), args.repeats, opts, args.results)
     else:
         from harness.scenario.decision import DECISION_FILE
-        from harness.verdict import prepare
-        from harness.verdict.walk import Walk
+        from harness.walks.verdict import prepare
+        from harness.walks.verdict.walk import Walk
         mems = [m for m in parse_list(args.mems, "MEMS") if m]
         pre = prepare(args.profile, mems, replace(opts, early_abort=True), args.results, args.repeats, args.scale,
                       args.decision or DECISION_FILE, here=False)

@@ -1,4 +1,4 @@
-"""Where a walk's cells run (PLACE): `local`, this machine, one cell after another (harness/sweep.py), or
+"""Where a walk's cells run (PLACE): `local`, this machine, one cell after another (harness/walks/sweep.py), or
 `swarm`, a Docker Swarm's nodes, one cell per node, each a replicated job the orchestrator limits and
 places (swarm.py, with node.py on the node). For Kubernetes, arkbench writes the manifests of the same
 cells (k8s.py, `make k8s-manifests`) and kubectl runs them; a later sweep finds their results complete."""

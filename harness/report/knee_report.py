@@ -1,4 +1,4 @@
-"""A knee search's section of the report (knee.json, harness/knee.py): its answer, every step, the curve."""
+"""A knee search's section of the report (knee.json, harness/walks/knee.py): its answer, every step, the curve."""
 from __future__ import annotations
 
 from pathlib import Path

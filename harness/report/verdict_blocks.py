@@ -3,6 +3,7 @@ through the decision tree (each step's failing thresholds, its control), then th
 from __future__ import annotations
 
 from harness.report.blocks import Block, _f
+from harness.report.verdict_cells import cost_blocks
 
 
 def verdict_blocks(meta) -> list[Block]:
@@ -37,7 +38,7 @@ def verdict_blocks(meta) -> list[Block]:
                                   f"{c.outcome.upper()}."))
             out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
                                             for x in c.cells]))
-    return out + library_versions_blocks(meta)
+    return out + cost_blocks(meta) + library_versions_blocks(meta)
 
 
 def _cell_variant(rec) -> str:
@@ -112,14 +113,17 @@ def leaf_blocks(meta) -> list[Block]:
     rows = [[f"{e}: {d}", *(_OUTCOME[cell[(e, d, m)].outcome] if (e, d, m) in cell else "–" for m in meta.mems),
              stops_passing([(m, cell[(e, d, m)].outcome if (e, d, m) in cell else "-") for m in meta.mems])]
             for e, d in designs]
-    items = [f"{c.engine}: {c.says} @ {c.mem}: {c.outcome}; p99 {_f(c.ack_p99_ms)} ms"
+    items = [f"{c.engine}: {c.says} @ {c.mem}: {c.outcome}"
+             + (f" (implied by {c.implied_from}, not run)" if c.implied_from else "") + f"; p99 {_f(c.ack_p99_ms)} ms"
              + (f", apply lag p99 {_f(c.lag_p99_blocks)} blocks" if c.lag_p99_blocks is not None else "")
              + (f"; {c.diagnosis}" if c.diagnosis else "") + (f"; {c.split}" if c.split else "")
-             for c in meta.leaf if c.outcome != "implied"]
+             for c in meta.leaf if c.outcome != "implied" and not c.implied_from]
     return [Block("h2", "The last leaf, measured: designs where no engine passed"),
             Block("p", "Each design keeps every version and every acknowledged block; it is tried only at a limit where "
-                       "no engine met the criteria, cheapest first, and a failure implies one at every smaller limit. "
-                       "Under a block log the p99 is its acknowledgement's, from each block's due time."),
+                       "no engine met the criteria, an engine's designs before the next engine's, cheapest first. A "
+                       "design expected to pass is tried from the smallest limit up and a pass implies one at every "
+                       "larger limit; any other from the largest down, a failure implying one below. Under a block "
+                       "log the p99 is its acknowledgement's, from each block's due time."),
             Block("table", headers=["design", *meta.mems, "stops passing at"], rows=rows), Block("list", items=items)]
 
 

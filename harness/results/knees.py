@@ -1,4 +1,4 @@
-"""knee.json's typed model (harness/knee.py): a knee search along one axis, its steps and its answer."""
+"""knee.json's typed model (harness/walks/knee.py): a knee search along one axis, its steps and its answer."""
 from __future__ import annotations
 
 from typing import Literal, Optional

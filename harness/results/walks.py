@@ -60,7 +60,7 @@ class CellRecord(Model):
     # set by the verdict
     criterion: Optional[str] = None
     measure_s: Optional[float] = None
-    diagnosis: Optional[str] = None           # one line on why it did not pass (harness/verdict/answer.py)
+    diagnosis: Optional[str] = None           # one line on why it did not pass (harness/walks/verdict/answer.py)
 
 
 class SweepFile(Model):
@@ -135,7 +135,7 @@ class MatrixCell(Model):
 
 
 class LeafCell(Model):
-    """v4: one design of the tree's last leaf at one MEM (harness/verdict/leaf.py)."""
+    """v4: one design of the tree's last leaf at one MEM (harness/walks/verdict/leaf.py)."""
     engine: str
     design: str                                 # the matrix option
     says: str
@@ -167,7 +167,7 @@ class MemAnswer(Model):
 
 
 class ImplicationControl(Model):
-    """v6: one implied cell measured after all, to test the assumption that implied it (harness/verdict/controls.py)."""
+    """v6: one implied cell measured after all, to test the assumption that implied it (harness/walks/verdict/controls.py)."""
     direction: Literal["failure implies below", "pass implies above"]
     engine: str
     what: Optional[str] = None                  # the option or design; None: the engine's own settings
@@ -181,7 +181,7 @@ class ImplicationControl(Model):
 
 
 class Estimate(Model):
-    """v6: what the walk expected before its first cell (harness/verdict/estimate.py)."""
+    """v6: what the walk expected before its first cell (harness/walks/verdict/estimate.py)."""
     cells: int
     minutes: float
     state_minutes: float
@@ -213,6 +213,7 @@ class VerdictFile(Model):
     cells_implied: int = 0
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
     implication_controls: list[ImplicationControl] = []     # v6: one implied cell per direction, measured
+    cells: list[CellRecord] = []                # v6: every cell the walk ran, in order, each with its label
     estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
 
 

@@ -1,5 +1,5 @@
 """scenarios/decision.yaml: the reference's decision tree and its criteria, validated like a scenario
-(one-line errors naming the file and the field). harness/verdict.py walks it."""
+(one-line errors naming the file and the field). harness/walks/verdict.py walks it."""
 from __future__ import annotations
 
 import json
@@ -93,7 +93,7 @@ class Step(Strict):
 
 
 class Leaf(Strict):
-    """The tree's last leaf, measured (harness/verdict/leaf.py): where no step passed at a MEM, each engine's designs
+    """The tree's last leaf, measured (harness/walks/verdict/leaf.py): where no step passed at a MEM, each engine's designs
     (options of scenarios/matrix.yaml that keep every version), cheapest first."""
     designs: dict[str, list[str]] = Field(min_length=1, description="engine -> its designs to try")
     lag_bound_blocks: int = Field(ge=1, description="a block log's apply lag p99 must stay under this many blocks")
@@ -145,7 +145,7 @@ DEFAULT_BANDS = {"latency": 0.15, "counter": 0.05, "gauge": 0.10, "figure": 0.10
 
 
 class Confirm(Strict):
-    """Close calls run again (harness/verdict/confirm.py): a cell whose deciding figures lie within their band
+    """Close calls run again (harness/walks/verdict/confirm.py): a cell whose deciding figures lie within their band
     of the line, or whose percentile's bounds straddle it, runs until `runs` runs in all."""
     runs: int = Field(3, ge=2, description="runs in all of a close cell: the first and its confirmations")
     bands: dict[Literal["latency", "counter", "gauge", "figure"], float] = Field(
@@ -170,7 +170,7 @@ class Costs(Strict):
 
 
 class EstimateSpec(Strict):
-    """What `make verdict` expects before its first cell (harness/verdict/estimate.py): the walk played with
+    """What `make verdict` expects before its first cell (harness/walks/verdict/estimate.py): the walk played with
     these outcomes, each cell at its measured cost."""
     passes: list[str] = Field([], description="what is expected to pass every criterion at every MEM: engine, "
                                               "engine/option or engine/leaf-design; anything else fails early")

@@ -186,7 +186,7 @@ class Readers(Strict):
 
 
 class Ceiling(Strict):
-    """How `make ceiling` steps the read rate (harness/ceiling.py)."""
+    """How `make ceiling` steps the read rate (harness/walks/ceiling.py)."""
     steps_qps: list[Annotated[float, Field(gt=0)]] = Field([100, 1000, 5000], min_length=1,
                                                             description="the read rates tried first")
     max_qps: float = Field(100_000, gt=0, description="doubling stops here")

@@ -178,7 +178,7 @@ def evaluate(thresholds: list[Threshold], source: MetricSource, bounds: BoundsSo
     return out
 
 
-# ---- on a ceiling's knee (harness/ceiling.py): ceiling.thresholds ----------------------------------
+# ---- on a ceiling's knee (harness/walks/ceiling.py): ceiling.thresholds ----------------------------------
 
 KNEE_METRICS = ("knee_read_qps", "knee_write_p99_ms", "knee_read_p99_ms")
 _KNEE_RE = re.compile(r"^\s*(?P<metric>[a-z_0-9]+)\s*(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*$")

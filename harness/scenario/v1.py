@@ -1,4 +1,4 @@
-"""scenarios/v1.yaml: the reference's V1 go/no-go as data (harness/v1.py walks it). The write rates, the read
+"""scenarios/v1.yaml: the reference's V1 go/no-go as data (harness/walks/v1.py walks it). The write rates, the read
 rates the ceiling search starts from, the criteria every step is judged on, what "go" needs, and per profile
 the share of the 621K entities loaded."""
 from __future__ import annotations

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ceiling import ceiling_bracket, knee_figures, sentence
+from harness.walks.ceiling import ceiling_bracket, knee_figures, sentence
 from tests.conftest import ROOT, harness_cmd
 
 

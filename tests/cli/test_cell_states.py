@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix as hm
+from harness.walks import matrix as hm
 from harness import sweep
 from harness.errors import ConfigError
 from harness.state import store

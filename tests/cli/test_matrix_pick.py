@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from harness import matrix as hm
+from harness.walks import matrix as hm
 from harness.results import load_matrix_run
 from harness.scenario.matrix import load_matrix
-from harness.sweep import CellOptions
+from harness.walks.sweep import CellOptions
 
 MATRIX = """
 noise: 0.1

@@ -164,11 +164,17 @@ def test_verdict_walks_every_engine_to_otherwise_largest_mem_first(tmp_path):
         cell = step["cells"][0]
         assert cell["early_abort"]["threshold"] == "max(commit_ms) < 0.01" and cell["early_abort"]["block"] == 1
         assert cell["thresholds"][0]["early_abort"] is True and cell["integrity_ok"] is True
+        result = json.loads((Path(v["dir"]) / cell["scenario"] / cell["dir"] / "result.json").read_text())
+        assert result["integrity"]["method"] == "counts", "a stopped cell counts its rows, it does not scan them"
         # every block is over 0.01 ms, so the typical block alone is too slow, never a stall: within the 50 ms
         # cadence ("slow"), or over it on a slower machine ("saturated": seen here, a p50 of 0.05 s)
         assert cell["diagnosis"].startswith(("slow: service p50 ", "saturated: service p50 ")), cell["diagnosis"]
         assert "; stopped early after 1 measured block; mean block " in cell["diagnosis"], cell["diagnosis"]
         assert " engine CPU " in cell["diagnosis"]              # where the block's time went, and the CPU
+    below, above = v["implication_controls"]
+    assert (below["engine"], below["mem"], below["implied_from"], below["expected"]) == ("sqlite", "384m", "448m", "fail")
+    assert below["outcome"] == "failed" and below["agreed"] is True and below["cells"][0]["label"] == "control"
+    assert above["note"] == "no cell was implied passed: nothing to check"
     report = (Path(p.stdout.strip().splitlines()[-1]).parent / "report.md").read_text()
     assert "1 run(s) of sqlite (criterion × limit × repeat) implied by a failure at a larger limit" in report
     assert "Implied cells rest on one assumption" in report and "| sqlite | ✘ fail | ✘ implied |" in report
@@ -258,7 +264,7 @@ def test_a_sweeps_repeats_give_the_spread_of_service_p50_and_p99(small_sweep, tm
     their spread, printed and in spread.json. Two more repeats of a real cell, their figures set to known
     values (x0.8 and x1.5 of the first's)."""
     from harness.results import SweepFile
-    from harness.sweep import _print_spread
+    from harness.walks.sweep import _print_spread
     root = tmp_path / "sweep"
     shutil.copytree(small_sweep, root)
     cells = [c for c in SweepFile.model_validate_json((root / "sweep.json").read_text()).cells

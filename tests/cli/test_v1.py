@@ -8,7 +8,7 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.scenario.v1 import V1_FILE, load_v1
-from harness.v1 import answer, bigger_machine
+from harness.walks.v1 import answer, bigger_machine
 from tests.conftest import ROOT, harness_cmd
 
 
@@ -90,7 +90,7 @@ def test_a_v1_step_loads_v1s_share_of_its_entities(profile):
     from harness.scenario.plan import resolve_plan
     from harness.state.sizes import dc_seed_entities
     from harness.state.store import inputs_for
-    from harness.v1 import step_overrides
+    from harness.walks.v1 import step_overrides
     from harness.workload.shapes import MENDOZA_1X_ENTITIES
     v1 = load_v1()
     share = v1.profiles[profile].share

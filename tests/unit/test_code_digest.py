@@ -8,14 +8,14 @@ from harness import provenance
 from harness.records import Cell, CellRun, begin_cell
 from harness.results import CellRecord, write_json
 from harness.scenario.plan import resolve_plan
-from harness.sweep import cell_identity, engine_build
+from harness.walks.sweep import cell_identity, engine_build
 
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     """A project tree of its own: measuring and walk-only units, an engine importing another."""
     files = {"harness/runner/writer.py": "x = 1\n", "harness/report/render.py": "y = 1\n",
-             "harness/verdict/walk.py": "z = 1\n", "engines/__init__.py": "", "engines/queries.yaml": "q: 1\n",
+             "harness/walks/verdict/walk.py": "z = 1\n", "engines/__init__.py": "", "engines/queries.yaml": "q: 1\n",
              "engines/foo/adapter.py": "from engines.bar.base import Base\n", "engines/foo/tests/test_foo.py": "t = 1\n",
              "engines/bar/base.py": "class Base: ...\n", "engines/baz/other.py": "w = 1\n"}
     for rel, text in files.items():
@@ -40,7 +40,7 @@ def _digest_after(tree: Path, rel: str) -> str:
     ("harness/runner/writer.py", True), ("engines/foo/adapter.py", True),
     ("engines/bar/base.py", True),                 # imported by foo's adapter
     ("engines/queries.yaml", True),
-    ("harness/report/render.py", False), ("harness/verdict/walk.py", False),
+    ("harness/report/render.py", False), ("harness/walks/verdict/walk.py", False),
     ("engines/foo/tests/test_foo.py", False), ("engines/baz/other.py", False),
 ])
 def test_the_digest_follows_the_measuring_files_only(tree, rel, changes):

@@ -6,11 +6,11 @@ import pytest
 
 from harness.results import CellRecord, ThresholdResult
 from harness.scenario.decision import Confirm, load_decision
-from harness.sweep import CellOptions
-from harness.verdict import answer, walk as walk_module
-from harness.verdict.confirm import close_call, runs_outcome, runs_text
-from harness.verdict.plan import criterion_plans, order_mems
-from harness.verdict.walk import Walk
+from harness.walks.sweep import CellOptions
+from harness.walks.verdict import answer, walk as walk_module
+from harness.walks.verdict.confirm import close_call, runs_outcome, runs_text
+from harness.walks.verdict.plan import criterion_plans, order_mems
+from harness.walks.verdict.walk import Walk
 
 CONFIRM = Confirm(runs=3, bands={"latency": 0.2, "counter": 0.05})
 

@@ -1,9 +1,9 @@
-"""The knee search's logic over a fake engine whose pass/fail is known (harness/bracket.py, harness/knee.py):
+"""The knee search's logic over a fake engine whose pass/fail is known (harness/walks/bracket.py, harness/walks/knee.py):
 it finds the known knee on every axis, to within the resolution; an errored step is neither a pass nor a fail."""
 import pytest
 
-from harness.bracket import Bracket, verdict_of, walk
-from harness.knee import KneeFile, axis_for, scaled_thresholds, sentence
+from harness.walks.bracket import Bracket, verdict_of, walk
+from harness.walks.knee import KneeFile, axis_for, scaled_thresholds, sentence
 from harness.results import KneeStep
 
 
@@ -110,7 +110,7 @@ def test_a_scale_knee_that_moves_its_states_in_reaches_about_twice_as_far_on_the
     cell writes: a 1x SQLite state of ~10 GiB on ~78 GiB free stops short of 4x copying and passes 5x moving."""
     from types import SimpleNamespace as NS
 
-    from harness import knee as hk
+    from harness.walks import knee as hk
     from harness.scenario.plan import resolve_plan
     from harness.state import build
     gib = 2 ** 30

@@ -1,9 +1,9 @@
-"""scenarios/matrix.yaml (harness/scenario/matrix.py) and the matrix's choice of a combination (harness/matrix.py)."""
+"""scenarios/matrix.yaml (harness/scenario/matrix.py) and the matrix's choice of a combination (harness/walks/matrix.py)."""
 import pytest
 
 from harness import registry
 from harness.errors import ConfigError
-from harness.matrix import P99, SERVICE, _row as matrix_row, answer, basis_of, best_combination
+from harness.walks.matrix import P99, SERVICE, _row as matrix_row, answer, basis_of, best_combination
 from harness.results import OptionRow, RunResult
 from harness.scenario.matrix import MATRIX_FILE, load_matrix
 
@@ -91,9 +91,9 @@ def test_significance_needs_two_values_a_side_and_a_real_difference():
 
 
 def test_an_interrupted_matrix_still_writes_its_table_of_what_it_measured(tmp_path, monkeypatch):
-    import harness.matrix as hm
+    import harness.walks.matrix as hm
     from harness.results import CellRecord, load_matrix_run, write_json
-    from harness.sweep import CellOptions, SweepInterrupted
+    from harness.walks.sweep import CellOptions, SweepInterrupted
 
     settles = {}
 
@@ -138,9 +138,9 @@ def _matrix_file(engine: str, rows, answer="no option, alone or combined, meets 
 
 
 def test_matrices_side_by_side_name_each_engines_best_with_and_without_a_trade_off(tmp_path, monkeypatch):
-    from harness import matrices as hms
+    from harness.walks import matrices as hms
     from harness.results import load_matrices
-    from harness.sweep import CellOptions
+    from harness.walks.sweep import CellOptions
     files = {
         "sqlite": _matrix_file("sqlite", [_mrow("baseline", None), _mrow("cache_75", 0.8), _mrow("ckpt_background", 0.6),
                                           _mrow("no_bitemporal", 0.4, trade_off="history", status="passed", passed=True),
@@ -166,7 +166,7 @@ def test_matrices_side_by_side_name_each_engines_best_with_and_without_a_trade_o
 
 
 def test_a_row_says_which_rule_settled_its_cell():
-    from harness.matrix import table_markdown
+    from harness.walks.matrix import table_markdown
     rows = [_mrow("baseline", 1.0), _mrow("cache_75", 1.05).model_copy(update={"settled_blocks": 11}),
             _mrow("mmap", 14.9).model_copy(update={"settled_blocks": 1, "settled_budget_s": 216.0})]
     table = table_markdown(_matrix_file("sqlite", rows))

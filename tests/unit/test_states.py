@@ -86,8 +86,8 @@ def test_states_are_listed_and_removed(tmp_path):
 
 def test_ratio_memory_limits_are_the_state_size_over_each_ratio():
     from harness.scenario.decision import RatioMems, load_decision
-    from harness.sweep import CellOptions
-    from harness.verdict import ratio_mems
+    from harness.walks.sweep import CellOptions
+    from harness.walks.verdict import ratio_mems
     tree = load_decision()
     mems, basis = ratio_mems(tree, RatioMems(data_to_memory=[2.0, 8.0], size_of="sqlite"), "smoke", 0.001,
                              CellOptions(profile="smoke"))

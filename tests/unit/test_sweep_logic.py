@@ -13,7 +13,7 @@ from harness.runner.metrics import BlockLog
 from harness.scenario.plan import resolve_plan
 from harness.scenario.thresholds import parse_threshold
 from harness.stats import spread, summarize
-from harness.sweep import cell_identity, starting_state
+from harness.walks.sweep import cell_identity, starting_state
 
 
 def _abort(exprs, expected):

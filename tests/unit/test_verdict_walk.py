@@ -1,4 +1,4 @@
-"""The verdict's walk and answers (harness/verdict/): which cells run, which are implied, what each MEM's
+"""The verdict's walk and answers (harness/walks/verdict/): which cells run, which are implied, what each MEM's
 answer is. The cells themselves are replaced by outcomes given per engine and MEM: these tests are about
 the walk's own logic (the CLI tests in tests/cli/test_sweep.py run real cells)."""
 import json
@@ -12,10 +12,10 @@ import pytest
 from harness.results import CellRecord
 from harness.scenario.decision import load_decision
 from harness.state import store
-from harness.sweep import CellOptions
-from harness.verdict import answer
-from harness.verdict.plan import criterion_plans, order_mems
-from harness.verdict.walk import CANDIDATE, Walk
+from harness.walks.sweep import CellOptions
+from harness.walks.verdict import answer
+from harness.walks.verdict.plan import criterion_plans, order_mems
+from harness.walks.verdict.walk import CANDIDATE, Walk
 
 MEMS = order_mems(["1g", "4g", "2g"])
 
@@ -294,7 +294,7 @@ def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_ex
     tree's order (sqlite's designs before postgres's), cheapest first. A design expected to fail is walked from
     the largest open MEM down (block_log: fails at 2g, implied at 1g); one expected to pass from the smallest up
     (block_log_g5: fails at 1g, passes at 2g and answers there); after it only 1g is open."""
-    from harness.verdict.leaf import designs_in_order, run_leaf, with_leaf
+    from harness.walks.verdict.leaf import designs_in_order, run_leaf, with_leaf
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in ("2g", "1g")}
     walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-block_log_g5"): "passed"},
                      tree=_expecting(_untuned(), "sqlite/leaf-block_log_g5"))
@@ -324,8 +324,8 @@ def test_a_design_that_passes_at_the_smallest_mem_is_implied_above_and_one_impli
     it answers at 2g and 4g too, implied, not run.
     The implication controls measure one implied failure (sqlite's own at 2g, below its failure at 4g) and one
     implied pass (the design at 2g), once each, and say whether each agreed."""
-    from harness.verdict.controls import implication_controls
-    from harness.verdict.leaf import run_leaf, with_leaf
+    from harness.walks.verdict.controls import implication_controls
+    from harness.walks.verdict.leaf import run_leaf, with_leaf
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS}
     design = "current_history_ckpt_background"
     walk = fake_walk(tmp_path, {**fails, **{("sqlite", m, f"leaf-{design}"): "passed" for m in MEMS},
@@ -351,9 +351,9 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     the cells the walk then runs (steps, tune options, trade-off screens, the libSQL control, the leaf, the
     implication controls), each at its measured minutes."""
     from harness.scenario.decision import Costs
-    from harness.verdict.controls import implication_controls
-    from harness.verdict.estimate import play
-    from harness.verdict.leaf import run_leaf
+    from harness.walks.verdict.controls import implication_controls
+    from harness.walks.verdict.estimate import play
+    from harness.walks.verdict.leaf import run_leaf
     passes = {"sqlite/no_bitemporal", "postgres/leaf-block_log"}
     tree = _expecting(_tuned_tree(), *sorted(passes))
     outcomes = {**{("sqlite", m): "failed" for m in MEMS}, ("sqlite", "4g", "no_bitemporal"): "passed",
@@ -384,7 +384,7 @@ def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):
     times: the walk runs its worst case, which must stay within the 'at most' it printed up front. The bound
     once counted each step's own settings only; with the tune options and the leaf's designs a ratio walk runs
     several times that, so its ETA promised an hour for a walk of many."""
-    from harness.verdict.leaf import run_leaf
+    from harness.walks.verdict.leaf import run_leaf
     tree = load_decision()
     walk = fake_walk(tmp_path, {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS},
                      all_cells=True, tree=tree)
@@ -396,3 +396,21 @@ def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):
     assert 0 < worst <= announced
     steps_only = len(MEMS) * len(walk.criteria) * len(tree.steps)
     assert worst > steps_only * runs, "the tune options and the leaf's designs are counted"
+
+
+def test_a_walk_whose_states_do_not_all_fit_drops_them_after_each_step_on_its_own(monkeypatch):
+    """`make verdict PROFILE=ratio` on a disk that cannot hold every 1x state (~160 GiB) once refused to start
+    unless DROP_STATES=1 was given; it now drops each engine's states after its step, and says so."""
+    from harness import cell_states
+    from harness.errors import ConfigError
+    from harness.walks.verdict import _disk
+    asked = []
+
+    def check(plans, drop, who, skip_later=False):
+        asked.append(drop)
+        if not drop:
+            raise ConfigError("the verdict needs about 161.2 GiB and 52.0 GiB are free")
+    monkeypatch.setattr(cell_states, "check_walk_disk", check)
+    assert _disk([], False) is True and asked == [False, True]
+    monkeypatch.setattr(cell_states, "check_walk_disk", lambda *a, **k: None)
+    assert _disk([], False) is False and _disk([], True) is True

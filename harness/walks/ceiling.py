@@ -5,7 +5,7 @@ ceiling.resolution. A step passes when its run passes the scenario's thresholds 
 the block deadline, reads at least 95% of the offered rate) with its data intact. The knee (the highest
 passing step) is run again: it stands only if the repeat passes too; if not, the search goes on below it.
 
-Each step is a cell of its own (harness/sweep.py: resumable, its own warmup), every one from the same cloned
+Each step is a cell of its own (harness/walks/sweep.py: resumable, its own warmup), every one from the same cloned
 starting state, so no step's figure owes anything to the steps run before it; the database's size at each
 step's end is recorded. ceiling.json holds every step and the knee; thresholds on the knee
 (ceiling.thresholds, e.g. `knee_read_qps >= 1000`) decide the exit code."""
@@ -14,13 +14,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.bracket import Bracket, Verdict, verdict_of, walk
+from harness.walks.bracket import Bracket, Verdict, verdict_of, walk
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import load_result, write_json
 from harness.scenario.plan import resolve_plan
 from harness.scenario.thresholds import judge_knee, parse_knee_threshold
-from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
+from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
 CEILING_VERSION = 2      # 2: steps' failed_on and reads_late, the knee's reached, bounded_at_qps, bounded_by
 CEILING_FILE = "ceiling.json"
@@ -61,7 +61,7 @@ def _failed_on(r, status: str) -> list[str]:
 
 
 def ceiling_bracket(steps_qps: list[float], max_qps: float, resolution: float) -> Bracket:
-    """The rates to try: the fixed steps, then doubling up to max_qps, then bisection (harness/bracket.py);
+    """The rates to try: the fixed steps, then doubling up to max_qps, then bisection (harness/walks/bracket.py);
     nothing below the lowest fixed step."""
     return Bracket(steps_qps, min(steps_qps), max_qps, resolution)
 

@@ -10,7 +10,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import RunResult, load_result, write_json
 from harness.scenario.experiment import Experiment, experiment_files, load_experiment
-from harness.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
+from harness.walks.sweep import Cell, CellOptions, SweepInterrupted, plan_cells, run_cells, sweep_dir_for
 
 EXPERIMENTS_VERSION = 1
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from harness.results import ImplicationControl, LeafCell
 from harness.scenario.matrix import load_matrix
-from harness.verdict.confirm import runs_outcome
-from harness.verdict.walk import CONTROL, CONTROL_FIRST, log
+from harness.walks.verdict.confirm import runs_outcome
+from harness.walks.verdict.walk import CONTROL, CONTROL_FIRST, log
 
 BELOW, ABOVE = "failure implies below", "pass implies above"
 

@@ -1,5 +1,5 @@
 """`make v1 ENGINE=<e> [MEM=] [PROFILE=quick]`: the reference's V1 go/no-go (scenarios/v1.yaml). For each write
-rate, lowest first, a ceiling search (harness/ceiling.py) of the DC read rate under v1's criteria, on a
+rate, lowest first, a ceiling search (harness/walks/ceiling.py) of the DC read rate under v1's criteria, on a
 database of the profile's share of the 621K entities; the frontier is every write rate's highest passing
 read rate. A write rate whose lowest read rate fails ends the walk: a higher one would fail too. Go when
 some write rate of at least go.write_rows_per_s carried at least go.read_qps.
@@ -12,13 +12,13 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from harness.ceiling import ceiling, search_dir
+from harness.walks.ceiling import ceiling, search_dir
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import read_json, write_json
 from harness.scenario.plan import resolve_plan
 from harness.scenario.v1 import DATA_CENTRES, V1, load_v1
-from harness.sweep import CellOptions, sweep_dir_for
+from harness.walks.sweep import CellOptions, sweep_dir_for
 
 V1_VERSION = 1
 V1_FILE_NAME = "v1.json"

@@ -1,13 +1,13 @@
 """KNEES=1: after the walk, how far each failing engine is from passing: the write knee (rows per block) at
-every MEM where it failed the first criterion, and its memory knee at the walk's scale (harness/knee.py).
+every MEM where it failed the first criterion, and its memory knee at the walk's scale (harness/walks/knee.py).
 Each search lives under the verdict's knees/ folder, resumable; the report reads their knee.json."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.knee import knee
-from harness.sweep import CellOptions
-from harness.verdict.walk import log
+from harness.walks.knee import knee
+from harness.walks.sweep import CellOptions
+from harness.walks.verdict.walk import log
 
 KNEES_DIR = "knees"          # report/knee_report.verdict_knee_blocks reads it
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
-from harness.verdict.walk import CANDIDATE, Role, Walk
+from harness.walks.verdict.walk import CANDIDATE, Role, Walk
 
 
 class Tally:
@@ -68,8 +68,8 @@ def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
 
 def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
     """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells."""
-    from harness.verdict.controls import implication_controls
-    from harness.verdict.leaf import run_leaf
+    from harness.walks.verdict.controls import implication_controls
+    from harness.walks.verdict.leaf import run_leaf
     tally = Tally()
     twin = replace(walk, records=[], matrix=[], steps=[], cells_run=0, on_step=None)
     twin.engine_at = predicted(twin, passes, costs, tally)

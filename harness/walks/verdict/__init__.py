@@ -18,14 +18,14 @@ from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.results import Verdict, VerdictFile, VerdictStep, write_json
 from harness.scenario.decision import DECISION_FILE, DecisionTree, RatioMems, as_overrides, load_decision
 from harness.scenario.load import load_scenario, resolve_path
-from harness.sweep import CellOptions, SweepInterrupted, sweep_dir_for
-from harness.verdict import answer
-from harness.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
-from harness.verdict.versions import library_versions, version_note
-from harness.verdict.controls import implication_controls
-from harness.verdict.estimate import estimate
-from harness.verdict.leaf import run_leaf, with_leaf
-from harness.verdict.walk import Walk, log
+from harness.walks.sweep import CellOptions, SweepInterrupted, sweep_dir_for
+from harness.walks.verdict import answer
+from harness.walks.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
+from harness.walks.verdict.versions import library_versions, version_note
+from harness.walks.verdict.controls import implication_controls
+from harness.walks.verdict.estimate import estimate
+from harness.walks.verdict.leaf import run_leaf, with_leaf
+from harness.walks.verdict.walk import Walk, log
 
 
 def ratio_mems(tree: DecisionTree, spec: RatioMems, profile: str, scale: float | None,
@@ -60,6 +60,7 @@ class Prepared:
     notes: list[str]
     opts: CellOptions
     root: Path
+    drop_states: bool = False     # asked, or needed: the disk cannot hold every state at once
 
 
 def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path, repeats: int = 1,
@@ -74,11 +75,24 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
     notes = [n for cp in criteria for n in cp.notes]
     if here:            # where a clone does not fit, each cell moves its state in when its turn comes
-        cell_states.check_walk_disk(list(plans.values()), drop_states, "verdict", skip_later=True)
+        drop_states = _disk(list(plans.values()), drop_states)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,
-                    sweep_dir_for(results_root, "verdict", prof, spec))
+                    sweep_dir_for(results_root, "verdict", prof, spec), drop_states)
+
+
+def _disk(plans: list, drop_states: bool) -> bool:
+    """Whether the walk drops each engine's states after its step: when asked (DROP_STATES=1), or on its own where
+    the disk cannot hold every state the walk may build (a 1x walk needs ~160 GiB that way): said, not refused."""
+    if not drop_states:
+        try:
+            cell_states.check_walk_disk(plans, False, "verdict", skip_later=True)
+            return False
+        except ConfigError as e:
+            log(f"{e}: so each engine's states go once its step is done, as with DROP_STATES=1")
+    cell_states.check_walk_disk(plans, True, "verdict", skip_later=True)
+    return True
 
 
 def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
@@ -87,6 +101,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one.
     knees: then search how far each failing engine is from passing (verdict/knees.py)."""
     pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states)
+    drop_states = pre.drop_states
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
         pre.tree, pre.profile, pre.mems, pre.memory_basis, pre.plans, pre.criteria, pre.notes, pre.opts, pre.root)
     root.mkdir(parents=True, exist_ok=True)
@@ -100,6 +115,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         nonlocal out
         out = out.model_copy(update={
             "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
+            "cells": walk.records,
             "answers": with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
@@ -123,24 +139,28 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         return EXIT_RUN_FAILED
     save(walk)
     if knees:
-        from harness.verdict.knees import run_knees
+        from harness.walks.verdict.knees import run_knees
         try:
             run_knees(tree.criteria[0].scenario, walk.matrix, opts, root)
         except SweepInterrupted as e:
             print(f"[verdict] interrupted in a knee search ({e}); run the same command again to resume", file=sys.stderr)
             return EXIT_RUN_FAILED
-    out = _versions(tree, out, steps, root)
-    answers = out.answers
-    engines = {a.engine for a in answers}
-    winner = next((s for s in steps if s.engine in engines), None) if len(engines) == 1 else None
-    out = out.model_copy(update={
-        "verdict": Verdict(engine=winner.engine if winner else None, decision=answer.sentence(answers),
-                           path=[f"{s.engine}: {s.outcome}" for s in steps], note=_control_note(winner)),
-        "updated_utc": utc_now()})
+    out = _verdict(_versions(tree, out, steps, root), steps)
     write_json(root / "verdict.json", out)
     from harness.report import write_report
     _, html = write_report(root, mixed_nodes=opts.mixed_nodes)
     return _summary(out, walk.cells_run, root, html)
+
+
+def _verdict(out: VerdictFile, steps: list[VerdictStep]) -> VerdictFile:
+    """The one-line verdict over the answers: the engine where one engine answers every level."""
+    answers = out.answers
+    engines = {a.engine for a in answers}
+    winner = next((s for s in steps if s.engine in engines), None) if len(engines) == 1 else None
+    return out.model_copy(update={
+        "verdict": Verdict(engine=winner.engine if winner else None, decision=answer.sentence(answers),
+                           path=[f"{s.engine}: {s.outcome}" for s in steps], note=_control_note(winner)),
+        "updated_utc": utc_now()})
 
 
 def _expect(walk: Walk, profile: str):

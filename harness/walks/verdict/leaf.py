@@ -15,8 +15,8 @@ from harness.results.design import block_log_line
 from harness.results.phases import describe
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import parse_threshold
-from harness.verdict.answer import at_mem, matrix_cell
-from harness.verdict.walk import log
+from harness.walks.verdict.answer import at_mem, matrix_cell
+from harness.walks.verdict.walk import log
 
 
 def designs_in_order(tree) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@
          clone: the degradation curve on the way. Each scale is a starting state of its own, built once.
 Every step is an ordinary cell from the same starting state (resumable like a sweep, early abort, integrity by
 row counts); the knee is confirmed by a cell of its own with the scenario's every-row check. The search is the
-read ceiling's (harness/bracket.py), to within 10%. knee.json + report.md/html with the curve."""
+read ceiling's (harness/walks/bracket.py), to within 10%. knee.json + report.md/html with the curve."""
 from __future__ import annotations
 
 import os
@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from harness.bracket import Bracket, Verdict, verdict_of, walk
+from harness.walks.bracket import Bracket, Verdict, verdict_of, walk
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write_json
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
-from harness.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
+from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
 
 KNEE_FILE = "knee.json"

@@ -14,10 +14,10 @@ from harness.results import CellRecord, ControlRun, Estimate, MatrixCell, Verdic
 from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
-from harness.sweep import Cell, CellOptions, plan_cells, run_cells
-from harness.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
-from harness.verdict.confirm import close_call
-from harness.verdict.plan import CriterionPlan
+from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
+from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
+from harness.walks.verdict.confirm import close_call
+from harness.walks.verdict.plan import CriterionPlan
 
 
 def log(msg: str) -> None:

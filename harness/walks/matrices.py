@@ -1,4 +1,4 @@
-"""`make matrix ENGINES="sqlite postgres duckdb"`: each engine's matrix in turn at the same MEM (harness/matrix.py,
+"""`make matrix ENGINES="sqlite postgres duckdb"`: each engine's matrix in turn at the same MEM (harness/walks/matrix.py,
 each resumable in its own directory), then one table side by side: per engine its baseline, its best option
 that gives nothing up (its best combination included), its best with a trade-off and what that gives up, and
 its answer (matrices.json, matrices.md)."""
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.matrix import BASELINE, MEASURED, run_matrix, vs_baseline
+from harness.walks.matrix import BASELINE, MEASURED, run_matrix, vs_baseline
 from harness.results import EngineBest, MatricesFile, MatrixFile, OptionRow, write_json
-from harness.sweep import CellOptions, sweep_dir_for
+from harness.walks.sweep import CellOptions, sweep_dir_for
 
 
 def best_of(m: MatrixFile) -> EngineBest:

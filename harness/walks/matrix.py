@@ -2,7 +2,7 @@
 all from the same starting state (an option that changes the file's layout or schema builds its own), then
 the best combination: from each group, the option that lowered p99 most beyond the matrix's noise, among
 those that give nothing up. Options that change what reads can use run their read mix too, beside the
-baseline's. Cells run as a sweep's do (harness/sweep.py): resumable, each in its own cgroup or container."""
+baseline's. Cells run as a sweep's do (harness/walks/sweep.py): resumable, each in its own cgroup or container."""
 from __future__ import annotations
 
 import sys
@@ -19,7 +19,7 @@ from harness.results.phases import describe
 from harness.scenario.matrix import CellRule, EngineMatrix, Matrix, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.records import CellRun
-from harness.sweep import (Cell, CellOptions, SweepInterrupted, cell_identity, completed, engine_build, plan_cells,
+from harness.walks.sweep import (Cell, CellOptions, SweepInterrupted, cell_identity, completed, engine_build, plan_cells,
                            run_cells, sweep_dir_for)
 
 BASELINE, BEST = "baseline", "best"

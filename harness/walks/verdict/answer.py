@@ -11,7 +11,7 @@ from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes
-from harness.verdict.confirm import runs_outcome, runs_text
+from harness.walks.verdict.confirm import runs_outcome, runs_text
 
 
 def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
