@@ -205,7 +205,7 @@ def test_a_step_that_passes_where_the_one_before_failed_gets_its_control(tmp_pat
     assert sqlite_step["outcome"] == "failed" and sqlite_step["set"] == {"wal_autocheckpoint": 0}
     assert libsql_step["passed"] and v["verdict"]["engine"] == "libsql"
     control = libsql_step["control"]
-    assert control["engine"] == "sqlite" and control["passed"]
+    assert control["engine"] == "sqlite" and control["passed"], control["errors"]
     assert control["set"] == {"wal_autocheckpoint": 1000, "library": "apsw-newest"}
     assert control["cells"][0]["dir"].startswith("sqlite-apsw-newest-1000-")
     assert "also passed the same cells" in v["verdict"]["note"]
