@@ -6,6 +6,8 @@ as expected; a close call's confirmations cannot be foreseen and are not counted
 beside the walk's actual cells and minutes)."""
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import replace
 
 from harness import registry
@@ -73,8 +75,9 @@ def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
     tally = Tally()
     twin = replace(walk, records=[], matrix=[], steps=[], cells_run=0, on_step=None)
     twin.engine_at = predicted(twin, passes, costs, tally)
-    twin.run()
-    implication_controls(twin, run_leaf(twin))
+    with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
+        twin.run()
+        implication_controls(twin, run_leaf(twin))
     return tally
 
 
