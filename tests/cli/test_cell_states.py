@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.walks import matrix as hm
-from harness import sweep
+from harness.walks import sweep
 from harness.errors import ConfigError
 from harness.state import store
 from tests.cli.test_matrix_pick import use_matrix

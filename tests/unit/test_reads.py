@@ -254,13 +254,17 @@ def test_reader_processes_read_a_real_sqlite_and_stay_small(tmp_path):
     state = RunState()
     pool = ReaderPool(engine, Readers(threads=2, rate_per_s=400, mix="a"), lambda: sample, state, 1, "sqlite",
                       "bitemporal", in_process=False)
+    t0 = time.monotonic()
     try:
         pool.start()
         time.sleep(1.5)
     finally:
         pool.stop()
+        elapsed_s = time.monotonic() - t0
         engine.close()
     assert state.read_errors == 0, state.read_error
-    assert 300 <= state.reads + state.reads_empty <= 700, state.reads      # ~1.5 s at 400 QPS, open loop
+    # ~1.5 s at 400 QPS, open loop: no more than were due by the time the pool stopped (a loaded machine stops it
+    # later, and the reads due by then are read: 760 in 2.1 s beside a verdict once)
+    assert 300 <= state.reads + state.reads_empty <= 400 * elapsed_s + 50, (state.reads, elapsed_s)
     assert state.readers["mode"] == "processes" and state.readers["count"] == 2
     assert 0 < state.readers["rss_bytes_end_max"] < 200 << 20
