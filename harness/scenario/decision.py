@@ -162,7 +162,8 @@ class Confirm(Strict):
 
 class Costs(Strict):
     """Minutes one cell costs on this machine at one profile, as measured here (the estimate's basis)."""
-    state: dict[str, float] = Field(description="engine -> minutes to build (and age) one starting state")
+    state: dict[str, float] = Field(description="engine -> minutes to build and age one starting state (an engine "
+                                                "that opens another's files, libSQL: to age its copy)")
     fail: float = Field(gt=0, description="a cell that fails early: its setup, warm-up and first blocks")
     screen: float = Field(gt=0, description="a screened cell: setup, warm-up and the screen's blocks")
     full: dict[str, float] = Field(description="criterion scenario -> minutes of a cell that runs its whole phase")

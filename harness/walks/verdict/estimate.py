@@ -10,7 +10,6 @@ import contextlib
 import io
 from dataclasses import replace
 
-from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
 from harness.walks.verdict.walk import CANDIDATE, Role, Walk
@@ -58,14 +57,13 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
 
 
 def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
-    """A starting state's build, the first time a cell needs it: the engine's own (or the one it opens) at the
-    option's schema."""
-    owner = registry.manifest(engine).state_of or engine
+    """A starting state, the first time a cell of `engine` needs it at the option's schema: built and aged (an
+    engine that opens another's files, libSQL, only ages its own copy: decision.yaml's minutes say so)."""
     schema = str((option.set if option is not None else {}).get("workload.schema", ""))
-    if (owner, schema) not in tally.states:
-        tally.states.add((owner, schema))
-        tally.state_minutes += costs.state.get(owner, 0.0)
-        tally.minutes += costs.state.get(owner, 0.0)
+    if (engine, schema) not in tally.states:
+        tally.states.add((engine, schema))
+        tally.state_minutes += costs.state.get(engine, 0.0)
+        tally.minutes += costs.state.get(engine, 0.0)
 
 
 def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
