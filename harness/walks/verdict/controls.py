@@ -12,6 +12,21 @@ from harness.walks.verdict.confirm import runs_outcome
 from harness.walks.verdict.walk import CONTROL, CONTROL_FIRST, log
 
 BELOW, ABOVE = "failure implies below", "pass implies above"
+OWN = "own"          # the engine's own settings, as an implication control's tag says it
+
+
+def control_tag(what: str | None) -> str:
+    """The tag of an implication control's cells: apart from the cells it checks, naming what it checks."""
+    return f"implied-{what or OWN}"
+
+
+def checked(tag: str) -> str | None:
+    """What an implication control's tag checks: a design or option, '' for the engine's own settings; None: the
+    tag is no implication control's."""
+    if not tag.startswith("implied-"):
+        return None
+    what = tag.removeprefix("implied-")
+    return "" if what == OWN else what
 
 
 def implication_controls(walk, leaf: list[LeafCell]) -> list[ImplicationControl]:
@@ -51,8 +66,7 @@ def _measure(walk, direction: str, engine: str, what: str | None, mem: str, sour
              settings: dict, option, role) -> ImplicationControl:
     log(f"implication control ({direction}): {engine}{' with ' + what if what else ''} at {mem}, implied "
         f"{expected} by {source}; measured once")
-    tag = f"implied-{what or 'own'}"
-    recs = walk.engine_at(engine, settings, tag, mem, option, role)
+    recs = walk.engine_at(engine, settings, control_tag(what), mem, option, role)
     outcome = runs_outcome(recs) if recs else "error"
     measured = {"passed": "pass", "failed": "fail"}.get(outcome)
     if any(r.status == "oom" for r in recs):

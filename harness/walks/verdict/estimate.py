@@ -16,18 +16,26 @@ from harness.walks.verdict.walk import CANDIDATE, Role, Walk
 
 
 class Tally:
+    """The minutes the played walk would spend; its cells are the played walk's own records."""
+
     def __init__(self) -> None:
-        self.cells, self.minutes, self.state_minutes = 0, 0.0, 0.0
-        self.by_label: dict[str, int] = {}
+        self.minutes, self.state_minutes = 0.0, 0.0
         self.states: set[tuple[str, str]] = set()
+        self.cells, self.by_label = 0, {}
+
+    def count(self, records: list[CellRecord]) -> None:
+        self.cells = len(records)
+        for r in records:
+            self.by_label[r.label] = self.by_label.get(r.label, 0) + 1
 
 
 def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
     engine/leaf-design (an implication control checks the configuration it stands for)."""
-    if tag.startswith("implied-"):
-        what = tag.removeprefix("implied-")
-        return engine if what == "own" else f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}"
+    from harness.walks.verdict.controls import checked
+    what = checked(tag)
+    if what is not None:
+        return f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}" if what else engine
     return f"{engine}/{tag}" if tag else engine
 
 
@@ -44,9 +52,6 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
             _add_state(tally, costs, engine, option)
             tally.minutes += sum(costs.screen if role.screen_blocks else
                                  costs.full.get(cp.criterion.scenario, costs.fail) if ok else costs.fail for cp in ran)
-        tally.cells += len(ran)
-        tally.by_label[role.label] = tally.by_label.get(role.label, 0) + len(ran)
-        walk.cells_run += len(ran)
         recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
                            data_limit_bytes=None, scale=1.0, runtime="estimate", dir=f"{engine}-{tag}-{mem}",
                            state="complete", status="passed" if ok else "failed", label=role.label,
@@ -71,11 +76,12 @@ def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
     from harness.walks.verdict.controls import implication_controls
     from harness.walks.verdict.leaf import run_leaf
     tally = Tally()
-    twin = replace(walk, records=[], matrix=[], steps=[], cells_run=0, on_step=None)
+    twin = replace(walk, records=[], matrix=[], steps=[], on_step=None)
     twin.engine_at = predicted(twin, passes, costs, tally)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
         implication_controls(twin, run_leaf(twin))
+    tally.count(twin.records)
     return tally
 
 

@@ -58,9 +58,13 @@ class Walk:
     records: list[CellRecord] = field(default_factory=list)
     matrix: list[MatrixCell] = field(default_factory=list)
     steps: list[VerdictStep] = field(default_factory=list)
-    cells_run: int = 0
     started: float = field(default_factory=time.monotonic)
     expected: Estimate | None = None    # verdict/estimate.py's, made before the first cell
+
+    @property
+    def cells_run(self) -> int:
+        """Every cell run so far, confirmations and controls included: one record each."""
+        return len(self.records)
 
     def open_mems(self) -> list[str]:
         """Levels where no engine has passed and none errored yet."""
@@ -187,7 +191,6 @@ class Walk:
             first = [c.model_copy(update={"label": role.label}) for c in done.cells]
             more = self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option) if role.confirm else []
             cells = first + [c.model_copy(update={"label": "confirmation"}) for c in more]
-            self.cells_run += len(cells)
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})
                     for c in cells]
@@ -230,8 +233,7 @@ class Walk:
         """Cells the walk may still run, an upper bound: every criterion at every open level, each with a close
         call's runs, for every step not yet judged with its tune options and control, then every leaf design
         (failures end a level's criteria early and imply the levels below, so most walks run far fewer)."""
-        confirm = self.tree.confirm
-        runs = self.repeats if self.repeats > 1 or not confirm else confirm.runs
+        runs = self.repeats if self.repeats > 1 else self.tree.confirm.runs
         configs = sum(1 + len(s.tune) + bool(s.control) for s in self.tree.steps[len(self.steps):])
         designs = sum(len(d) for d in self.tree.leaf.designs.values()) if self.tree.leaf else 0
         return len(self.open_mems()) * len(self.criteria) * runs * (configs + designs)
