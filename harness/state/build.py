@@ -28,6 +28,29 @@ class StateBuildFailed(RunFailed):
         self.oom = oom
 
 
+# A build that loads a side build of its engine's library (engine.toml's side_requirements: the verdict's newest
+# SQLite) runs in a process of its own: a driver loads one build per process, and the walk's may hold the default.
+_OWN_PROCESS = [False]
+
+
+def _child_ensure(plan, root: Path, aged_ok: bool):
+    _OWN_PROCESS[0] = True
+    try:
+        return ensure(plan, root, aged_ok)
+    except StateBuildFailed as e:            # its oom flag is not an argument: carried by hand across the pickle
+        return e.args[0], e.oom
+
+
+def _in_own_process(plan, root: Path, aged_ok: bool):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        out = pool.submit(_child_ensure, plan, root, aged_ok).result()
+    if len(out) == 2:
+        raise StateBuildFailed(out[0], oom=out[1])
+    return out
+
+
 def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, store.StateManifest, bool]:
     """(the state's directory, its manifest, whether it was built now): the cached one, else built, by one
     process at a time (root: STATES, or states/); an aged one (aged.py) where the plan asks, from its base."""
@@ -35,6 +58,9 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, 
     inputs = store.inputs_for(plan)
     if aged_ok and aged.wanted(plan):
         inputs = aged.aged_inputs(plan, inputs)
+    if _OWN_PROCESS[0] is False and any(k.startswith("side:") for k in inputs.engine_build):
+        found = store.find(root, inputs)
+        return (*found, False) if found else _in_own_process(plan, root, aged_ok)
     with store.lock(root, inputs.id):
         found = store.find(root, inputs)
         if found:
