@@ -16,8 +16,17 @@ from harness.provenance import code_digest, git_commit, harness_version
 NODE_ENV = "ARKBENCH_NODE"          # the machine's hostname, given to a container by its runtime or orchestrator
 
 
+UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"     # every *_utc field's
+
+
 def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(UTC_FORMAT, time.gmtime())
+
+
+def utc_seconds_between(start: str, end: str) -> float:
+    """Seconds from one *_utc stamp to another."""
+    from datetime import datetime
+    return (datetime.strptime(end, UTC_FORMAT) - datetime.strptime(start, UTC_FORMAT)).total_seconds()
 
 
 def cpu_model() -> str:

@@ -3,8 +3,7 @@ and their minutes, every cell with its label (candidate, confirmation, screened,
 controls with whether each agreed (harness/walks/verdict/estimate.py, controls.py)."""
 from __future__ import annotations
 
-from datetime import datetime
-
+from harness.environment import utc_seconds_between
 from harness.report.blocks import Block
 
 
@@ -12,8 +11,7 @@ def minutes(rec) -> float | None:
     """A cell's wall minutes, from its record's start and end (a state it built included)."""
     if not (rec.started_utc and rec.finished_utc):
         return None
-    parse = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ")           # noqa: E731
-    return (parse(rec.finished_utc) - parse(rec.started_utc)).total_seconds() / 60
+    return utc_seconds_between(rec.started_utc, rec.finished_utc) / 60
 
 
 def cost_blocks(meta) -> list[Block]:

@@ -53,7 +53,7 @@ class CellRecord(Model):
     integrity_ok: Optional[bool] = None
     thresholds: list[ThresholdResult] = []
     early_abort: Optional[dict] = None
-    label: Optional[str] = None          # verdict v6: answer | confirmation | one run | screened over N blocks | control
+    label: Optional[str] = None          # verdict v6: candidate | confirmation | screened over N blocks | control
     load_digest: Optional[dict[str, str]] = None
     code_digest: Optional[str] = None    # the measuring code's (harness/provenance.py), as the run recorded it
     load_row_counts: Optional[dict[str, int]] = None
