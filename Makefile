@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: publish faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -121,6 +121,10 @@ k8s-manifests: $(STAMP) ## a sweep's or verdict's cells as Kubernetes Indexed Jo
 report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=results/<dir> [MIXED_NODES=1]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
+
+publish: $(STAMP) ## a finished verdict under docs/results/<date>-<profile>/ (report.md, verdict.json, screenshot): RUN=results/verdict-... [AS=name]
+	@$(if $(RUN),,echo "RUN=<dir> is required: a verdict directory under $(RESULTS)/" >&2; exit 2)
+	@$(HARNESS) publish $(RUN) $(if $(AS),--name $(AS))
 
 state: $(STAMP) ## build (or find) a starting state: ENGINE= SCENARIO= [SCALE=] [PROFILE=] [STATES=dir]; prints its directory last
 	@$(HARNESS) state --engine $(ENGINE) --scenario $(SCENARIO) $(if $(PROFILE),--profile $(PROFILE)) \

@@ -217,10 +217,22 @@ def add_report(sub) -> None:
     rp.add_argument("--mixed-nodes", action="store_true",
                     help="put cells from unlike nodes in one table anyway (the report says so)")
     rp.set_defaults(func=_cmd_report)
+    pb = sub.add_parser("publish", help="a finished verdict's report.md, verdict.json, plots and a screenshot under "
+                                        "docs/results/<name>/, with the machine, date and commit")
+    pb.add_argument("run", type=Path)
+    pb.add_argument("--to", type=Path, default=Path("docs/results"), help="the folder the verdict's folder goes in")
+    pb.add_argument("--name", help="its folder's name (default: <date>-<profile>)")
+    pb.set_defaults(func=_cmd_publish)
 
 
 def _cmd_report(args) -> int:
     from harness.report import write_report
     for path in write_report(args.run, mixed_nodes=args.mixed_nodes):
         print(path)
+    return 0
+
+
+def _cmd_publish(args) -> int:
+    from harness.report.publish import publish
+    print(publish(args.run, args.to, args.name))
     return 0

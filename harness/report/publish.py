@@ -1,0 +1,92 @@
+"""A finished verdict made readable without the code: its report.md, verdict.json, plots and a screenshot of
+report.html copied under docs/results/<name>/, beside a README naming the machine, the date and the commit it
+was measured at. `make publish RUN=results/verdict-...` (docs/results/ is what the project's README links to)."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.results.walks import VerdictFile
+
+SCREENSHOT_WIDTH_PX = 1200
+JPEG_QUALITY = 70
+
+
+def publish(run: Path, dest_root: Path, name: str | None = None, screenshot: bool = True) -> Path:
+    """Refuses a walk that has not ended (no verdict yet) or whose report was never written."""
+    verdict = _finished(run)
+    env = _environment(run, verdict)
+    name = name or f"{(verdict.updated_utc or '')[:10]}-{verdict.profile}"
+    dest = dest_root / name
+    dest.mkdir(parents=True, exist_ok=True)
+    md = (run / "report.md").read_text()
+    shutil.copy2(run / "verdict.json", dest / "verdict.json")
+    (dest / "report.md").write_text(md)
+    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
+        (dest / plot).parent.mkdir(exist_ok=True)
+        shutil.copy2(run / plot, dest / plot)
+    shot = dest / "report.jpg" if screenshot and take_screenshot(run / "report.html", dest / "report.jpg") else None
+    (dest / "README.md").write_text(_readme(verdict, env, shot))
+    return dest
+
+
+def _finished(run: Path) -> VerdictFile:
+    path = run / "verdict.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file: RUN= must be a verdict's directory (results/verdict-...)")
+    verdict = VerdictFile.model_validate_json(path.read_text())
+    if verdict.verdict is None:
+        raise ConfigError(f"{path}: the walk has not ended (no 'verdict' yet): run `make verdict` to its end first")
+    if not (run / "report.md").is_file():
+        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+    return verdict
+
+
+def _environment(run: Path, verdict: VerdictFile) -> dict:
+    """The machine and commit from the cells' own result.json (every cell captures its environment)."""
+    for rec in verdict.cells:
+        result = run / rec.dir / "result.json"
+        if result.is_file():
+            return json.loads(result.read_text()).get("environment") or {}
+    return {}
+
+
+def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
+    gib = (env.get("ram_bytes") or 0) / 2**30
+    est = v.estimate
+    lines = [
+        f"# The verdict at the `{v.profile}` profile, {(v.updated_utc or '?')[:10]}", "",
+        f"- Machine: {env.get('cpu_model', '?')}, {env.get('cpus_usable', '?')} usable cores, {gib:.0f} GiB RAM, "
+        f"kernel {env.get('kernel', '?')}",
+        f"- Commit: `{env.get('git_commit') or '?'}` (arkbench {env.get('harness_version', '?')})",
+        f"- Walk: {(v.walk_s or 0) / 60:.0f} min, {len(v.cells)} cells run, {v.cells_implied} implied"
+        + (f"; expected before its first cell: {est.cells} cells, {est.minutes:.0f} min" if est else ""),
+        f"- MEMS: {' '.join(v.mems)}" + (f" ({v.memory_basis})" if v.memory_basis else ""), "",
+        "## The answer", "",
+        *[f"- **{a.mem}**{f' ({a.at_reference})' if a.at_reference else ''}: {a.decision}" for a in v.answers], "",
+        f"[report.md](report.md) (every cell, its label and minutes; the implication controls) and "
+        f"[verdict.json](verdict.json) (what a script reads)."]
+    if shot:
+        lines += ["", f"report.html as headless Chromium draws it: [{shot.name}]({shot.name})."]
+    return "\n".join(lines) + "\n"
+
+
+def take_screenshot(html: Path, jpg: Path) -> bool:
+    """A full-page screenshot of report.html in Debian's headless Chromium (JPEG: a long page stays small in git);
+    False where Chromium is not installed."""
+    chromium = shutil.which("chromium")
+    if chromium is None or not html.is_file():
+        return False
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": SCREENSHOT_WIDTH_PX, "height": 900})
+            page.goto(html.as_uri(), wait_until="load")
+            page.screenshot(path=str(jpg), full_page=True, type="jpeg", quality=JPEG_QUALITY)
+        finally:
+            browser.close()
+    return True

@@ -1,0 +1,55 @@
+"""`make publish`: a real verdict, walked to its end at the smoke profile, copied under docs/results/ as a
+newcomer reads it; an unfinished walk refused."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.cli.test_sweep import run_verdict, write_decision
+from tests.conftest import ROOT, can_use_cgroups, harness_cmd
+
+pytestmark = pytest.mark.slow
+
+
+def publish(run, to, *extra) -> subprocess.CompletedProcess:
+    return subprocess.run(harness_cmd() + ["publish", str(run), "--to", str(to), *extra], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(can_use_cgroups() is not None, reason=str(can_use_cgroups()))
+@pytest.mark.cgroup
+def test_a_finished_verdict_is_published_with_its_machine_date_and_commit(tmp_path):
+    p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"], engines=("sqlite",)))
+    assert p.returncode == 0, p.stderr[-3000:]
+    run = tmp_path / "lenient" / next((tmp_path / "lenient").glob("verdict-*")).name
+    out = publish(run, tmp_path / "docs", "--name", "smoke-today")
+    assert out.returncode == 0, out.stderr
+    dest = tmp_path / "docs" / "smoke-today"
+    assert out.stdout.strip() == str(dest)
+    assert json.loads((dest / "verdict.json").read_text()) == v
+    md = (dest / "report.md").read_text()
+    assert md == (run / "report.md").read_text()
+    plots = [line.split("](", 1)[1].split(")")[0] for line in md.splitlines() if "](plots/" in line]
+    assert plots and all((dest / p).is_file() for p in plots), "every plot the report shows is there"
+    readme = (dest / "README.md").read_text()
+    env = json.loads(next(run.glob("reorg/*/result.json")).read_text())["environment"]
+    assert env["git_commit"] in readme and env["cpu_model"] in readme and v["updated_utc"][:10] in readme
+    assert "**384m** (≈ 375.0GiB at 1x): use sqlite" in readme
+    if shutil.which("chromium"):
+        assert (dest / "report.jpg").stat().st_size > 20_000 and "report.jpg" in readme
+
+
+def test_an_unfinished_verdict_is_refused_naming_the_file(tmp_path):
+    run = tmp_path / "verdict-smoke-x"
+    run.mkdir()
+    (run / "verdict.json").write_text(json.dumps({
+        "decision_file": "d.yaml", "profile": "smoke", "mems": ["384m"], "repeats": 1, "dir": str(run),
+        "criteria": [], "steps": []}))
+    out = publish(run, tmp_path / "docs")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (f"error: {run / 'verdict.json'}: the walk has not ended (no 'verdict' yet): "
+                                  "run `make verdict` to its end first")
+    assert not (tmp_path / "docs").exists(), "nothing half-published"
+    out = publish(tmp_path / "nowhere", tmp_path / "docs")
+    assert out.returncode == 2 and "nowhere/verdict.json: no such file" in out.stderr
