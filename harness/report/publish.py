@@ -12,7 +12,6 @@ from harness.errors import ConfigError
 from harness.results.walks import VerdictFile
 
 SCREENSHOT_WIDTH_PX = 1200
-JPEG_QUALITY = 70
 
 
 def publish(run: Path, dest_root: Path, name: str | None = None, screenshot: bool = True) -> Path:
@@ -28,7 +27,7 @@ def publish(run: Path, dest_root: Path, name: str | None = None, screenshot: boo
     for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
         (dest / plot).parent.mkdir(exist_ok=True)
         shutil.copy2(run / plot, dest / plot)
-    shot = dest / "report.jpg" if screenshot and take_screenshot(run / "report.html", dest / "report.jpg") else None
+    shot = dest / "report.png" if screenshot and take_screenshot(run / "report.html", dest / "report.png") else None
     (dest / "README.md").write_text(_readme(verdict, env, shot))
     return dest
 
@@ -48,7 +47,7 @@ def _finished(run: Path) -> VerdictFile:
 def _environment(run: Path, verdict: VerdictFile) -> dict:
     """The machine and commit from the cells' own result.json (every cell captures its environment)."""
     for rec in verdict.cells:
-        result = run / rec.dir / "result.json"
+        result = run / rec.scenario / rec.dir / "result.json"
         if result.is_file():
             return json.loads(result.read_text()).get("environment") or {}
     return {}
@@ -74,9 +73,8 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def take_screenshot(html: Path, jpg: Path) -> bool:
-    """A full-page screenshot of report.html in Debian's headless Chromium (JPEG: a long page stays small in git);
-    False where Chromium is not installed."""
+def take_screenshot(html: Path, png: Path) -> bool:
+    """A full-page screenshot of report.html in Debian's headless Chromium; False where it is not installed."""
     chromium = shutil.which("chromium")
     if chromium is None or not html.is_file():
         return False
@@ -86,7 +84,7 @@ def take_screenshot(html: Path, jpg: Path) -> bool:
         try:
             page = browser.new_page(viewport={"width": SCREENSHOT_WIDTH_PX, "height": 900})
             page.goto(html.as_uri(), wait_until="load")
-            page.screenshot(path=str(jpg), full_page=True, type="jpeg", quality=JPEG_QUALITY)
+            page.screenshot(path=str(png), full_page=True)
         finally:
             browser.close()
     return True

@@ -37,7 +37,7 @@ def test_a_finished_verdict_is_published_with_its_machine_date_and_commit(tmp_pa
     assert env["git_commit"] in readme and env["cpu_model"] in readme and v["updated_utc"][:10] in readme
     assert "**384m** (≈ 375.0GiB at 1x): use sqlite" in readme
     if shutil.which("chromium"):
-        assert (dest / "report.jpg").stat().st_size > 20_000 and "report.jpg" in readme
+        assert (dest / "report.png").stat().st_size > 20_000 and "report.png" in readme
 
 
 def test_an_unfinished_verdict_is_refused_naming_the_file(tmp_path):
