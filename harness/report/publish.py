@@ -1,6 +1,6 @@
 """A finished verdict made readable without the code: its report.md, verdict.json, plots and a screenshot of
 report.html copied under docs/results/<name>/, beside a README naming the machine, the date and the commit it
-was measured at. `make publish RUN=results/verdict-...` (docs/results/ is what the project's README links to)."""
+was measured at: `make publish RUN=results/verdict-...`, for a reader who will not run the walk."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from harness.results.walks import VerdictFile
 SCREENSHOT_WIDTH_PX = 1200
 
 
-def publish(run: Path, dest_root: Path, name: str | None = None, screenshot: bool = True) -> Path:
+def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     """Refuses a walk that has not ended (no verdict yet) or whose report was never written."""
     verdict = _finished(run)
     env = _environment(run, verdict)
@@ -27,7 +27,7 @@ def publish(run: Path, dest_root: Path, name: str | None = None, screenshot: boo
     for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
         (dest / plot).parent.mkdir(exist_ok=True)
         shutil.copy2(run / plot, dest / plot)
-    shot = dest / "report.png" if screenshot and take_screenshot(run / "report.html", dest / "report.png") else None
+    shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
     (dest / "README.md").write_text(_readme(verdict, env, shot))
     return dest
 
