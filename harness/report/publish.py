@@ -3,12 +3,13 @@ report.html copied under docs/results/<name>/, beside a README naming the machin
 was measured at: `make publish RUN=results/verdict-...`, for a reader who will not run the walk."""
 from __future__ import annotations
 
-import json
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.results import load_result
 from harness.results.walks import VerdictFile
 
 SCREENSHOT_WIDTH_PX = 1200
@@ -47,9 +48,9 @@ def _finished(run: Path) -> VerdictFile:
 def _environment(run: Path, verdict: VerdictFile) -> dict:
     """The machine and commit from the cells' own result.json (every cell captures its environment)."""
     for rec in verdict.cells:
-        result = run / rec.scenario / rec.dir / "result.json"
-        if result.is_file():
-            return json.loads(result.read_text()).get("environment") or {}
+        result = load_result(run / rec.scenario / rec.dir / "result.json")
+        if result is not None:
+            return result.environment
     return {}
 
 
@@ -75,16 +76,21 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
 
 def take_screenshot(html: Path, png: Path) -> bool:
     """A full-page screenshot of report.html in Debian's headless Chromium; False where it is not installed."""
-    chromium = shutil.which("chromium")
-    if chromium is None or not html.is_file():
+    if shutil.which("chromium") is None or not html.is_file():
         return False
+    with chromium_page() as page:
+        page.goto(html.as_uri(), wait_until="load")
+        page.screenshot(path=str(png), full_page=True)
+    return True
+
+
+@contextmanager
+def chromium_page(width_px: int = SCREENSHOT_WIDTH_PX):
+    """A page in Debian's headless Chromium (installed by `make install`), closed on leaving."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": SCREENSHOT_WIDTH_PX, "height": 900})
-            page.goto(html.as_uri(), wait_until="load")
-            page.screenshot(path=str(png), full_page=True)
+            yield browser.new_page(viewport={"width": width_px, "height": 900})
         finally:
             browser.close()
-    return True

@@ -293,25 +293,20 @@ def test_report_renders_in_headless_chromium(small_sweep):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (make install installs it)")
-    from playwright.sync_api import sync_playwright
+    from harness.report.publish import chromium_page
     _, html = write_report(small_sweep)
     errors, requests = [], []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-            page.on("requestfailed", lambda r: errors.append(f"requestfailed: {r.url}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(html.as_uri(), wait_until="load")
-            sizes = page.evaluate("() => [...document.querySelectorAll('figure.plot svg')]"
-                                  ".map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
-            shot = ROOT / "build" / "screenshots" / "report.png"
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
+    with chromium_page(1200) as page:
+        page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        page.on("requestfailed", lambda r: errors.append(f"requestfailed: {r.url}"))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(html.as_uri(), wait_until="load")
+        sizes = page.evaluate("() => [...document.querySelectorAll('figure.plot svg')]"
+                              ".map(s => { const r = s.getBoundingClientRect(); return [r.width, r.height]; })")
+        shot = ROOT / "build" / "screenshots" / "report.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True)
     assert errors == []
     assert requests == [html.as_uri()], "the report loads nothing but itself"
     assert len(sizes) == len(list((small_sweep / "plots").iterdir())) >= 4
