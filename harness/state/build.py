@@ -28,15 +28,9 @@ class StateBuildFailed(RunFailed):
         self.oom = oom
 
 
-# A build that loads a side build of its engine's library (engine.toml's side_requirements: the verdict's newest
-# SQLite) runs in a process of its own: a driver loads one build per process, and the walk's may hold the default.
-_OWN_PROCESS = [False]
-
-
 def _child_ensure(plan, root: Path, aged_ok: bool):
-    _OWN_PROCESS[0] = True
     try:
-        return ensure(plan, root, aged_ok)
+        return ensure(plan, root, aged_ok, own_process=True)
     except StateBuildFailed as e:            # its oom flag is not an argument: carried by hand across the pickle
         return e.args[0], e.oom
 
@@ -51,14 +45,18 @@ def _in_own_process(plan, root: Path, aged_ok: bool):
     return out
 
 
-def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, store.StateManifest, bool]:
+def ensure(plan, root: Path | None = None, aged_ok: bool = True,
+           own_process: bool = False) -> tuple[Path, store.StateManifest, bool]:
     """(the state's directory, its manifest, whether it was built now): the cached one, else built, by one
-    process at a time (root: STATES, or states/); an aged one (aged.py) where the plan asks, from its base."""
+    process at a time (root: STATES, or states/); an aged one (aged.py) where the plan asks, from its base.
+    A build that loads a side build of its engine's library (engine.toml's side_requirements: the verdict's newest
+    SQLite) runs in a process of its own (own_process there): a driver loads one build per process, and the
+    caller's may hold the default."""
     root = root or store.root_dir()
     inputs = store.inputs_for(plan)
     if aged_ok and aged.wanted(plan):
         inputs = aged.aged_inputs(plan, inputs)
-    if _OWN_PROCESS[0] is False and any(k.startswith("side:") for k in inputs.engine_build):
+    if not own_process and any(k.startswith("side:") for k in inputs.engine_build):
         found = store.find(root, inputs)
         return (*found, False) if found else _in_own_process(plan, root, aged_ok)
     with store.lock(root, inputs.id):
@@ -73,7 +71,7 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True) -> tuple[Path, 
         if derived:
             return (*derived, True)
         if inputs.aged:
-            base_dir, base, _ = ensure(plan, root, aged_ok=False)
+            base_dir, base, _ = ensure(plan, root, aged_ok=False, own_process=own_process)
             try:
                 return (*aged.build_aged(plan, inputs, root, base_dir, base), True)
             except Exception as e:
