@@ -12,6 +12,8 @@ from dataclasses import replace
 
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
+from harness.walks.verdict.controls import checked, implication_controls
+from harness.walks.verdict.leaf import run_leaf
 from harness.walks.verdict.walk import CANDIDATE, Role, Walk
 
 
@@ -32,7 +34,6 @@ class Tally:
 def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
     engine/leaf-design (an implication control checks the configuration it stands for)."""
-    from harness.walks.verdict.controls import checked
     what = checked(tag)
     if what is not None:
         return f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}" if what else engine
@@ -73,8 +74,6 @@ def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
 
 def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
     """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells."""
-    from harness.walks.verdict.controls import implication_controls
-    from harness.walks.verdict.leaf import run_leaf
     tally = Tally()
     twin = replace(walk, records=[], matrix=[], steps=[], on_step=None)
     twin.engine_at = predicted(twin, passes, costs, tally)
