@@ -51,9 +51,10 @@ def test_runs_add_up_to_a_stable_outcome_or_an_unstable_one():
 
 
 def test_an_engine_whose_figure_sits_on_its_line_is_unstable_never_the_answer(tmp_path, monkeypatch):
-    """SQLite's p99 lands within 20% of 500 ms at 4g, its runs split 2 of 3; libSQL passes far from the line.
-    SQLite is run three times and reported unstable with its runs, and the answer at 4g is libSQL's; at 2g,
-    below an unstable cell, SQLite still runs (an unstable cell implies nothing)."""
+    """SQLite's p99 lands within 20% of 500 ms at 4g and its second run misses the line; libSQL passes far from it.
+    SQLite's runs end at the one that disagrees (a third could not make it stable): it is reported unstable with
+    its runs, and the answer at 4g is libSQL's; at 2g, below an unstable cell, SQLite still runs (an unstable cell
+    implies nothing)."""
     tree = load_decision()
     tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
                                    "criteria": tree.criteria[:1]})
@@ -70,17 +71,19 @@ def test_an_engine_whose_figure_sits_on_its_line_is_unstable_never_the_answer(tm
             ran.append((*key, cr.cell.repeat))
             cells.append(_rec("passed" if ms < 500 else "failed", _t("p99(commit_ms) < 500", ms, ms < 500),
                               dir=cr.dir.name, scenario=cr.cell.scenario))
+            if stop is not None and stop(cells[-1]):
+                break
         return SimpleNamespace(cells=cells)
     monkeypatch.setattr(walk_module, "run_cells", run_cells)
     walk.run()
-    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", 1), ("sqlite", "4g", 2), ("sqlite", "4g", 3)]
+    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", 1), ("sqlite", "4g", 2)]
     assert ("sqlite", "2g", 1) in ran and ("sqlite", "2g", 2) not in ran      # far from its line: once
     cells = {(c.engine, c.mem): c for c in walk.matrix}
     assert cells[("sqlite", "4g")].outcome == "unstable"
-    assert cells[("sqlite", "4g")].runs == ["p99_5x: unstable (2 of 3 passed)"]
-    assert len(cells[("sqlite", "4g")].cells) == 3
+    assert cells[("sqlite", "4g")].runs == ["p99_5x: unstable (1 of 2 passed)"]
+    assert len(cells[("sqlite", "4g")].cells) == 2
     ans = {a.mem: a for a in answer.answers(tree, mems, walk.matrix, lambda m: None)}
-    assert ans["4g"].engine == "libsql" and ans["4g"].unstable == ["sqlite: p99_5x: unstable (2 of 3 passed)"]
+    assert ans["4g"].engine == "libsql" and ans["4g"].unstable == ["sqlite: p99_5x: unstable (1 of 2 passed)"]
     assert ans["2g"].engine != "sqlite"
 
 
@@ -117,10 +120,12 @@ def test_a_pass_far_from_its_line_runs_once_and_one_inside_the_band_runs_again_w
             cells.append(_rec("passed" if ms < 500 else "failed",
                               _t("p99(commit_ms) < 500", ms, ms < 500, bounds=(ms * 0.9, ms * 1.01)),
                               dir=cr.dir.name, scenario=cr.cell.scenario))
+            if stop is not None and stop(cells[-1]):
+                break
         return SimpleNamespace(cells=cells)
     monkeypatch.setattr(walk_module, "run_cells", run_cells)
     walk.run()
-    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", n) for n in (1, 2, 3)]
+    assert [r for r in ran if r[:2] == ("sqlite", "4g")] == [("sqlite", "4g", n) for n in (1, 2, 3)], "runs that agree"
     assert [r for r in ran if r[:2] == ("libsql", "2g")] == [("libsql", "2g", 1)], "far from its line: once"
     labels = [c.label for c in walk.records if c.dir.startswith("sqlite-4g")]
     assert labels == ["candidate", "confirmation", "confirmation"], [(c.dir, c.label) for c in walk.records]

@@ -16,7 +16,7 @@ from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
-from harness.walks.verdict.confirm import close_call
+from harness.walks.verdict.confirm import close_call, runs_outcome
 from harness.walks.verdict.plan import CriterionPlan
 
 
@@ -205,15 +205,18 @@ class Walk:
 
     def confirmations(self, cells: list[CellRecord], name: str, *where) -> list[CellRecord]:
         """A close call's runs after the first (decision.yaml's confirm), each on a fresh clone; none for a cell
-        far from its line, or where REPEATS already runs each cell more than once."""
+        far from its line, or where REPEATS already runs each cell more than once. The first run that disagrees
+        with the first ends them: the cell is unstable (or in error) whatever the runs left would say."""
         confirm = self.tree.confirm
         why = close_call(cells[0], confirm) if len(cells) == 1 else None
         if not why:
             return []
         more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
-        log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): {len(more)} more runs")
+        log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): up to {len(more)} more runs")
+        first = cells[0]
+        settled = lambda rec: runs_outcome([first, rec]) in ("unstable", "error")     # noqa: E731
         return run_cells(more, self.root / f"{name}-confirm.json", {"kind": "verdict-cells", "dir": str(self.root)},
-                         place=self.opts.place).cells
+                         stop=settled, place=self.opts.place).cells
 
     def control(self, before: Step, step: Step, mems: list[str]) -> ControlRun:
         """The step before again, changed only by the control's settings, where this step passed."""
