@@ -374,8 +374,9 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
         labels[c.label] = labels.get(c.label, 0) + 1
     assert tally.by_label == labels
     # sqlite at its own, the simple and the current ∪ history schemas; libsql (ageing sqlite's) at its own and the
-    # simple one; postgres at its own and the simple schema (its block log keeps its own); duckdb
-    assert tally.state_minutes == 3 * 10 + 2 * 1 + 2 * 12 + 5
+    # simple one; postgres at its own and the simple schema (its block log keeps its own); duckdb at its own and
+    # without its secondary indexes (a layout of its own: once uncounted, though its build cost 12 min here)
+    assert tally.state_minutes == 3 * 10 + 2 * 1 + 2 * 12 + 2 * 5
     assert tally.minutes > tally.state_minutes
 
 

@@ -22,7 +22,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.minutes, self.state_minutes = 0.0, 0.0
-        self.states: set[tuple[str, str]] = set()
+        self.states: set[tuple[str, tuple]] = set()
         self.cells, self.by_label = 0, {}
 
     def count(self, records: list[CellRecord]) -> None:
@@ -63,11 +63,13 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
 
 
 def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
-    """A starting state, the first time a cell of `engine` needs it at the option's schema: built and aged (an
-    engine that opens another's files, libSQL, only ages its own copy: decision.yaml's minutes say so)."""
-    schema = str((option.set if option is not None else {}).get("workload.schema", ""))
-    if (engine, schema) not in tally.states:
-        tally.states.add((engine, schema))
+    """A starting state, the first time a cell of `engine` needs it at the option's layout (its workload.* settings:
+    the schema, the indexes): built and aged (an engine that opens another's files, libSQL, only ages its own copy:
+    decision.yaml's minutes say so)."""
+    layout = tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
+                          if k.startswith("workload.")))
+    if (engine, layout) not in tally.states:
+        tally.states.add((engine, layout))
         tally.state_minutes += costs.state.get(engine, 0.0)
         tally.minutes += costs.state.get(engine, 0.0)
 
