@@ -14,10 +14,10 @@ from harness.report.render import to_html, to_markdown
 def write_report(path: Path, mixed_nodes: bool = False) -> tuple[Path, Path]:
     """Raises ConfigError where the cells ran on unlike nodes, unless mixed_nodes (report/nodes.py)."""
     data = collect(path)
-    said = nodes.check(data.cells, mixed_nodes)
+    said = [s for s in (nodes.check(data.cells, mixed_nodes), nodes.drift(data.cells)) if s]
     doc = build(data)
-    if said:
-        doc.insert(1, Block("caveat", said))
+    for s in reversed(said):
+        doc.insert(1, Block("caveat", s))
     plots_dir = data.dir / "plots"
     plots_dir.mkdir(exist_ok=True)
     md, html = data.dir / "report.md", data.dir / "report.html"

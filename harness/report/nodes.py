@@ -1,7 +1,8 @@
 """Which node each cell ran on, and whether the nodes are alike enough for their cells to share one table.
 A placed walk's cells run on several machines: a faster disk or another CPU there is no engine's merit.
 Nodes are unlike when their CPU model or count, their RAM, their data disk's filesystem, or their probes
-(the fsync floor's p50, sequential write bandwidth) differ by more than the probes' own noise."""
+(the fsync floor's p50, sequential write bandwidth) differ by more than the probes' own noise. One node can
+also change under a long walk: its disk's probes, cell by cell against its first cell's, say when it slowed."""
 from __future__ import annotations
 
 from harness.errors import ConfigError
@@ -53,3 +54,31 @@ def check(cells, mixed_nodes: bool) -> str | None:
                           "table. Report each node's cells apart, or give --mixed-nodes (MIXED_NODES=1) to put them "
                           "side by side anyway; the report then says so")
     return f"cells from unlike nodes are compared side by side (--mixed-nodes): {said}"
+
+
+# A node's disk over a walk: each cell's probes (taken as it starts) against its first cell's on that node.
+DRIFT_PROBES = (("fsync_floor", "p99_us", "fsync p99"), ("disk_random_read", "p50_us", "random 4 KiB read p50"))
+
+
+def drift(cells) -> str | None:
+    """A caveat where a node's disk probe moved past PROBE_RATIO of its first cell's during the run (the machine
+    slowed, or something else ran): the cells after it measured a slower disk, not a slower engine."""
+    out = []
+    for node in by_node(cells):
+        mine = sorted((c for c in cells if identity(c.result.environment)["node"] == node),
+                      key=lambda c: c.result.environment.get("started_utc") or "")
+        for probe, field, name in DRIFT_PROBES:
+            seen = [(c, v) for c in mine if (v := (c.result.environment.get(probe) or {}).get(field))]
+            if len(seen) < 2:
+                continue
+            first, base = seen[0]
+            ratio = lambda v: max(v / base, base / v)           # noqa: E731  (faster counts as much as slower)
+            worst, most = max(seen[1:], key=lambda cv: ratio(cv[1]))
+            if ratio(most) > PROBE_RATIO:
+                out.append(f"{name} {base:,.0f} µs at its first cell ({first.scenario}/{first.run_dir.name}), "
+                           f"{most:,.0f} µs at {worst.scenario}/{worst.run_dir.name}")
+    if not out:
+        return None
+    return (f"the disk moved through this run by more than {PROBE_RATIO:g}x (probed as each cell started): "
+            f"{'; '.join(out)}. Cells run on the slower disk are slower for it, not for their engine or design; "
+            "the environment table has every cell's probes")

@@ -37,3 +37,22 @@ def test_a_runner_that_died_before_looking_around_names_no_node():
 
 def test_a_containers_id_is_not_its_node():
     assert nodes.identity(cell("node-7").result.environment)["node"] == "node-7"
+
+
+def probed(started: str, fsync_p99_us: float, read_p50_us: float, name: str):
+    c = cell("a")
+    c.result.environment.update(started_utc=started, fsync_floor={"p50_us": 900.0, "p99_us": fsync_p99_us},
+                                disk_random_read={"p50_us": read_p50_us})
+    c.scenario, c.run_dir = "p99_5x", SimpleNamespace(name=name)
+    return c
+
+
+def test_a_disk_that_slowed_through_a_walk_is_a_caveat_naming_its_first_and_worst_cells():
+    """The second ratio walk of 2026-11-28: the fsync p99 went from 250 µs to 3.5 ms and a random read's p50 from 28
+    to 60 µs over 131 min on one machine. Listed out of order: the first cell is the earliest started."""
+    cells = [probed("2026-11-28T20:00:00Z", 3500.0, 60.0, "late"), probed("2026-11-28T19:12:00Z", 250.0, 28.0, "first"),
+             probed("2026-11-28T19:40:00Z", 400.0, 30.0, "mid")]
+    said = nodes.drift(cells)
+    assert "fsync p99 250 µs at its first cell (p99_5x/first), 3,500 µs at p99_5x/late" in said
+    assert "random 4 KiB read p50 28 µs at its first cell (p99_5x/first), 60 µs at p99_5x/late" in said
+    assert nodes.drift(cells[1:]) is None, "within 2x: the probes' own noise"
