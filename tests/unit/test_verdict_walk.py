@@ -378,6 +378,11 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     # without its secondary indexes (a layout of its own: once uncounted, though its build cost 12 min here)
     assert tally.state_minutes == 3 * 10 + 2 * 1 + 2 * 12 + 2 * 5
     assert tally.minutes > tally.state_minutes
+    # where each step's states are dropped after it (DROP_STATES, or a disk too small), the leaf's designs on
+    # sqlite's and postgres's own layouts build those again (the last ratio walk rebuilt sqlite's, uncounted)
+    dropping = play(fake_walk(tmp_path, {}, tree=tree), passes, costs, drop_states=True)
+    assert dropping.state_minutes == tally.state_minutes + 10 + 12
+    assert dropping.cells == tally.cells
 
 
 def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):

@@ -125,7 +125,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
 
     leaf, controls = [], []
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
-    out = out.model_copy(update={"estimate": _expect(walk, prof)})
+    out = out.model_copy(update={"estimate": _expect(walk, prof, drop_states)})
     try:
         steps = walk.run()
         leaf = run_leaf(walk)
@@ -163,9 +163,9 @@ def _verdict(out: VerdictFile, steps: list[VerdictStep]) -> VerdictFile:
         "updated_utc": utc_now()})
 
 
-def _expect(walk: Walk, profile: str):
+def _expect(walk: Walk, profile: str, drop_states: bool):
     """The estimate, printed before the first cell."""
-    walk.expected = e = estimate(walk, profile)
+    walk.expected = e = estimate(walk, profile, drop_states)
     log(f"expected: {e.cells} cells, about {e.minutes:.0f} min ({e.state_minutes:.0f} of them building states; "
         f"{', '.join(f'{n} {k}' for k, n in e.by_label.items())}): {e.basis}")
     return e

@@ -25,6 +25,11 @@ class Tally:
         self.states: set[tuple[str, tuple]] = set()
         self.cells, self.by_label = 0, {}
 
+    def forget(self, engine: str) -> None:
+        """An engine's states dropped after its step (DROP_STATES, or a disk too small for them all): a leaf design
+        on that engine builds them again."""
+        self.states = {s for s in self.states if s[0] != engine}
+
     def count(self, records: list[CellRecord]) -> None:
         self.cells = len(records)
         for r in records:
@@ -74,10 +79,12 @@ def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
         tally.minutes += costs.state.get(engine, 0.0)
 
 
-def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
-    """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells."""
+def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = False) -> Tally:
+    """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells; with
+    drop_states, each step's states are dropped as the walk drops them."""
     tally = Tally()
-    twin = replace(walk, records=[], matrix=[], steps=[], on_step=None)
+    dropped = (lambda w: tally.forget(w.steps[-1].engine)) if drop_states else None      # noqa: E731
+    twin = replace(walk, records=[], matrix=[], steps=[], on_step=dropped)
     twin.engine_at = predicted(twin, passes, costs, tally)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
@@ -86,10 +93,10 @@ def play(walk: Walk, passes: set[str], costs: Costs | None) -> Tally:
     return tally
 
 
-def estimate(walk: Walk, profile: str) -> Estimate:
+def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
     spec = walk.tree.estimate
     costs = spec.minutes.get(profile)
-    tally = play(walk, set(spec.passes), costs)
+    tally = play(walk, set(spec.passes), costs, drop_states)
     basis = (f"{costs.measured}; expected to pass: {', '.join(spec.passes) or 'nothing'}" if costs else
              f"no minutes measured for profile {profile!r} in decision.yaml's estimate: cells only")
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
