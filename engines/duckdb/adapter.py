@@ -21,6 +21,10 @@ from harness.workload import schema
 from harness.workload.block import Block
 
 BUILD_MEMORY_SHARE = 0.6        # of the memory available when a state build starts
+# A state build's rows per transaction: a transaction appending more than a row group (122,880 rows) to a table
+# has DuckDB write its row groups straight into the file; a chunk each (~50K rows) went through the WAL, then a
+# checkpoint copied it again.
+BULK_COMMIT_ROWS = 2_000_000
 FORCE_CHECKPOINT_SQL = "FORCE CHECKPOINT"     # checkpoint("FULL"), the settle step and the control loop
 _ARROW_TYPES = {"bytes": pa.binary(), "text": pa.string(), "int64": pa.int64()}   # schema's logical types
 
@@ -161,16 +165,22 @@ class DuckDBEngine(EngineBase):
         tables, self._index_sql = registry.ddl_split(self.name, variant, indexes)
         self.con.execute(tables)
         self.use_schema(variant)
+        self._uncommitted_rows = 0
+        self.con.execute("BEGIN TRANSACTION")
 
     def bulk_insert(self, p: Prepared) -> None:
-        self.con.execute("BEGIN TRANSACTION")
         for t, tbl in p.inserts.items():
             self.con.register("_ins", tbl)
             self.con.execute(self._sql.insert[t])
             self.con.unregister("_ins")
-        self.con.execute("COMMIT")
+            self._uncommitted_rows += tbl.num_rows
+        if self._uncommitted_rows >= BULK_COMMIT_ROWS:
+            self.con.execute("COMMIT")
+            self._uncommitted_rows = 0
+            self.con.execute("BEGIN TRANSACTION")
 
     def bulk_finish(self, settings: Mapping[str, object]) -> None:
+        self.con.execute("COMMIT")
         self.bulk_phases_s = timed_ddl(self.con.execute, self._index_sql)
         self.bulk_phases_s["settle"] = timed(self.settle)
 
