@@ -165,6 +165,9 @@ class Costs(Strict):
     state: dict[str, float] = Field(description="engine -> minutes to build and age one starting state (an engine "
                                                 "that opens another's files, libSQL: to age its copy)")
     fail: float = Field(gt=0, description="a cell that fails early: its setup, warm-up and first blocks")
+    design_fail: Optional[float] = Field(None, gt=0, description="a leaf design's cell that fails: an applier "
+                                         "falling behind is stopped only once its lag has passed the bound on more "
+                                         "blocks than the p99 allows (default: fail)")
     screen: float = Field(gt=0, description="a screened cell: setup, warm-up and the screen's blocks")
     full: dict[str, float] = Field(description="criterion scenario -> minutes of a cell that runs its whole phase")
     measured: str = Field(description="where these minutes come from")

@@ -383,6 +383,10 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     dropping = play(fake_walk(tmp_path, {}, tree=tree), passes, costs, drop_states=True)
     assert dropping.state_minutes == tally.state_minutes + 10 + 12
     assert dropping.cells == tally.cells
+    # a leaf design that fails costs its own minutes (its lag piles up before the stop), a step's failure the fail's
+    failed_designs = sum(c.status == "failed" and "-leaf-" in c.dir for c in cells)
+    slow = play(fake_walk(tmp_path, {}, tree=tree), passes, costs.model_copy(update={"design_fail": 9}))
+    assert failed_designs > 0 and slow.minutes == tally.minutes + (9 - 4) * failed_designs
 
 
 def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):

@@ -56,8 +56,9 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
         ran = criteria if ok else criteria[:1]
         if costs is not None:
             _add_state(tally, costs, engine, option)
+            fail = costs.design_fail or costs.fail if "/leaf-" in outcome_key(engine, tag, designs) else costs.fail
             tally.minutes += sum(costs.screen if role.screen_blocks else
-                                 costs.full.get(cp.criterion.scenario, costs.fail) if ok else costs.fail for cp in ran)
+                                 costs.full.get(cp.criterion.scenario, fail) if ok else fail for cp in ran)
         recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
                            data_limit_bytes=None, scale=1.0, runtime="estimate", dir=f"{engine}-{tag}-{mem}",
                            state="complete", status="passed" if ok else "failed", label=role.label,
