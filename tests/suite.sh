@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 py=${1:?usage: suite.sh PYTHON MAKE [pytest args]}
 make_cmd=${2:?}
 shift 2
-jobs=${TEST_JOBS:-2}
+jobs=${TEST_JOBS:-3}
 start=$(date +%s)
 since() { echo $(( $(date +%s) - start )); }
 mkdir -p build
