@@ -72,9 +72,8 @@ def drift(cells) -> str | None:
             if len(seen) < 2:
                 continue
             first, base = seen[0]
-            ratio = lambda v: max(v / base, base / v)           # noqa: E731  (faster counts as much as slower)
-            worst, most = max(seen[1:], key=lambda cv: ratio(cv[1]))
-            if ratio(most) > PROBE_RATIO:
+            worst, most = max(seen[1:], key=lambda cv: _spread(cv[1], base))
+            if _spread(most, base) > PROBE_RATIO:
                 out.append(f"{name} {base:,.0f} µs at its first cell ({first.scenario}/{first.run_dir.name}), "
                            f"{most:,.0f} µs at {worst.scenario}/{worst.run_dir.name}")
     if not out:
@@ -82,3 +81,8 @@ def drift(cells) -> str | None:
     return (f"the disk moved through this run by more than {PROBE_RATIO:g}x (probed as each cell started): "
             f"{'; '.join(out)}. Cells run on the slower disk are slower for it, not for their engine or design; "
             "the environment table has every cell's probes")
+
+
+def _spread(a: float, b: float) -> float:
+    """How many times apart two probes are, either way (a disk that got faster moved as much as one that slowed)."""
+    return max(a / b, b / a)
