@@ -51,12 +51,13 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
     designs = {d for names in leaf.designs.values() for d in names} if leaf else set()
 
     def engine_at(engine, settings, tag, mem, option=None, role: Role = CANDIDATE) -> list[CellRecord]:
-        ok = outcome_key(engine, tag, designs) in passes
+        key = outcome_key(engine, tag, designs)
+        ok = key in passes
         criteria = walk.criteria[:role.criteria]
         ran = criteria if ok else criteria[:1]
         if costs is not None:
             _add_state(tally, costs, engine, option)
-            fail = costs.design_fail or costs.fail if "/leaf-" in outcome_key(engine, tag, designs) else costs.fail
+            fail = (costs.design_fail or costs.fail) if "/leaf-" in key else costs.fail
             tally.minutes += sum(costs.screen if role.screen_blocks else
                                  costs.full.get(cp.criterion.scenario, fail) if ok else fail for cp in ran)
         recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
