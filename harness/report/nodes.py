@@ -63,10 +63,12 @@ DRIFT_PROBES = (("fsync_floor", "p99_us", "fsync p99"), ("disk_random_read", "p5
 def drift(cells) -> str | None:
     """A caveat where a node's disk probe moved past PROBE_RATIO of its first cell's during the run (the machine
     slowed, or something else ran): the cells after it measured a slower disk, not a slower engine."""
-    out = []
-    for node in by_node(cells):
-        mine = sorted((c for c in cells if identity(c.result.environment)["node"] == node),
-                      key=lambda c: c.result.environment.get("started_utc") or "")
+    out, per_node = [], {}
+    for c in sorted(cells, key=lambda c: c.result.environment.get("started_utc") or ""):
+        per_node.setdefault(identity(c.result.environment)["node"], []).append(c)
+    for node, mine in per_node.items():
+        if node is None:            # a runner that died before looking around says nothing of its disk
+            continue
         for probe, field, name in DRIFT_PROBES:
             seen = [(c, v) for c in mine if (v := (c.result.environment.get(probe) or {}).get(field))]
             if len(seen) < 2:
