@@ -163,7 +163,9 @@ class Confirm(Strict):
 class Costs(Strict):
     """Minutes one cell costs on this machine at one profile, as measured here (the estimate's basis)."""
     state: dict[str, float] = Field(description="engine -> minutes to build and age one starting state (an engine "
-                                                "that opens another's files, libSQL: to age its copy)")
+                                                "that opens another's files, libSQL: to age its copy); engine/option "
+                                                "-> the state of that option's layout (schema, indexes), where it "
+                                                "differs")
     fail: float = Field(gt=0, description="a cell that fails early: its setup, warm-up and first blocks")
     design_fail: Optional[float] = Field(None, gt=0, description="a leaf design's cell that fails: an applier "
                                          "falling behind is stopped only once its lag has passed the bound on more "
@@ -171,6 +173,16 @@ class Costs(Strict):
     screen: float = Field(gt=0, description="a screened cell: setup, warm-up and the screen's blocks")
     full: dict[str, float] = Field(description="criterion scenario -> minutes of a cell that runs its whole phase")
     measured: str = Field(description="where these minutes come from")
+
+    @field_validator("state")
+    @classmethod
+    def _state_keys(cls, v: dict[str, float]) -> dict[str, float]:
+        for key in v:
+            engine, _, option = key.partition("/")
+            _known_engine(engine)
+            if option:
+                _check_options(engine, [option], f"state.{key}")
+        return v
 
 
 class EstimateSpec(Strict):

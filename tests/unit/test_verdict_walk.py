@@ -293,11 +293,11 @@ def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_ex
     """SQLite passes at 4g; every engine fails at 2g and 1g. The leaf's designs run at 2g and 1g only, in the
     tree's order (sqlite's designs before postgres's), cheapest first. A design expected to fail is walked from
     the largest open MEM down (block_log: fails at 2g, implied at 1g); one expected to pass from the smallest up
-    (block_log_g5: fails at 1g, passes at 2g and answers there); after it only 1g is open."""
+    (current_history: fails at 1g, passes at 2g and answers there); after it only 1g is open."""
     from harness.walks.verdict.leaf import designs_in_order, run_leaf, with_leaf
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in ("2g", "1g")}
-    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-block_log_g5"): "passed"},
-                     tree=_expecting(_untuned(), "sqlite/leaf-block_log_g5"))
+    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-current_history"): "passed"},
+                     tree=_expecting(_untuned(), "sqlite/leaf-current_history"))
     walk.run()
     before = len(walk.ran)
     leaf = run_leaf(walk)
@@ -306,16 +306,16 @@ def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_ex
     order = designs_in_order(walk.tree)
     engines = [e for e, _ in order]
     assert engines == sorted(engines, key=["sqlite", "libsql", "postgres", "duckdb"].index), "the tree's order"
-    assert order[:2] == [("sqlite", "block_log"), ("sqlite", "block_log_g5")]
-    assert ran[:3] == [("sqlite", "2g", "leaf-block_log"), ("sqlite", "1g", "leaf-block_log_g5"),
-                       ("sqlite", "2g", "leaf-block_log_g5")]
+    assert order[:2] == [("sqlite", "block_log"), ("sqlite", "current_history")]
+    assert ran[:3] == [("sqlite", "2g", "leaf-block_log"), ("sqlite", "1g", "leaf-current_history"),
+                       ("sqlite", "2g", "leaf-current_history")]
     assert all(m == "1g" for _, m, _ in ran[3:]), "2g has its answer: only 1g is walked on"
     implied = next(c for c in leaf if c.design == "block_log" and c.mem == "1g")
     assert implied.outcome == "implied" and implied.implied_from == "2g"
     ans = {a.mem: a for a in with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)}
     assert ans["4g"].engine == "sqlite" and ans["4g"].leaf is None
-    assert ans["2g"].status == "none" and ans["2g"].design == "sqlite: block_log_g5"
-    assert ans["2g"].leaf.startswith("no engine as deployed; sqlite with a block log")
+    assert ans["2g"].status == "none" and ans["2g"].design == "sqlite: current_history"
+    assert ans["2g"].leaf.startswith("no engine as deployed; sqlite with current ∪ history")
     assert ans["1g"].design is None and "no design passes: closest" in ans["1g"].leaf
 
 
@@ -373,18 +373,24 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     for c in cells:
         labels[c.label] = labels.get(c.label, 0) + 1
     assert tally.by_label == labels
-    # sqlite at its own, the simple and the current ∪ history schemas; libsql (ageing sqlite's) at its own and the
-    # simple one; postgres at its own and the simple schema (its block log keeps its own); duckdb at its own and
-    # without its secondary indexes (a layout of its own: once uncounted, though its build cost 12 min here)
-    assert tally.state_minutes == 3 * 10 + 2 * 1 + 2 * 12 + 2 * 5
+    # sqlite at its own, the simple and the current ∪ history schemas; libsql (ageing sqlite's) at its own (its
+    # options keep the layout); postgres at its own and the simple schema (its block log keeps its own); duckdb at
+    # its own and without its secondary indexes (a layout of its own: once uncounted, though its build cost 12 min)
+    assert tally.state_minutes == 3 * 10 + 1 * 1 + 2 * 12 + 2 * 5
+    # a layout with minutes of its own (engine/option) costs those, wherever the walk first needs it
+    own = play(fake_walk(tmp_path, {}, tree=tree), passes,
+               costs.model_copy(update={"state": {**costs.state, "sqlite/current_history": 3}}))
+    assert own.state_minutes == tally.state_minutes - 10 + 3
     assert tally.minutes > tally.state_minutes
     # where each step's states are dropped after it (DROP_STATES, or a disk too small), the leaf's designs on
     # sqlite's and postgres's own layouts build those again (the last ratio walk rebuilt sqlite's, uncounted)
     dropping = play(fake_walk(tmp_path, {}, tree=tree), passes, costs, drop_states=True)
     assert dropping.state_minutes == tally.state_minutes + 10 + 12
     assert dropping.cells == tally.cells
-    # a leaf design that fails costs its own minutes (its lag piles up before the stop), a step's failure the fail's
-    failed_designs = sum(c.status == "failed" and "-leaf-" in c.dir for c in cells)
+    # a leaf design behind a block log that fails costs its own minutes (its lag piles up before the stop); any
+    # other failure, a step's or a design's without a log, the fail's
+    failed_designs = sum(c.status == "failed" and "-leaf-" in c.dir and "block_log" in c.dir for c in cells)
+    assert any(c.status == "failed" and "-leaf-current_history-" in c.dir for c in cells)
     slow = play(fake_walk(tmp_path, {}, tree=tree), passes, costs.model_copy(update={"design_fail": 9}))
     assert failed_designs > 0 and slow.minutes == tally.minutes + (9 - 4) * failed_designs
 

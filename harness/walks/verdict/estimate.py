@@ -56,8 +56,8 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
         criteria = walk.criteria[:role.criteria]
         ran = criteria if ok else criteria[:1]
         if costs is not None:
-            _add_state(tally, costs, engine, option)
-            fail = (costs.design_fail or costs.fail) if "/leaf-" in key else costs.fail
+            _add_state(tally, costs, engine, tag, option)
+            fail = (costs.design_fail or costs.fail) if _logs_blocks(option) else costs.fail
             tally.minutes += sum(costs.screen if role.screen_blocks else
                                  costs.full.get(cp.criterion.scenario, fail) if ok else fail for cp in ran)
         recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
@@ -69,16 +69,24 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
     return engine_at
 
 
-def _add_state(tally: Tally, costs: Costs, engine: str, option) -> None:
+def _logs_blocks(option) -> bool:
+    """A design with a block log in front: its failure is an applier falling behind, stopped only once its lag has
+    passed the bound on more blocks than a p99 allows (decision.yaml's design_fail), not in a step's first blocks."""
+    return option is not None and any(k.startswith("block_log.") for k in option.set)
+
+
+def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> None:
     """A starting state, the first time a cell of `engine` needs it at the option's layout (its workload.* settings:
     the schema, the indexes): built and aged (an engine that opens another's files, libSQL, only ages its own copy:
-    decision.yaml's minutes say so)."""
+    decision.yaml's minutes say so), at the minutes decision.yaml gives `engine/option` (the option's layout),
+    else `engine`."""
     layout = tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
                           if k.startswith("workload.")))
     if (engine, layout) not in tally.states:
         tally.states.add((engine, layout))
-        tally.state_minutes += costs.state.get(engine, 0.0)
-        tally.minutes += costs.state.get(engine, 0.0)
+        minutes = costs.state.get(f"{engine}/{tag.removeprefix('leaf-')}", costs.state.get(engine, 0.0))
+        tally.state_minutes += minutes
+        tally.minutes += minutes
 
 
 def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = False) -> Tally:
