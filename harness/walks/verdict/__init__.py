@@ -25,6 +25,7 @@ from harness.walks.verdict.versions import library_versions, version_note
 from harness.walks.verdict.controls import implication_controls
 from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.leaf import run_leaf, with_leaf
+from harness.walks.verdict.states import drop_step_states
 from harness.walks.verdict.walk import Walk, log
 
 
@@ -121,7 +122,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)
         if drop_states and walk.steps:
-            _drop_state(walk.steps[-1].engine, plans, walk)
+            drop_step_states(walk.steps[-1].engine, plans, walk)
 
     leaf, controls = [], []
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
@@ -133,7 +134,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             controls = implication_controls(walk, leaf)
         if drop_states:        # the leaf's own states (its engines' again, and each design's schema)
             for engine in dict.fromkeys(c.engine for c in leaf):
-                _drop_state(engine, plans, walk)
+                drop_step_states(engine, plans, walk, leaf_done=True)
     except SweepInterrupted as e:
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -217,27 +218,6 @@ def _first_plans(tree: DecisionTree, mems: list[str], scale, opts: CellOptions) 
                 crit.scenario, step.engine, profile=opts.profile, scale=scale, mem=mems[0],
                 overrides=[*opts.overrides, *as_overrides(step.engine, step.set)])
     return plans
-
-
-def _drop_state(engine: str, plans: dict, walk: Walk) -> None:
-    """--drop-states: an engine's starting states go once its step is done (a 1x PostgreSQL state is 23 GB),
-    those its tuned cells cloned too (an option with a layout of its own: the simple schema, say), but for one
-    a later step opens too (libSQL opens SQLite's: state_of)."""
-    import json
-    from harness.state import store
-    from harness.state.clone import CLONE_RECORD
-    root = store.root_dir()
-    engines = list(dict.fromkeys(e for _, e in plans))              # the tree's order
-    later = {store.inputs_for(p).id for (_, e), p in plans.items() if engine in engines and e in engines[engines.index(engine) + 1:]}
-    ids = {store.inputs_for(p).id for (sc, e), p in plans.items() if e == engine}
-    for r in walk.records:
-        record = walk.root / r.scenario / r.dir / CLONE_RECORD
-        if r.engine == engine and record.is_file():
-            ids.add(json.loads(record.read_text())["state"])
-    for sid in sorted(ids - later):
-        if (root / sid).exists():
-            store.remove(root, [sid])
-            log(f"dropped the state {sid} (--drop-states)")
 
 
 def _versions(tree: DecisionTree, out: VerdictFile, steps: list[VerdictStep], root: Path) -> VerdictFile:
