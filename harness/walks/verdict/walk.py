@@ -206,9 +206,15 @@ class Walk:
     def confirmations(self, cells: list[CellRecord], name: str, *where) -> list[CellRecord]:
         """A close call's runs after the first (decision.yaml's confirm), each on a fresh clone; none for a cell
         far from its line, or where REPEATS already runs each cell more than once. The first run that disagrees
-        with the first ends them: the cell is unstable (or in error) whatever the runs left would say."""
+        with the first ends them: the cell is unstable (or in error) whatever the runs left would say. So a first
+        run that failed is never run again: no run after it could make the cell an answer, and a full cell at 1x
+        costs 14 min (a failing close call is said, and implies the levels below as any failure does)."""
         confirm = self.tree.confirm
         why = close_call(cells[0], confirm) if len(cells) == 1 else None
+        if why and cells[0].status != "passed":
+            log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}), failing: not run again (no run after a "
+                "failure can make it an answer)")
+            return []
         if not why:
             return []
         more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
