@@ -1,6 +1,7 @@
-"""Close calls run again (issue 56): a cell whose deciding figures lie near their lines is measured until
+"""Close calls run again (issue 56): a cell that passed with a deciding figure near its line is measured until
 decision.yaml's `confirm.runs` runs in all, and its outcome is stable (every run agrees) or unstable (k of
-n passed), which is reported with its runs and is never an answer."""
+n passed), which is reported with its runs and is never an answer. A close failure is named here too; the walk
+runs it once (walk.py: no run after a failure could make it an answer)."""
 from __future__ import annotations
 
 from harness.results import CellRecord
