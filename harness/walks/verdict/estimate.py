@@ -51,8 +51,7 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
     designs = {d for names in leaf.designs.values() for d in names} if leaf else set()
 
     def engine_at(engine, settings, tag, mem, option=None, role: Role = CANDIDATE) -> list[CellRecord]:
-        key = outcome_key(engine, tag, designs)
-        ok = key in passes
+        ok = outcome_key(engine, tag, designs) in passes
         criteria = walk.criteria[:role.criteria]
         ran = criteria if ok else criteria[:1]
         if costs is not None:

@@ -211,11 +211,11 @@ class Walk:
         costs 14 min (a failing close call is said, and implies the levels below as any failure does)."""
         confirm = self.tree.confirm
         why = close_call(cells[0], confirm) if len(cells) == 1 else None
-        if why and cells[0].status != "passed":
+        if not why:
+            return []
+        if cells[0].status != "passed":
             log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}), failing: not run again (no run after a "
                 "failure can make it an answer)")
-            return []
-        if not why:
             return []
         more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
         log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): up to {len(more)} more runs")
