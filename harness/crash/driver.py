@@ -35,7 +35,7 @@ from harness.units import parse_size_bytes
 ACKS = "acks.log"
 AIM_TIMEOUT_S = 30.0        # a kill aimed at a phase the life never enters lands where it is after this
 STATUS_POLL_S = 0.0002
-AIM_TRIES = 5               # stops that missed their phase (it ended first) before the kill lands where it is
+AIM_TRIES = 10              # stops that missed their phase (it ended first) before the kill lands where it is
 WAL_MAX_BLOCKS = 50_000     # a WAL size that this many blocks never reach: the engine checkpoints anyway
 
 
@@ -130,14 +130,15 @@ class Crasher:
     def _stop_in(self, life: Life, aim: str) -> tuple[list[int], tuple[str, int, float]]:
         """Stop the life's tree at a moment inside the phase aimed at: a random point of its typical length after
         it starts. A stop that came after the phase ended (a commit of a few ms, a loaded machine) lets the life
-        go on to the next one, up to AIM_TRIES; the kill lands where the last stop found it, as recorded."""
+        go on to the next one, up to AIM_TRIES, stopped as soon as it is seen there (on a machine loaded enough to
+        miss, the stop's own delay is the random point); the kill lands where the last stop found it, as recorded."""
         deadline = time.monotonic() + AIM_TIMEOUT_S
         for attempt in range(AIM_TRIES):
             while self.status.get()[0] != aim and time.monotonic() < deadline:
                 self._drain(life)
                 time.sleep(STATUS_POLL_S)
             typical = self.phase_ms.get(aim, [])[-20:]     # apply: a block log's, untimed here
-            time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical else 0)
+            time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical and not attempt else 0)
             pids = stop_tree(life.proc.pid)
             where = self.status.get()
             if where[0] == aim or attempt == AIM_TRIES - 1 or time.monotonic() >= deadline:
