@@ -3,13 +3,15 @@ one at every smaller MEM (the steps are walked largest first), and a pass at a s
 larger MEM (the leaf's designs are walked smallest first). Both are assumptions: a bigger cache was once slower
 here. After the walk, the first cell each direction implied is measured, once (a control: never confirmed): an
 implied failure on the criteria in order until one fails (the one that failed above may be any), an implied pass
-on the first criterion (the costly full phase once, not every criterion's); the report prints whether it agreed. Where a direction implied nothing, it says so."""
+on the first criterion screened over decision.yaml's screen_blocks (a full phase cost 14.5 min of a walk that must
+end in a sitting; a block over the line or an applier falling behind shows in the screen); the report prints
+whether it agreed. Where a direction implied nothing, it says so."""
 from __future__ import annotations
 
 from harness.results import ImplicationControl, LeafCell
 from harness.scenario.matrix import load_matrix
 from harness.walks.verdict.confirm import runs_outcome
-from harness.walks.verdict.walk import CONTROL, CONTROL_FIRST, log
+from harness.walks.verdict.walk import CONTROL, log, screen
 
 BELOW, ABOVE = "failure implies below", "pass implies above"
 OWN = "own"          # the engine's own settings, as an implication control's tag says it
@@ -51,7 +53,7 @@ def _pass_above(walk, leaf: list[LeafCell]) -> ImplicationControl:
     if implied is None:
         return ImplicationControl(direction=ABOVE, engine="-", mem="-", expected="pass",
                                   note="no cell was implied passed: nothing to check")
-    return _design(walk, ABOVE, implied, "pass", CONTROL_FIRST)
+    return _design(walk, ABOVE, implied, "pass", screen(walk.tree.screen_blocks, "control, "))
 
 
 def _design(walk, direction: str, implied: LeafCell, expected: str, role) -> ImplicationControl:

@@ -37,11 +37,11 @@ class Role:
 
 CANDIDATE = Role("candidate", confirm=True)
 CONTROL = Role("control")
-CONTROL_FIRST = Role("control", criteria=1)
 
 
-def screen(blocks: int) -> Role:
-    return Role(f"screened over {blocks} blocks", criteria=1, screen_blocks=blocks)
+def screen(blocks: int, what: str = "") -> Role:
+    """The first criterion over `blocks` measured blocks, once; `what` before the label ("control, ")."""
+    return Role(f"{what}screened over {blocks} blocks", criteria=1, screen_blocks=blocks)
 
 
 @dataclass
