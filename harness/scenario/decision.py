@@ -190,17 +190,19 @@ class EstimateSpec(Strict):
     these outcomes, each cell at its measured cost."""
     passes: list[str] = Field([], description="what is expected to pass every criterion at every MEM: engine, "
                                               "engine/option or engine/leaf-design; anything else fails early")
+    passes_at_largest: list[str] = Field([], description="what is expected to pass every criterion at the largest "
+                                                         "MEM only and to fail below it (named as in passes)")
     why: str = ""
     minutes: dict[str, Costs] = Field({}, description="profile -> the cost of its cells here")
 
-    @field_validator("passes")
+    @field_validator("passes", "passes_at_largest")
     @classmethod
-    def _names(cls, v: list[str]) -> list[str]:
+    def _names(cls, v: list[str], info) -> list[str]:
         for i, name in enumerate(v):
             engine, _, what = name.partition("/")
             _known_engine(engine)
             if what:
-                _check_options(engine, [what.removeprefix("leaf-")], f"passes.{i}")
+                _check_options(engine, [what.removeprefix("leaf-")], f"{info.field_name}.{i}")
         return v
 
 

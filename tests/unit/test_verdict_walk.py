@@ -396,6 +396,36 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     assert failed_designs > 0 and slow.minutes == tally.minutes + (9 - 4) * failed_designs
 
 
+def test_a_design_expected_to_pass_at_the_largest_mem_only_is_estimated_as_the_walk_runs_it(tmp_path):
+    """The 11-29 walks: a block log passed every criterion at the largest MEM and failed below it, which an
+    estimate of 'passes everywhere' or 'fails everywhere' could not say (it printed 147 min for a walk of ~190).
+    Named in passes_at_largest, the played walk runs the design's every criterion there and one below, as the
+    walk does; it is still walked from the largest MEM down."""
+    from harness.scenario.decision import Costs
+    from harness.walks.verdict.controls import implication_controls
+    from harness.walks.verdict.estimate import play
+    from harness.walks.verdict.leaf import run_leaf
+    tree = _untuned()
+    tree = tree.model_copy(update={"estimate": tree.estimate.model_copy(
+        update={"passes": [], "passes_at_largest": ["sqlite/leaf-block_log"]})})
+    outcomes = {**{(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS},
+                ("sqlite", "4g", "leaf-block_log"): "passed"}
+    cells = []
+    walk = fake_walk(tmp_path, outcomes, tree=tree)
+    inner = walk.engine_at
+    walk.engine_at = lambda *a, **k: cells.extend(r := inner(*a, **k)) or r
+    costs = Costs(state={}, fail=4, screen=6, full={"p99_5x": 15, "reorg": 15, "crash": 5}, measured="a test's")
+    tally = play(fake_walk(tmp_path, {}, tree=tree), set(), costs, at_largest={"sqlite/leaf-block_log"})
+    walk.run()
+    implication_controls(walk, run_leaf(walk))
+    assert tally.cells == len(cells) > 0
+    log = [(c.mem, c.status) for c in cells if c.dir.startswith("sqlite-leaf-block_log-")]
+    assert log == [("4g", "passed")] * len(walk.criteria) + [("2g", "failed")], log
+    # its every criterion at the largest MEM in place of a failure there, and a failure at the next one
+    everywhere = play(fake_walk(tmp_path, {}, tree=tree), set(), costs)
+    assert tally.minutes == everywhere.minutes - costs.fail + sum(costs.full.values()) + costs.fail
+
+
 def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):
     """Every engine fails everywhere, every option and design too, and every cell is a close call run three
     times: the walk runs its worst case, which must stay within the 'at most' it printed up front. The bound

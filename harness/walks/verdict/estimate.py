@@ -45,13 +45,15 @@ def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     return f"{engine}/{tag}" if tag else engine
 
 
-def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally):
-    """An engine_at for `walk` that runs nothing: each cell passes if its configuration is in `passes`."""
+def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally, at_largest: set[str] = frozenset()):
+    """An engine_at for `walk` that runs nothing: each cell passes if its configuration is in `passes`, or in
+    `at_largest` and at the walk's largest MEM."""
     leaf = walk.tree.leaf
     designs = {d for names in leaf.designs.values() for d in names} if leaf else set()
 
     def engine_at(engine, settings, tag, mem, option=None, role: Role = CANDIDATE) -> list[CellRecord]:
-        ok = outcome_key(engine, tag, designs) in passes
+        key = outcome_key(engine, tag, designs)
+        ok = key in passes or (key in at_largest and mem == walk.mems[0])
         criteria = walk.criteria[:role.criteria]
         ran = criteria if ok else criteria[:1]
         if costs is not None:
@@ -88,13 +90,14 @@ def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> Non
         tally.minutes += minutes
 
 
-def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = False) -> Tally:
+def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = False,
+         at_largest: set[str] = frozenset()) -> Tally:
     """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells; with
     drop_states, each step's states are dropped as the walk drops them."""
     tally = Tally()
     dropped = (lambda w: tally.forget(w.steps[-1].engine)) if drop_states else None      # noqa: E731
     twin = replace(walk, records=[], matrix=[], steps=[], on_step=dropped)
-    twin.engine_at = predicted(twin, passes, costs, tally)
+    twin.engine_at = predicted(twin, passes, costs, tally, at_largest)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
         implication_controls(twin, run_leaf(twin))
@@ -105,8 +108,9 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
 def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
     spec = walk.tree.estimate
     costs = spec.minutes.get(profile)
-    tally = play(walk, set(spec.passes), costs, drop_states)
-    basis = (f"{costs.measured}; expected to pass: {', '.join(spec.passes) or 'nothing'}" if costs else
+    tally = play(walk, set(spec.passes), costs, drop_states, set(spec.passes_at_largest))
+    largest = f"; at {walk.mems[0]} only: {', '.join(spec.passes_at_largest)}" if spec.passes_at_largest else ""
+    basis = (f"{costs.measured}; expected to pass: {', '.join(spec.passes) or 'nothing'}{largest}" if costs else
              f"no minutes measured for profile {profile!r} in decision.yaml's estimate: cells only")
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
                     by_label=tally.by_label, basis=basis)
