@@ -1,7 +1,7 @@
 """What a verdict expects before its first cell: the walk itself, played with the outcomes decision.yaml's
-`estimate.passes` names (and `passes_at_largest`, at the largest MEM only; anything else fails early), each cell at the minutes its kind costs on this machine
-(`estimate.minutes` for the profile, measured here), and each starting state at its build's minutes the first time
-a cell needs it. The same walk code runs, so the cells it counts are the cells the walk runs when the cells come out
+`estimate.passes` names (and `passes_at_largest`, at the largest MEM only; anything else fails early), each cell
+at the minutes its kind costs on this machine (`estimate.minutes` for the profile, measured here), and each
+starting state at its build's minutes the first time a cell needs it. The same walk code runs, so the cells it counts are the cells the walk runs when the cells come out
 as expected; a close call's confirmations cannot be foreseen and are not counted (the report sets the estimate
 beside the walk's actual cells and minutes)."""
 from __future__ import annotations
