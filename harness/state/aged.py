@@ -5,7 +5,9 @@ matrix need not each age a clone of their own for minutes. Options that change t
 indexes, schema) or the blocks (rows per block) have other inputs, so another aged state.
 
 Its id hashes the base state's inputs, the block count, the workload that makes the blocks and the source of
-the engine's transactional write path (which writes them, where the base's bulk path wrote the load)."""
+the writer's transactional write path (which writes them, where the base's bulk path wrote the load). The writer
+is the engine whose states the plan's opens (its manifest's state_of: libSQL opens SQLite's), as for the base:
+one aged state serves both steps of a walk, and libSQL's step does not age a copy of its own (2.5 min at 1x)."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,19 +30,26 @@ def wanted(plan) -> bool:
     return bool(plan.load.aged_state and plan.load.age_blocks)
 
 
+def writer(plan) -> str:
+    """The engine whose write path ages the plan's state: the one whose states it opens (state_of), else its own."""
+    return registry.manifest(plan.engine).state_of or plan.engine
+
+
 def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
     spec = json.dumps(dataclasses.asdict(plan.workload_spec()), sort_keys=True, default=str)
     return base.model_copy(update={"aged": {
-        "base": base.id, "blocks": plan.load.age_blocks, "writer": plan.engine,     # the base may be another's
+        "base": base.id, "blocks": plan.load.age_blocks, "writer": writer(plan),
         "workload_sha256": hashlib.sha256(spec.encode()).hexdigest(),
-        "apply_sha256": store.code_digest(plan.engine, APPLY_METHODS)}})
+        "apply_sha256": store.code_digest(writer(plan), APPLY_METHODS)}})
 
 
-def unlimited_settings(plan) -> dict:
-    """The plan's settings outside MEM, with the build's cache: the bytes written are the same."""
-    settings = plan.unsized_engine_settings()
-    cache_keys = set(registry.manifest(plan.engine).memory.sized)
-    settings.update({k: v for k, v in registry.engine_class(plan.engine).build_settings(settings).items()
+def unlimited_settings(plan, engine: str | None = None) -> dict:
+    """The plan's settings outside MEM as `engine` (the plan's by default) takes them, with the build's cache: the
+    bytes written are the same."""
+    engine = engine or plan.engine
+    settings = store.shared_settings(engine, plan.unsized_engine_settings())
+    cache_keys = set(registry.manifest(engine).memory.sized)
+    settings.update({k: v for k, v in registry.engine_class(engine).build_settings(settings).items()
                      if k in cache_keys})
     return settings
 
@@ -83,9 +92,9 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     release(base_dir)               # a taken base's remains; a listed one stays
     gen = BlockGenerator(plan.workload_spec())
     gen.restore(partial / store.MODEL)
-    engine = registry.engine_class(plan.engine)()
+    engine = registry.engine_class(inputs.aged["writer"])()
     try:
-        engine.open(unlimited_settings(plan), partial / store.DATA)
+        engine.open(unlimited_settings(plan, inputs.aged["writer"]), partial / store.DATA)
         engine.use_schema(inputs.variant)
         store.log(f"ageing {base.id} by {inputs.aged['blocks']} blocks into {partial}")
         rows, age_s = _age(engine, gen, int(inputs.aged["blocks"]))

@@ -69,3 +69,13 @@ def test_a_libsql_plan_asks_for_the_sqlite_state_of_the_same_scenario():
     from harness.scenario.plan import resolve_plan
     lib, sq = (store.inputs_for(resolve_plan("p99_5x", e, profile="ratio", mem="2g")) for e in ("libsql", "sqlite"))
     assert lib.id == sq.id and lib.engine == "sqlite"
+
+
+def test_a_libsql_plan_asks_for_the_aged_state_sqlite_ages_and_ages_none_of_its_own():
+    from harness.scenario.plan import resolve_plan
+    from harness.state import aged
+    lib, sq = (resolve_plan("p99_5x", e, profile="ratio", mem="2g") for e in ("libsql", "sqlite"))
+    assert aged.wanted(lib) and aged.wanted(sq)
+    lib_aged, sq_aged = (aged.aged_inputs(p, store.inputs_for(p)) for p in (lib, sq))
+    assert lib_aged.id == sq_aged.id and lib_aged.aged["writer"] == "sqlite"
+    assert aged.unlimited_settings(lib, "sqlite") == aged.unlimited_settings(sq)

@@ -2,9 +2,14 @@
 import json
 from types import SimpleNamespace
 
+import pytest
+
+from harness.cell_states import DiskNeed
 from harness.state import store
 from harness.state.clone import CLONE_RECORD
 from harness.walks.verdict import states
+
+GIB = 2 ** 30
 
 
 def _state(root, sid: str, base: str | None = None) -> None:
@@ -19,22 +24,53 @@ def _cell(walk_root, engine: str, name: str, state: str):
     return SimpleNamespace(engine=engine, scenario="p99_5x", dir=name)
 
 
-def test_a_step_drops_the_bases_its_tuned_layouts_were_aged_from_but_not_what_a_later_step_opens(tmp_path, monkeypatch):
-    """SQLite's step cloned its aged state and its simple schema's (an option's layout, built and aged for it alone);
-    libSQL's step ages SQLite's base. After SQLite's step its aged states and the simple schema's base go (a 1x
-    walk once left that 7.6 GiB base behind to the end), SQLite's base stays for libSQL; after libSQL's, it goes."""
+@pytest.fixture
+def walk(tmp_path, monkeypatch):
+    """SQLite's step cloned its aged state and its simple schema's (an option's layout, built and aged for it
+    alone); libSQL's step clones SQLite's aged state; PostgreSQL's comes next. A plan here is its base state's id,
+    aged into '<base>-aged'; the leaf's first engine is SQLite."""
     root = tmp_path / "states"
-    for sid, base in [("sqlite-base", None), ("sqlite-aged", "sqlite-base"), ("simple-base", None),
-                      ("simple-aged", "simple-base"), ("libsql-aged", "sqlite-base")]:
+    for sid, base in [("sqlite", None), ("sqlite-aged", "sqlite"), ("simple", None), ("simple-aged", "simple")]:
         _state(root, sid, base)
     monkeypatch.setenv(store.STATES_ENV, str(root))
-    monkeypatch.setattr(states.store, "inputs_for", lambda plan: SimpleNamespace(id=plan))   # a plan's base state
-    plans = {("p99_5x", "sqlite"): "sqlite-base", ("p99_5x", "libsql"): "sqlite-base"}
+    monkeypatch.setattr(states.store, "inputs_for", lambda plan: SimpleNamespace(id=plan))
+    monkeypatch.setattr(states, "state_inputs", lambda plan: [SimpleNamespace(id=plan), SimpleNamespace(id=f"{plan}-aged")])
     runs = tmp_path / "walk"
-    walk = SimpleNamespace(root=runs, records=[_cell(runs, "sqlite", "own", "sqlite-aged"),
-                                               _cell(runs, "sqlite", "simple", "simple-aged")])
-    states.drop_step_states("sqlite", plans, walk)
-    assert sorted(e["id"] for e in store.listing(root)) == ["libsql-aged", "sqlite-base"]
-    walk.records.append(_cell(runs, "libsql", "own-libsql", "libsql-aged"))
-    states.drop_step_states("libsql", plans, walk)
-    assert store.listing(root) == []
+    tree = SimpleNamespace(steps=[SimpleNamespace(engine=e) for e in ("sqlite", "libsql", "postgres")],
+                           leaf=SimpleNamespace(designs={"postgres": ["block_log"], "sqlite": ["block_log"]}))
+    return SimpleNamespace(root=runs, tree=tree, states=root, records=[
+        _cell(runs, "sqlite", "own", "sqlite-aged"), _cell(runs, "sqlite", "simple", "simple-aged")])
+
+
+PLANS = {("p99_5x", "sqlite"): "sqlite", ("p99_5x", "libsql"): "sqlite", ("p99_5x", "postgres"): "postgres"}
+
+
+def _room(monkeypatch, free_gib: float, later_need_gib: float) -> None:
+    monkeypatch.setattr(states.store, "free_bytes", lambda root: int(free_gib * GIB))
+    monkeypatch.setattr(states, "walk_disk", lambda plans, root, drop: DiskNeed(int(later_need_gib * GIB), 0, []))
+
+
+def _listed(walk) -> list[str]:
+    return sorted(e["id"] for e in store.listing(walk.states))
+
+
+def test_a_step_drops_the_bases_its_tuned_layouts_were_aged_from_but_not_what_a_later_step_opens(walk, monkeypatch):
+    """After SQLite's step the simple schema's states go (a 1x walk once left its 7.6 GiB base behind to the end);
+    SQLite's base and aged state stay: libSQL's step clones the aged one (it ages none of its own)."""
+    _room(monkeypatch, free_gib=60, later_need_gib=45)
+    states.drop_step_states("sqlite", PLANS, walk)
+    assert _listed(walk) == ["sqlite", "sqlite-aged"]
+
+
+@pytest.mark.parametrize("free_gib, kept", [(60, ["sqlite", "sqlite-aged"]), (40, [])])
+def test_the_leafs_first_engine_keeps_its_states_through_the_later_steps_where_they_fit(walk, monkeypatch, free_gib, kept):
+    """After libSQL's step, SQLite's states stay for the leaf (its block log clones the aged one, its reorg ages the
+    base) when PostgreSQL's step still fits beside them; else they go as before. After the leaf they go."""
+    _room(monkeypatch, free_gib=free_gib, later_need_gib=45)
+    states.drop_step_states("sqlite", PLANS, walk)
+    walk.records.append(_cell(walk.root, "libsql", "own-libsql", "sqlite-aged"))
+    states.drop_step_states("libsql", PLANS, walk)
+    assert _listed(walk) == kept
+    states.drop_step_states("sqlite", PLANS, walk, leaf_done=True)
+    assert _listed(walk) == []
+    assert states.leaf_engine(walk) == ["sqlite"], "the tree's order, not the file's, names the leaf's first engine"

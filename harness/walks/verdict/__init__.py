@@ -25,7 +25,7 @@ from harness.walks.verdict.versions import library_versions, version_note
 from harness.walks.verdict.controls import implication_controls
 from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.leaf import run_leaf, with_leaf
-from harness.walks.verdict.states import drop_step_states
+from harness.walks.verdict.states import drop_step_states, leaf_engine
 from harness.walks.verdict.walk import Walk, log
 
 
@@ -132,8 +132,8 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         leaf = run_leaf(walk)
         if not all_cells:
             controls = implication_controls(walk, leaf)
-        if drop_states:        # the leaf's own states (its engines' again, and each design's schema)
-            for engine in dict.fromkeys(c.engine for c in leaf):
+        if drop_states:        # the leaf's own states (its engines' again, each design's schema, what was kept for it)
+            for engine in dict.fromkeys([*(c.engine for c in leaf), *leaf_engine(walk)]):
                 drop_step_states(engine, plans, walk, leaf_done=True)
     except SweepInterrupted as e:
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)

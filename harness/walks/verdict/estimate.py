@@ -10,10 +10,12 @@ import contextlib
 import io
 from dataclasses import replace
 
+from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
 from harness.walks.verdict.controls import checked, implication_controls
 from harness.walks.verdict.leaf import run_leaf
+from harness.walks.verdict.states import leaf_engine
 from harness.walks.verdict.walk import CANDIDATE, Role, Walk
 
 
@@ -25,10 +27,12 @@ class Tally:
         self.states: set[tuple[str, tuple]] = set()
         self.cells, self.by_label = 0, {}
 
-    def forget(self, engine: str) -> None:
-        """An engine's states dropped after its step (DROP_STATES, or a disk too small for them all): a leaf design
-        on that engine builds them again."""
-        self.states = {s for s in self.states if s[0] != engine}
+    def forget(self, owner: str, keep_default: bool) -> None:
+        """The states of `owner` (the engine whose states they are) dropped after a step (DROP_STATES, or a disk
+        too small for them all): a later cell on them builds them again. keep_default: its states at the step's own
+        layout stay (a later step opens them, or the leaf's first engine clones them: verdict/states.py, which
+        keeps them where they fit; the estimate assumes they do)."""
+        self.states = {s for s in self.states if s[0] != owner or (keep_default and not s[1])}
 
     def count(self, records: list[CellRecord]) -> None:
         self.cells = len(records)
@@ -76,15 +80,19 @@ def _logs_blocks(option) -> bool:
     return option is not None and any(k.startswith("block_log.") for k in option.set)
 
 
+def owner(engine: str) -> str:
+    """The engine whose states `engine` opens (its manifest's state_of: libSQL opens SQLite's), else itself."""
+    return registry.manifest(engine).state_of or engine
+
+
 def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> None:
     """A starting state, the first time a cell of `engine` needs it at the option's layout (its workload.* settings:
-    the schema, the indexes): built and aged (an engine that opens another's files, libSQL, only ages its own copy:
-    decision.yaml's minutes say so), at the minutes decision.yaml gives `engine/option` (the option's layout),
-    else `engine`."""
+    the schema, the indexes): built and aged (an engine that opens another's states, libSQL, needs none of its
+    own), at the minutes decision.yaml gives `engine/option` (the option's layout), else `engine`."""
     layout = tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
                           if k.startswith("workload.")))
-    if (engine, layout) not in tally.states:
-        tally.states.add((engine, layout))
+    if (owner(engine), layout) not in tally.states:
+        tally.states.add((owner(engine), layout))
         minutes = costs.state.get(f"{engine}/{tag.removeprefix('leaf-')}", costs.state.get(engine, 0.0))
         tally.state_minutes += minutes
         tally.minutes += minutes
@@ -95,8 +103,14 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
     """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells; with
     drop_states, each step's states are dropped as the walk drops them."""
     tally = Tally()
-    dropped = (lambda w: tally.forget(w.steps[-1].engine)) if drop_states else None      # noqa: E731
-    twin = replace(walk, records=[], matrix=[], steps=[], on_step=dropped)
+    engines = [s.engine for s in walk.tree.steps]
+    kept = {owner(e) for e in leaf_engine(walk)}
+
+    def dropped(w: Walk) -> None:
+        done = w.steps[-1].engine
+        later = {owner(e) for e in engines[engines.index(done) + 1:]}
+        tally.forget(owner(done), owner(done) in later | kept)
+    twin = replace(walk, records=[], matrix=[], steps=[], on_step=dropped if drop_states else None)
     twin.engine_at = predicted(twin, passes, costs, tally, at_largest)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()

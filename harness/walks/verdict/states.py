@@ -1,11 +1,14 @@
 """What a walk that drops its states (DROP_STATES=1, or a disk too small for them all) drops after each step: the
 step's starting states, those its tuned cells cloned and the bases those were aged from (a layout of an option's
 own, the simple schema, is built and aged for that option alone), but for one a later step opens (libSQL opens
-SQLite's base)."""
+SQLite's base and aged state), and, where they fit beside the later steps' states, those the leaf's first engine
+clones (its designs that keep the step's layout, a block log, clone the step's aged state; its reorg ages the base):
+built again for the leaf, they cost the 11-29 walk 4.7 min."""
 from __future__ import annotations
 
 import json
 
+from harness.cell_states import GIB, MARGIN, state_inputs, walk_disk
 from harness.state import store
 from harness.state.clone import CLONE_RECORD
 from harness.walks.verdict.walk import log
@@ -16,17 +19,45 @@ def drop_step_states(engine: str, plans: dict, walk, leaf_done: bool = False) ->
     root = store.root_dir()
     engines = list(dict.fromkeys(e for _, e in plans))              # the tree's order
     after = engines[engines.index(engine) + 1:] if engine in engines and not leaf_done else []
-    later = {store.inputs_for(p).id for (_, e), p in plans.items() if e in after}
+    later = {i.id for (_, e), p in plans.items() if e in after for i in state_inputs(p)}
     ids = {store.inputs_for(p).id for (_, e), p in plans.items() if e == engine}
     for r in walk.records:
         record = walk.root / r.scenario / r.dir / CLONE_RECORD
         if r.engine == engine and record.is_file():
             ids.add(json.loads(record.read_text())["state"])
     ids |= {b for i in list(ids) if (b := _base_of(root, i))}
-    for sid in sorted(ids - later):
-        if (root / sid).exists():
-            store.remove(root, [sid])
-            log(f"dropped the state {sid} (--drop-states)")
+    for_leaf = [] if leaf_done else [i for i in _leaf_states(walk, plans) if i in ids - later]
+    for sid in sorted(ids - later - set(for_leaf)):
+        _drop(root, sid, "--drop-states")
+    rest = [p for (_, e), p in plans.items() if e in after]
+    for sid in for_leaf:            # the base first: the leaf ages its reorg state from it
+        need = walk_disk(rest, root, True).cloning + MARGIN
+        if (root / sid).exists() and need > store.free_bytes(root):
+            _drop(root, sid, f"no room to keep it for the leaf: the later steps need about {need / GIB:.1f} GiB")
+        elif (root / sid).exists():
+            log(f"kept the state {sid} for the leaf's first engine")
+
+
+def _leaf_states(walk, plans: dict) -> list[str]:
+    """The states the leaf's first engine clones at its step's layout (its first criterion's), base first; none
+    where the tree has no leaf."""
+    from harness.walks.verdict.leaf import designs_in_order
+    first = next(iter(designs_in_order(walk.tree)), None)
+    plan = next((p for (_, e), p in plans.items() if first and e == first[0]), None)
+    return [i.id for i in state_inputs(plan)] if plan is not None else []
+
+
+def leaf_engine(walk) -> list[str]:
+    """The leaf's first engine, whose states a walk may keep for it: dropped after the walk whether or not the leaf
+    ran."""
+    from harness.walks.verdict.leaf import designs_in_order
+    return [e for e, _ in designs_in_order(walk.tree)[:1]]
+
+
+def _drop(root, sid: str, why: str) -> None:
+    if (root / sid).exists():
+        store.remove(root, [sid])
+        log(f"dropped the state {sid} ({why})")
 
 
 def _base_of(root, sid: str) -> str | None:
