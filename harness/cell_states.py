@@ -24,9 +24,15 @@ GIB = 2 ** 30
 
 
 def state_inputs(plan) -> list[store.StateInputs]:
-    """The states a cell's plan clones or builds from: its base, and its aged state where it asks for one."""
+    """The states a cell's plan clones or builds from: its base, and its aged state where it asks for one (one
+    indexed after its ageing, aged.indexed_after: the base and the aged state without the indexes, then it)."""
     base = store.inputs_for(plan)
-    return [base, aged.aged_inputs(plan, base)] if aged.wanted(plan) else [base]
+    if not aged.wanted(plan):
+        return [base]
+    if aged.indexed_after(plan):
+        src = aged.unindexed(plan)
+        return [*state_inputs(src), aged.aged_inputs(plan, base)]
+    return [base, aged.aged_inputs(plan, base)]
 
 
 def uses(plan) -> list[str]:
@@ -64,7 +70,7 @@ def disk_needed(runs: list[CellRun], root: Path, drop_states: bool) -> tuple[int
             size, on_disk = _bytes(root, inputs)
             clone = max(clone, size)
             if not on_disk and inputs.id not in seen:
-                sizes[k] += size
+                sizes[min(k, 1)] += size        # an aged state's source (indexed after) counts as aged
                 lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
     (_, (first_base, first_aged)), *others = list(layouts.items()) or [((), [0, 0])]   # the first: the baseline's

@@ -55,6 +55,11 @@ class Capabilities(BaseModel):
     groups_blocks: bool = Field(False, description="apply_group() applies several blocks in one transaction with an "
                                 "applied mark (applied_mark()): a block log can stand in front of it; false (an "
                                 "adapter that has not implemented them) refuses block_log when the plan is made")
+    indexes_after_ageing: bool = Field(False, description="its aged state with every secondary index is derived from "
+                                       "the aged state without them, the indexes then created (create_indexes(names)) "
+                                       "as a bulk build creates them after the rows: where ageing through the indexes "
+                                       "is the slow part of the build (DuckDB's ART indexes). The rows are the same; "
+                                       "the id says how it was made")
     reindex_builds_layout: bool = Field(False, description="rebuilding an index builds it as its CREATE INDEX after "
                                         "the rows would, with the layout settings (engine.toml state_settings) the "
                                         "engine was opened with: a bulk-built state at other layout settings is "

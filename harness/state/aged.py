@@ -35,7 +35,25 @@ def writer(plan) -> str:
     return registry.manifest(plan.engine).state_of or plan.engine
 
 
+def indexed_after(plan) -> bool:
+    """The plan's aged state is its engine's aged state without secondary indexes, indexed after (capabilities.
+    indexes_after_ageing): every secondary index asked, and the schema has some."""
+    return (plan.capabilities.indexes_after_ageing and wanted(plan) and plan.workload.indexes is None
+            and bool(registry.ddl_split(plan.engine, plan.workload.variant)[1].strip()))
+
+
+def unindexed(plan):
+    """The plan without secondary indexes: the layout an indexed_after state is aged at (its trade-off's, no_indexes)."""
+    return plan.model_copy(update={"workload": plan.workload.model_copy(update={"indexes": []})})
+
+
 def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
+    """base: the plan's own base state's inputs. An indexed_after state keeps them, its ageing names the base
+    without indexes it was aged from, and says it was indexed after."""
+    if indexed_after(plan):
+        src = unindexed(plan)
+        return base.model_copy(update={"aged": {**aged_inputs(src, store.inputs_for(src)).aged,
+                                                "indexed_after": True}})
     spec = json.dumps(dataclasses.asdict(plan.workload_spec()), sort_keys=True, default=str)
     return base.model_copy(update={"aged": {
         "base": base.id, "blocks": plan.load.age_blocks, "writer": writer(plan),

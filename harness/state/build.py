@@ -63,6 +63,8 @@ def ensure(plan, root: Path | None = None, aged_ok: bool = True,
         found = store.find(root, inputs)
         if found:
             return (*found, False)
+        if (inputs.aged or {}).get("indexed_after"):       # its source first: the aged state without the indexes
+            ensure(aged.unindexed(plan), root, aged_ok=True, own_process=own_process)
         try:
             derived = derive.from_disk(plan, inputs, root)
         except Exception as e:

@@ -80,6 +80,9 @@ def _logs_blocks(option) -> bool:
     return option is not None and any(k.startswith("block_log.") for k in option.set)
 
 
+UNINDEXED = (("workload.indexes", "[]"),)      # the layout of an option without secondary indexes (no_indexes)
+
+
 def owner(engine: str) -> str:
     """The engine whose states `engine` opens (its manifest's state_of: libSQL opens SQLite's), else itself."""
     return registry.manifest(engine).state_of or engine
@@ -93,6 +96,8 @@ def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> Non
                           if k.startswith("workload.")))
     if (owner(engine), layout) not in tally.states:
         tally.states.add((owner(engine), layout))
+        if not layout and registry.manifest(engine).capabilities.indexes_after_ageing:
+            tally.states.add((owner(engine), UNINDEXED))    # built and aged first, then indexed: its minutes hold both
         minutes = costs.state.get(f"{engine}/{tag.removeprefix('leaf-')}", costs.state.get(engine, 0.0))
         tally.state_minutes += minutes
         tally.minutes += minutes
