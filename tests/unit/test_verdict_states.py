@@ -46,8 +46,11 @@ PLANS = {("p99_5x", "sqlite"): "sqlite", ("p99_5x", "libsql"): "sqlite", ("p99_5
 
 
 def _room(monkeypatch, free_gib: float, later_need_gib: float) -> None:
+    """later_need_gib: the later steps' states one at a time (each cell moving its state in where a clone does not
+    fit); with every clone beside them they would need far more, guessed high before a build."""
     monkeypatch.setattr(states.store, "free_bytes", lambda root: int(free_gib * GIB))
-    monkeypatch.setattr(states, "walk_disk", lambda plans, root, drop: DiskNeed(int(later_need_gib * GIB), 0, []))
+    monkeypatch.setattr(states, "walk_disk", lambda plans, root, drop: DiskNeed(int(5 * later_need_gib * GIB),
+                                                                                int(later_need_gib * GIB), []))
 
 
 def _listed(walk) -> list[str]:

@@ -1,7 +1,7 @@
 """What a walk that drops its states (DROP_STATES=1, or a disk too small for them all) drops after each step: the
 step's starting states, those its tuned cells cloned and the bases those were aged from (a layout of an option's
 own, the simple schema, is built and aged for that option alone), but for one a later step opens (libSQL opens
-SQLite's base and aged state), and, where they fit beside the later steps' states, those the leaf's first engine
+SQLite's base and aged state), and, where the later steps' states still fit beside them, those the leaf's first engine
 clones (its designs that keep the step's layout, a block log, clone the step's aged state; its reorg ages the base):
 built again for the leaf, they cost the 11-29 walk 4.7 min."""
 from __future__ import annotations
@@ -31,7 +31,9 @@ def drop_step_states(engine: str, plans: dict, walk, leaf_done: bool = False) ->
         _drop(root, sid, "--drop-states")
     rest = [p for (_, e), p in plans.items() if e in after]
     for sid in for_leaf:            # the base first: the leaf ages its reorg state from it
-        need = walk_disk(rest, root, True).cloning + MARGIN
+        # the later steps' states one at a time, each cell moving its state in where a clone does not fit (a cell
+        # decides when its turn comes): what they cannot do without; their clones are guessed high before a build
+        need = walk_disk(rest, root, True).taking + MARGIN
         if (root / sid).exists() and need > store.free_bytes(root):
             _drop(root, sid, f"no room to keep it for the leaf: the later steps need about {need / GIB:.1f} GiB")
         elif (root / sid).exists():
