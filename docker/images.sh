@@ -57,6 +57,9 @@ build() {   # TAG ROLE DOCKERFILE TARGET ENGINE: one image, its line printed whe
               --label org.arkbench.engine="$engine" --label org.arkbench.version="$version"
               --label org.arkbench.role="$role")
   [ "$target" = - ] || args+=(--target "$target")
+  # the measuring code it holds (harness/provenance.py's code_digest): RUNTIME=auto passes over an image that
+  # holds other code than the checkout's, RUNTIME=docker refuses it
+  [ "$engine" = core ] || args+=(--label org.arkbench.code="$("$py" -m harness.provenance code "$engine")")
   # the shared runner and the core have contexts of their own: only what the image holds (an engine's own
   # Dockerfile is built from the repository, as it expects)
   case "$dockerfile" in docker/runner.Dockerfile|docker/core.Dockerfile) ctx=$(context "${tag//[:\/]/_}" "$engine") ;; esac

@@ -49,6 +49,27 @@ def image_id(tag: str) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+CODE_LABEL = "org.arkbench.code"     # docker/images.sh: the measuring code an engine's image holds
+
+
+def image_code(tag: str) -> str | None:
+    r = subprocess.run(["docker", "image", "inspect", "-f", f'{{{{index .Config.Labels "{CODE_LABEL}"}}}}', tag],
+                       capture_output=True, text=True)
+    return (r.stdout.strip() or None) if r.returncode == 0 else None
+
+
+def stale_image(plan: RunPlan, tags: list[str]) -> str | None:
+    """Why an image the run needs holds other measuring code than this checkout's (it was built before a change,
+    or by another checkout), or None: its cells would measure code the result does not name."""
+    from harness.provenance import code_digest
+    want = code_digest(plan.engine)
+    for tag in tags:
+        have = image_code(tag)
+        if have != want:
+            return f"image {tag} holds other code than this checkout's ({have or 'no code label'}, not {want})"
+    return None
+
+
 def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
     """RUNTIME=auto: docker when a daemon answers and the run's images are built, else local."""
     if plan.workload.crash:
@@ -67,6 +88,9 @@ def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
     missing = [t for t in tags if image_id(t) is None]
     if missing:
         return "local", f"RUNTIME=auto: local (image {missing[0]} not built; `make images`)"
+    stale = stale_image(plan, tags)
+    if stale:
+        return "local", f"RUNTIME=auto: local ({stale}; `make images`)"
     return "docker", f"RUNTIME=auto: docker (image {tags[0]})"
 
 
@@ -99,6 +123,9 @@ def run_docker(plan: RunPlan) -> int:
     missing = [tag for tag, i in ids.items() if i is None]
     if missing:
         raise ConfigError(f"RUNTIME=docker: image {missing[0]} is not built; run `make images`")
+    stale = stale_image(plan, list(ids))
+    if stale:
+        raise ConfigError(f"RUNTIME=docker: {stale}; run `make images`")
     run_dir, data_dir = Path(plan.run_dir), Path(plan.data_dir)
     _give_to_container_user(run_dir)
     _give_to_container_user(data_dir)

@@ -11,7 +11,7 @@ import yaml
 
 from harness import registry
 from harness.runtime.compose import image_tag
-from harness.runtime.docker import daemon_answers, image_id
+from harness.runtime.docker import choose_runtime, daemon_answers, image_id
 from tests.cli.test_cli_run import run_scenario
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -171,3 +171,12 @@ def test_engine_temp_files_go_to_the_data_mount_not_the_storage_driver(tmp_path)
     env = yaml.safe_load((run_dir / "compose.yaml").read_text())["services"]["runner"]["environment"]
     assert env["TMPDIR"] == "/data/.tmp"
     assert probe.stdout.split()[0] == "/data/.tmp" and "fuse" not in probe.stdout, probe.stdout + probe.stderr
+
+
+def test_each_image_holds_the_checkouts_code_so_auto_runs_in_it():
+    """Every engine's images carry the measuring code's digest they were built from (docker/images.sh): the ones
+    `make images` built from this checkout are what RUNTIME=auto picks."""
+    from harness.scenario.plan import resolve_plan
+    for engine in registry.names():
+        plan = resolve_plan("p99_5x", engine, profile="smoke")
+        assert choose_runtime("auto", plan) == ("docker", f"RUNTIME=auto: docker (image {image_tag(engine)})"), engine
