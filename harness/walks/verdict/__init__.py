@@ -79,8 +79,30 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         drop_states = _disk(list(plans.values()), drop_states)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
-    return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts,
-                    sweep_dir_for(results_root, "verdict", prof, spec), drop_states)
+    root = sweep_dir_for(results_root, "verdict", prof, spec)
+    if here:
+        opts = _pinned_runtime(opts, plans[(tree.criteria[0].scenario, tree.steps[0].engine)], root)
+    return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts, root, drop_states)
+
+
+def _pinned_runtime(opts: CellOptions, plan, root: Path) -> CellOptions:
+    """RUNTIME=auto that finds no current image when the walk starts runs the whole walk locally (kept in its
+    folder, so a resumed walk does too): images built beside it (a `make test`) would otherwise move its later
+    cells into containers, and a walk's cells should differ only in what the tree varies."""
+    from harness.runtime.docker import choose_runtime
+    pin = root / "runtime"
+    if opts.runtime != "auto":
+        return opts
+    if pin.is_file():
+        runtime = pin.read_text().strip()
+    else:
+        runtime, why = choose_runtime("auto", plan)
+        log(f"{why}{': the whole walk runs locally' if runtime == 'local' else ''}")
+        if runtime != "local":
+            return opts         # images current now: auto (a crash cell runs locally whatever the runtime)
+        root.mkdir(parents=True, exist_ok=True)
+        pin.write_text(runtime + "\n")
+    return replace(opts, runtime=runtime)
 
 
 def _disk(plans: list, drop_states: bool) -> bool:
