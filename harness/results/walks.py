@@ -209,7 +209,7 @@ class VerdictFile(Model):
     answers: list[MemAnswer] = []
     matrix: list[MatrixCell] = []
     leaf: list[LeafCell] = []                   # v4: the tree's last leaf, where no engine passed
-    walk_s: Optional[float] = None
+    walk_s: Optional[float] = None              # from the command to its end (this sitting), the state sizing MEM included
     cells_implied: int = 0
     monotonicity: Optional[str] = None          # the assumption behind implied cells, as the report states it
     implication_controls: list[ImplicationControl] = []     # v6: one implied cell per direction, measured

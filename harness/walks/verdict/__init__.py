@@ -123,6 +123,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             all_cells: bool = False, drop_states: bool = False, knees: bool = False) -> int:
     """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one.
     knees: then search how far each failing engine is from passing (verdict/knees.py)."""
+    started = time.monotonic()      # the walk's clock: from here, the state that sizes MEM included, as the estimate
     pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states)
     drop_states = pre.drop_states
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
@@ -147,7 +148,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             drop_step_states(walk.steps[-1].engine, plans, walk)
 
     leaf, controls = [], []
-    walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save)
+    walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save, started=started)
     out = out.model_copy(update={"estimate": _expect(walk, prof, drop_states)})
     try:
         steps = walk.run()
