@@ -93,6 +93,6 @@ def code_digest(engine: str) -> str:
     return h.hexdigest()[:16]
 
 
-if __name__ == "__main__":      # docker/images.sh: the build args and an engine image's code label, from the same functions
+if __name__ == "__main__":      # docker/images.sh: the build args and an engine image's code label, from here
     import sys
     print(code_digest(sys.argv[2]) if sys.argv[1:2] == ["code"] else f"{harness_version()} {git_commit() or ''}")

@@ -71,7 +71,8 @@ def stale_image(plan: RunPlan, tags: list[str]) -> str | None:
 
 
 def choose_runtime(requested: str, plan: RunPlan) -> tuple[str, str]:
-    """RUNTIME=auto: docker when a daemon answers and the run's images are built, else local."""
+    """RUNTIME=auto: docker when a daemon answers and the run's images are built from this checkout's measuring
+    code, else local."""
     if plan.workload.crash:
         if requested == "docker":
             raise ConfigError("RUNTIME=docker: a crash run kills and restarts the engine's processes itself, in "

@@ -43,7 +43,7 @@ def indexed_after(plan) -> bool:
 
 
 def unindexed(plan):
-    """The plan without secondary indexes: the layout an indexed_after state is aged at (its trade-off's, no_indexes)."""
+    """The plan without secondary indexes: the layout an indexed_after state is aged at (no_indexes's)."""
     return plan.model_copy(update={"workload": plan.workload.model_copy(update={"indexes": []})})
 
 

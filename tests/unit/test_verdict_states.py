@@ -14,7 +14,8 @@ GIB = 2 ** 30
 
 def _state(root, sid: str, base: str | None = None) -> None:
     (root / sid / store.DATA).mkdir(parents=True)
-    (root / sid / store.MANIFEST).write_text(json.dumps({"id": sid, "inputs": {"aged": {"base": base} if base else None}}))
+    aged = {"base": base} if base else None
+    (root / sid / store.MANIFEST).write_text(json.dumps({"id": sid, "inputs": {"aged": aged}}))
 
 
 def _cell(walk_root, engine: str, name: str, state: str):
@@ -34,7 +35,8 @@ def walk(tmp_path, monkeypatch):
         _state(root, sid, base)
     monkeypatch.setenv(store.STATES_ENV, str(root))
     monkeypatch.setattr(states.store, "inputs_for", lambda plan: SimpleNamespace(id=plan))
-    monkeypatch.setattr(states, "state_inputs", lambda plan: [SimpleNamespace(id=plan), SimpleNamespace(id=f"{plan}-aged")])
+    monkeypatch.setattr(states, "state_inputs",
+                        lambda plan: [SimpleNamespace(id=plan), SimpleNamespace(id=f"{plan}-aged")])
     runs = tmp_path / "walk"
     tree = SimpleNamespace(steps=[SimpleNamespace(engine=e) for e in ("sqlite", "libsql", "postgres")],
                            leaf=SimpleNamespace(designs={"postgres": ["block_log"], "sqlite": ["block_log"]}))
@@ -66,7 +68,8 @@ def test_a_step_drops_the_bases_its_tuned_layouts_were_aged_from_but_not_what_a_
 
 
 @pytest.mark.parametrize("free_gib, kept", [(60, ["sqlite", "sqlite-aged"]), (40, [])])
-def test_the_leafs_first_engine_keeps_its_states_through_the_later_steps_where_they_fit(walk, monkeypatch, free_gib, kept):
+def test_the_leafs_first_engine_keeps_its_states_through_the_later_steps_where_they_fit(walk, monkeypatch, free_gib,
+                                                                                         kept):
     """After libSQL's step, SQLite's states stay for the leaf (its block log clones the aged one, its reorg ages the
     base) when PostgreSQL's step still fits beside them; else they go as before. After the leaf they go."""
     _room(monkeypatch, free_gib=free_gib, later_need_gib=45)
