@@ -32,7 +32,7 @@ def wanted(plan) -> bool:
 
 def writer(plan) -> str:
     """The engine whose write path ages the plan's state: the one whose states it opens (state_of), else its own."""
-    return registry.manifest(plan.engine).state_of or plan.engine
+    return store.owner(plan.engine)
 
 
 def indexed_after(plan) -> bool:

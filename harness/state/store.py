@@ -201,8 +201,13 @@ def shared_settings(engine: str, settings: Mapping[str, object]) -> dict:
     return {**defaults, **{k: v for k, v in settings.items() if k in defaults}}
 
 
+def owner(engine: str) -> str:
+    """The engine whose states `engine` opens (its manifest's state_of: libSQL opens SQLite's), else itself."""
+    return registry.manifest(engine).state_of or engine
+
+
 def inputs_for(plan) -> StateInputs:
-    src = registry.manifest(plan.engine).state_of or plan.engine     # the engine whose bulk path builds it
+    src = owner(plan.engine)     # the engine whose bulk path builds it
     m = registry.manifest(src)
     settings = shared_settings(src, plan.engine_settings)
     missing = [s for s in m.state_settings if s not in settings]

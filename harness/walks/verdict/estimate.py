@@ -13,6 +13,7 @@ from dataclasses import replace
 from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
+from harness.state.store import owner
 from harness.walks.verdict.controls import checked, implication_controls
 from harness.walks.verdict.leaf import run_leaf
 from harness.walks.verdict.states import leaf_engine
@@ -82,11 +83,6 @@ def _logs_blocks(option) -> bool:
 
 
 UNINDEXED = (("workload.indexes", "[]"),)      # the layout of an option without secondary indexes (no_indexes)
-
-
-def owner(engine: str) -> str:
-    """The engine whose states `engine` opens (its manifest's state_of: libSQL opens SQLite's), else itself."""
-    return registry.manifest(engine).state_of or engine
 
 
 def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> None:

@@ -43,9 +43,7 @@ def drop_step_states(engine: str, plans: dict, walk, leaf_done: bool = False) ->
 def _leaf_states(walk, plans: dict) -> list[str]:
     """The states the leaf's first engine clones at its step's layout (its first criterion's), base first; none
     where the tree has no leaf."""
-    from harness.walks.verdict.leaf import designs_in_order
-    first = next(iter(designs_in_order(walk.tree)), None)
-    plan = next((p for (_, e), p in plans.items() if first and e == first[0]), None)
+    plan = next((p for (_, e), p in plans.items() if e in leaf_engine(walk)), None)
     return [i.id for i in state_inputs(plan)] if plan is not None else []
 
 
