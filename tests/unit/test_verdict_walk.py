@@ -193,8 +193,8 @@ def test_a_failing_step_tries_its_options_cheapest_first_and_answers_with_the_on
     assert ans["4g"].engine == "sqlite" and ans["4g"].tuned_with.startswith("wal_autocheckpoint off")
     assert ans["4g"].decision == "Stay with SQLite with " + ans["4g"].tuned_with
     two = next(c for c in walk.matrix if c.engine == "sqlite" and c.mem == "2g")
-    assert two.outcome == "fail" and two.tried == ["mmap", "autockpt_off_passive", "no_bitemporal"]
-    assert "no option was enough" in two.diagnosis
+    assert two.outcome == "fail" and two.tried == ["autockpt_off_passive", "no_bitemporal"], "mmap failed at 4g"
+    assert "implied failed: mmap (failed at 4g): no option was enough" in two.diagnosis
     assert ans["2g"].engine == "libsql"
 
 
@@ -231,6 +231,47 @@ def test_tune_stops_at_the_first_option_that_passes_and_gives_nothing_up(tmp_pat
     assert [t for e, m, *t in walk.ran if m == "4g" and t] == [[cheaper]]
     cell = next(c for c in walk.matrix if c.engine == "sqlite" and c.mem == "4g")
     assert cell.tuned_with == opts[cheaper].says and cell.tried == [cheaper] and cell.passed_options == [cheaper]
+
+
+def test_what_failed_above_is_not_run_again_below_where_an_option_passed(tmp_path):
+    """SQLite's own settings fail at 4g and its cheaper option passes there, so SQLite is walked at 2g: its own
+    settings are implied failed there (a failure above implies one below), not run. At 2g the cheaper option
+    fails and the other passes; at 1g only the other runs."""
+    from harness.scenario.matrix import load_matrix
+    tree = load_decision()
+    first = tree.steps[0].model_copy(update={"tune": ["ckpt_background_256m", "autockpt_off_passive"]})
+    tree = tree.model_copy(update={"steps": [first, *tree.steps[1:]]})
+    opts = load_matrix().engines["sqlite"].options
+    cheaper, other = sorted(["ckpt_background_256m", "autockpt_off_passive"], key=lambda n: opts[n].cost)
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {
+        ("sqlite", "4g", cheaper): "passed", ("sqlite", "2g", other): "passed", ("sqlite", "1g", other): "passed"},
+        tree=tree)
+    walk.run()
+    assert [x for x in walk.ran if x[0] == "sqlite"] == [
+        ("sqlite", "4g"), ("sqlite", "4g", cheaper), ("sqlite", "2g", cheaper), ("sqlite", "2g", other),
+        ("sqlite", "1g", other)]
+    cells = {c.mem: c for c in walk.matrix if c.engine == "sqlite"}
+    assert all(c.outcome == "pass" for c in cells.values())
+    assert cells["2g"].diagnosis == "its own settings: implied by their failure at 4g"
+    assert cells["1g"].tried == [other] and cells["1g"].tuned_with == opts[other].says
+    assert walk.steps[0].cells_unrun == 2 * len(walk.criteria), "its own settings at 2g and 1g"
+
+
+def test_an_option_that_failed_above_is_named_implied_where_no_option_passes_below(tmp_path):
+    from harness.scenario.matrix import load_matrix
+    tree = load_decision()
+    first = tree.steps[0].model_copy(update={"tune": ["ckpt_background_256m", "autockpt_off_passive"]})
+    tree = tree.model_copy(update={"steps": [first, *tree.steps[1:]]})
+    opts = load_matrix().engines["sqlite"].options
+    cheaper, other = sorted(["ckpt_background_256m", "autockpt_off_passive"], key=lambda n: opts[n].cost)
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", other): "passed"},
+                     tree=tree)
+    walk.run()
+    cells = {c.mem: c for c in walk.matrix if c.engine == "sqlite"}
+    assert cells["2g"].outcome == "fail" and cells["2g"].tried == [other]
+    assert cells["2g"].diagnosis == (f"its own settings: implied by their failure at 4g; tried {other}; implied "
+                                     f"failed: {cheaper} (failed at 4g): no option was enough")
+    assert cells["1g"].outcome == "implied", "every option failed at 2g or above: the engine is implied below"
 
 
 @pytest.mark.slow

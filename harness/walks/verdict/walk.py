@@ -93,19 +93,19 @@ class Walk:
     def step(self, step: Step, mems: list[str]) -> tuple[VerdictStep, list[str]]:
         records, outcomes, implied = [], {}, 0
         failed_above = False
+        failed_at: dict[str, str] = {}      # "" (its own settings) or a tune option -> the MEM it failed at
         for mem in mems:
             if failed_above and not self.all_cells:     # its options failed above too: implied with it
                 implied += len(self.criteria) * self.repeats
                 self.matrix.append(MatrixCell(engine=step.engine, mem=mem, outcome="implied",
                                               diagnosis="implied by a failure above"))
                 continue
-            recs = self.engine_at(step.engine, step.set, "", mem)
-            outcomes[mem] = at_mem(recs)
-            cell = matrix_cell(step.engine, mem, outcomes[mem], recs)
+            recs, outcomes[mem], cell = self.own_settings(step, mem, failed_at)
+            implied += 0 if recs else len(self.criteria) * self.repeats
             # thresholds missed, or memory run out, at the policy's settings: an option may help either (DuckDB's
             # 1x cells run out of memory with 13 ART indexes and run without them)
             if outcomes[mem] in ("fail", "unstable") and step.tune:
-                cell, tuned = self.tune(step, mem, cell)
+                cell, tuned = self.tune(step, mem, cell, failed_at)
                 outcomes[mem] = cell.outcome
                 recs = recs + tuned
             failed_above |= outcomes[mem] == "fail"
@@ -118,22 +118,43 @@ class Walk:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
         return judge_step(step, records, outcomes, implied), [m for m, o in outcomes.items() if o == "pass"]
 
-    def tune(self, step: Step, mem: str, cell: MatrixCell) -> tuple[MatrixCell, list[CellRecord]]:
+    def own_settings(self, step: Step, mem: str, failed_at: dict[str, str]) -> tuple[list, str, MatrixCell]:
+        """The step's own settings at a MEM: run, or implied failed where they failed at a larger one (a tune
+        option passed there, so the engine was walked here)."""
+        if "" in failed_at and not self.all_cells:
+            log(f"{step.engine} at {mem}: its own settings implied failed (they failed at {failed_at['']})")
+            return [], "fail", MatrixCell(engine=step.engine, mem=mem, outcome="fail",
+                                          diagnosis=f"its own settings: implied by their failure at {failed_at['']}")
+        recs = self.engine_at(step.engine, step.set, "", mem)
+        outcome = at_mem(recs)
+        if outcome == "fail":
+            failed_at[""] = mem
+        return recs, outcome, matrix_cell(step.engine, mem, outcome, recs)
+
+    def tune(self, step: Step, mem: str, cell: MatrixCell,
+             failed_at: dict[str, str]) -> tuple[MatrixCell, list[CellRecord]]:
         """The step's matrix options at a MEM where it failed, cheapest first: the first that passes and gives
         nothing up is the answer there, and the rest are not run. Where none does, each option that gives
         something up is screened once (never the answer, never confirmed, never carried to another MEM): the
-        report's trade-offs. Below a MEM where they all failed, they are implied failed with the engine."""
+        report's trade-offs. Below a MEM where they all failed, they are implied failed with the engine; below
+        one where an option passed, those that failed there are implied failed (failed_at, updated here)."""
         em = load_matrix().engines[step.engine]
         cost = lambda n: em.options[n].cost                       # noqa: E731
         keeps = sorted((n for n in step.tune if em.options[n].trade_off is None), key=cost)
         gives = sorted((n for n in step.tune if em.options[n].trade_off is not None), key=cost)
-        tried, trade_offs, records, passed = [], [], [], []
+        tried, trade_offs, records, passed, implied = [], [], [], [], []
         for name in keeps:
             opt = em.options[name]
+            if name in failed_at and not self.all_cells:
+                log(f"{step.engine} at {mem}: {name} implied failed (it failed at {failed_at[name]})")
+                implied.append(f"{name} (failed at {failed_at[name]})")
+                continue
             log(f"{step.engine} at {mem}: trying {name} ({opt.says})")
             recs = self.engine_at(step.engine, step.set, name, mem, opt)
             records += recs
             tried.append(name)
+            if at_mem(recs) == "fail":
+                failed_at[name] = mem
             if at_mem(recs) == "pass":
                 passed.append(name)
                 cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says,
@@ -149,7 +170,8 @@ class Walk:
                 trade_offs.append(f"{opt.says} (gives up {opt.trade_off}; passed {recs[0].scenario}, {role.label}, "
                                   "one run)")
         diagnosis = cell.diagnosis if cell.tuned_with else \
-            f"{cell.diagnosis}; tried {', '.join(tried)}: no option was enough"
+            f"{cell.diagnosis}; tried {', '.join(tried) or 'nothing'}" \
+            f"{'; implied failed: ' + ', '.join(implied) if implied else ''}: no option was enough"
         return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis,
                                        "passed_options": passed}), records
 
