@@ -25,7 +25,8 @@ def cost_blocks(meta) -> list[Block]:
                               f"({est.state_minutes:.0f} of them building states). Ran: {len(cells)} cells, "
                               f"{sum(spent):.0f} min in cells"
                               + (f", {meta.walk_s / 60:.0f} min in all" if meta.walk_s is not None else "")
-                              + f". The estimate's basis: {est.basis}."))
+                              + f". The estimate's basis: {est.basis}."
+                              + (f" Not foreseen: {est.not_foreseen()}." if est.not_foreseen() else "")))
     out += control_blocks(meta)
     if cells:
         rows = [[c.label or "-", c.engine, c.variant or "its own settings", c.scenario, c.mem or "-", c.status or c.state,

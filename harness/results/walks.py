@@ -187,6 +187,18 @@ class Estimate(Model):
     state_minutes: float
     by_label: dict[str, int] = {}
     basis: str                                  # where the costs and the expected outcomes come from
+    # what it cannot foresee, each at its minutes here: a candidate expected to fail that passes (every criterion
+    # in full, not one failure), and a close call (its runs again)
+    unexpected_pass_minutes: Optional[float] = None
+    close_call_minutes: Optional[float] = None
+
+    def not_foreseen(self) -> str:
+        """What it cannot foresee, and what each costs: '' where it has no minutes."""
+        if self.unexpected_pass_minutes is None or self.close_call_minutes is None:
+            return ""
+        return (f"a candidate expected to fail that passes costs about {self.unexpected_pass_minutes:.0f} min more "
+                f"(every criterion in full; what runs below it changes too), a close call about "
+                f"{self.close_call_minutes:.0f} more (its runs again)")
 
 
 class VerdictFile(Model):

@@ -503,3 +503,23 @@ def test_a_walk_whose_states_do_not_all_fit_drops_them_after_each_step_on_its_ow
     assert _disk([], False) is True and asked == [False, True]
     monkeypatch.setattr(cell_states, "check_walk_disk", lambda *a, **k: None)
     assert _disk([], False) is False and _disk([], True) is True
+
+
+def test_the_estimate_says_what_it_cannot_foresee_at_its_own_minutes(tmp_path):
+    """A pass it did not expect, and a close call, each at the minutes the played walk would spend on them: the
+    walk of 11-29's fourth sitting passed SQLite's first option at the largest MEM on a close call, where the
+    estimate expected a failure (136 min expected)."""
+    from harness.scenario.decision import Costs
+    from harness.walks.verdict.estimate import estimate, play
+    costs = Costs(state={}, fail=4, screen=6, full={"p99_5x": 15, "reorg": 13, "crash": 5}, measured="a test's")
+    tree = _untuned()
+    tree = tree.model_copy(update={"estimate": tree.estimate.model_copy(
+        update={"passes": [], "passes_at_largest": [], "minutes": {"ratio": costs}})})
+    e = estimate(fake_walk(tmp_path, {}, tree=tree), "ratio")
+    # what one more pass at the largest MEM costs the played walk, less the failure it then causes one level down
+    surprised = play(fake_walk(tmp_path, {}, tree=tree), set(), costs, at_largest={"sqlite/leaf-block_log"})
+    assert surprised.minutes - costs.fail == e.minutes + e.unexpected_pass_minutes
+    assert e.close_call_minutes == (tree.confirm.runs - 1) * costs.full["p99_5x"]
+    assert f"about {e.unexpected_pass_minutes:.0f} min more" in e.not_foreseen()
+    bare = estimate(fake_walk(tmp_path, {}, tree=tree), "smoke")      # no minutes measured at that profile
+    assert bare.unexpected_pass_minutes is None and bare.not_foreseen() == ""

@@ -128,5 +128,9 @@ def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
     largest = f"; at {walk.mems[0]} only: {', '.join(spec.passes_at_largest)}" if spec.passes_at_largest else ""
     basis = (f"{costs.measured}; expected to pass: {', '.join(spec.passes) or 'nothing'}{largest}" if costs else
              f"no minutes measured for profile {profile!r} in decision.yaml's estimate: cells only")
+    full = [costs.full.get(cp.criterion.scenario, costs.fail) for cp in walk.criteria] if costs else []
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
-                    by_label=tally.by_label, basis=basis)
+                    by_label=tally.by_label, basis=basis,
+                    unexpected_pass_minutes=round(sum(full) - costs.fail, 1) if full else None,
+                    close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full else None)
+
