@@ -34,7 +34,8 @@ def verdict_blocks(meta) -> list[Block]:
             out.append(Block("p", step.version_note + "."))
         if step.control:
             c = step.control
-            out.append(Block("p", f"Control ({c.why}): {c.engine}{_with(c.set)} on the same cells: "
+            out.append(Block("p", f"Control ({c.why}): {c.engine}{_with(c.set)}"
+                                  f"{''.join(f' and {o}' for o in c.options)} on the same cells: "
                                   f"{c.outcome.upper()}."))
             out.append(Block("list", items=[f"{x.scenario} @ {x.mem}: p99 {_f(x.p99_ms)} ms, {x.status}"
                                             for x in c.cells]))

@@ -86,6 +86,7 @@ class ControlRun(Model):
     errors: list[str]
     cells: list[CellRecord]
     cells_unrun: int = 0
+    options: list[str] = []        # the tune options the step passed with, carried into the control (like for like)
 
 
 class VerdictStep(Model):

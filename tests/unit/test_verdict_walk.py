@@ -523,3 +523,24 @@ def test_the_estimate_says_what_it_cannot_foresee_at_its_own_minutes(tmp_path):
     assert f"about {e.unexpected_pass_minutes:.0f} min more" in e.not_foreseen()
     bare = estimate(fake_walk(tmp_path, {}, tree=tree), "smoke")      # no minutes measured at that profile
     assert bare.unexpected_pass_minutes is None and bare.not_foreseen() == ""
+
+
+def test_the_libsql_control_carries_the_option_libsql_passed_with(tmp_path):
+    """libSQL passes at its own settings at 4g; at 2g it fails at them and passes with PASSIVE checkpoints, as at
+    2568m in the walk of 11-29's fourth sitting. The control (SQLite at its newest release) runs SQLite's own settings
+    at 4g and, like for like, the same option at 2g."""
+    from harness.scenario.matrix import load_matrix
+    from harness.walks.verdict import _control_note
+    tree = _untuned()
+    libsql = tree.steps[1].model_copy(update={"tune": ["autockpt_off_passive"]})
+    tree = tree.model_copy(update={"steps": [tree.steps[0], libsql, *tree.steps[2:]]})
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {
+        ("libsql", "2g"): "failed", ("libsql", "2g", "autockpt_off_passive"): "passed", ("libsql", "1g"): "failed"},
+        tree=tree)
+    walk.run()
+    control = walk.steps[1].control
+    assert [x for x in walk.labels if x[3] == "control"] == [
+        ("sqlite", "4g", "apsw-newest", "control"), ("sqlite", "2g", "apsw-newest-autockpt_off_passive", "control")]
+    says = load_matrix().engines["sqlite"].options["autockpt_off_passive"].says
+    assert control.set["library"] == "apsw-newest" and control.options == [says]
+    assert f"and {says} did not pass the same cells" in _control_note(walk.steps[1])

@@ -259,10 +259,11 @@ def _control_note(winner: VerdictStep | None) -> str | None:
     c = winner.control if winner else None
     if c is None:
         return None
+    what = _settings_text(c.set) + "".join(f" and {o}" for o in c.options)
     if c.passed:
-        return (f"{c.engine} with {_settings_text(c.set)} also passed the same cells: the change alone would have "
+        return (f"{c.engine} with {what} also passed the same cells: the change alone would have "
                 f"done, so moving to {winner.engine} is not what made the difference")
-    return f"{c.engine} with {_settings_text(c.set)} did not pass the same cells ({c.outcome}): {winner.engine} did"
+    return f"{c.engine} with {what} did not pass the same cells ({c.outcome}): {winner.engine} did"
 
 
 def _settings_text(settings: dict) -> str:

@@ -225,6 +225,16 @@ class Walk:
                 break
         return out
 
+    def option_passed(self, engine: str, before: str, mem: str) -> tuple[str | None, Option | None]:
+        """The tune option `engine` passed with at `mem`, as `before`'s matrix has it; (None, None) where it passed
+        at its own settings, or `before` has no such option (the control then runs without it, and says so)."""
+        cell = next((c for c in self.matrix if c.engine == engine and c.mem == mem), None)
+        name = cell.passed_options[-1] if cell is not None and cell.passed_options else None
+        opt = load_matrix().engines[before].options.get(name) if name else None
+        if name and opt is None:
+            log(f"control at {mem}: {before} has no option {name}: run without it")
+        return (name, opt) if opt is not None else (None, None)
+
     def confirmations(self, cells: list[CellRecord], name: str, *where) -> list[CellRecord]:
         """A close call's runs after the first (decision.yaml's confirm), each on a fresh clone; none for a cell
         far from its line, or where REPEATS already runs each cell more than once. The first run that disagrees
@@ -247,17 +257,23 @@ class Walk:
                          stop=settled, place=self.opts.place).cells
 
     def control(self, before: Step, step: Step, mems: list[str]) -> ControlRun:
-        """The step before again, changed only by the control's settings, where this step passed."""
+        """The step before again, changed only by the control's settings, where this step passed: with the tune
+        option this step passed with there, where it passed only with one (like for like: the 11-29 walk's libSQL
+        passed 2568m with PASSIVE checkpoints, and the control ran SQLite's own settings)."""
         settings = {**before.set, **step.control.set}
         tag = "-".join(str(v) for v in step.control.set.values()).lower().replace("_", "-")
         log(f"{step.engine} passed where {before.engine} failed ({', '.join(mems)}): control, {before.engine} with "
             f"{step.control.set} ({step.control.why})")
-        recs = [r for m in mems for r in self.engine_at(before.engine, settings, tag, m, role=CONTROL)]
+        recs, carried = [], []
+        for m in mems:
+            name, opt = self.option_passed(step.engine, before.engine, m)
+            carried += [opt.says] if opt is not None and opt.says not in carried else []
+            recs += self.engine_at(before.engine, settings, f"{tag}-{name}" if opt else tag, m, opt, role=CONTROL)
         outcomes = {m: at_mem([r for r in recs if r.mem == m]) for m in mems}
         judged = judge_step(before, recs, outcomes, 0)
         return ControlRun(engine=before.engine, set=settings, why=step.control.why, passed=judged.outcome == "passed",
                           outcome="passed" if judged.outcome == "passed" else
-                          "error" if judged.outcome == "error" else "failed",
+                          "error" if judged.outcome == "error" else "failed", options=carried,
                           errors=judged.errors, cells=recs)
 
     def cells_at_most(self) -> int:
