@@ -165,6 +165,7 @@ class MemAnswer(Model):
     design: Optional[str] = None                # v4: no engine as deployed; the leaf's design that passed
     leaf: Optional[str] = None                  # v4: what the leaf measured there, in one sentence
     unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
+    runs: list[str] = []                        # v6: the answer's close calls, k of n: "p99_5x: passed 3 of 3"
 
 
 class ImplicationControl(Model):

@@ -544,3 +544,24 @@ def test_the_libsql_control_carries_the_option_libsql_passed_with(tmp_path):
     says = load_matrix().engines["sqlite"].options["autockpt_off_passive"].says
     assert control.set["library"] == "apsw-newest" and control.options == [says]
     assert f"and {says} did not pass the same cells" in _control_note(walk.steps[1])
+
+
+def test_an_answer_tuned_on_a_close_call_says_k_of_n(tmp_path):
+    """The walk of 11-29's fourth sitting answered 5137m with SQLite and PASSIVE checkpoints on a close call run
+    3 times; the answer said neither 'passed 3 of 3' nor that it was a close call (the tuned cell lost its runs)."""
+    tree = load_decision()
+    first = tree.steps[0].model_copy(update={"tune": ["autockpt_off_passive"]})
+    tree = tree.model_copy(update={"steps": [first, *tree.steps[1:]]})
+    walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("sqlite", "4g", "autockpt_off_passive"): "passed"},
+                     tree=tree)
+    inner = walk.engine_at
+
+    def with_confirmations(engine, settings, tag, mem, option=None, role=CANDIDATE):
+        recs = inner(engine, settings, tag, mem, option, role)
+        if tag == "autockpt_off_passive" and recs[0].status == "passed":       # its first criterion, run 3 times
+            recs = [recs[0], *(recs[0].model_copy(update={"label": "confirmation"}) for _ in range(2)), *recs[1:]]
+        return [r.model_copy(update={"criterion": r.scenario}) for r in recs]
+    walk.engine_at = with_confirmations
+    walk.run()
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].tuned_with and ans["4g"].runs == ["p99_5x: passed 3 of 3"]

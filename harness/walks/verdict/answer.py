@@ -128,6 +128,7 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
                 continue
             if c.outcome == "pass":
                 ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "tuned_with": c.tuned_with,
+                                             "runs": c.runs,
                                              "decision": step.decision + (f" with {c.tuned_with}" if c.tuned_with
                                                                           else "")})
             elif c.outcome == "error":

@@ -108,7 +108,7 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
                     f"({'; '.join(close.runs) + '; ' if close.runs else ''}{close.diagnosis or close.outcome}; "
                     f"{close.split or 'no split'})")
         out.append(a.model_copy(update={"design": f"{passed.engine}: {passed.design}" if passed else None,
-                                        "leaf": text}))
+                                        "leaf": text, "runs": passed.runs if passed else []}))
     return out
 
 

@@ -15,7 +15,7 @@ from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
 from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
-from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell
+from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell, runs_lines
 from harness.walks.verdict.confirm import close_call, runs_outcome
 from harness.walks.verdict.plan import CriterionPlan
 
@@ -157,7 +157,7 @@ class Walk:
                 failed_at[name] = mem
             if at_mem(recs) == "pass":
                 passed.append(name)
-                cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says,
+                cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says, "runs": runs_lines(recs),
                                                "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs]})
                 break
         for name in [] if passed else gives:
