@@ -1,6 +1,7 @@
 """Counters and recorders shared by the writer, the readers and the sampler of one run."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -52,6 +53,9 @@ class RunState:
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
     design_figures: object | None = None     # results.design.BlockLogFigures: a block log's, after the drain
     design_hists: dict = field(default_factory=dict)       # its thresholds' histograms (designs/figures.py)
+    # the readers' figures (read, read_kinds, reads*) change under it: a batch lands wholly before the measured
+    # phase's reset or wholly after it (a batch split by it once counted a read in `reads` and not in its kind)
+    reads_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def elapsed_s(self, now_ns: int | None = None) -> float:
         return ((now_ns or time.monotonic_ns()) - self.t0_ns) / 1e9
@@ -70,12 +74,14 @@ class RunState:
         if self.io_watch is not None:
             self.io_watch.counters_start = self.io_watch.counters()
         self.logical_bytes_written = 0
-        for r in (self.commit, self.service, self.lag, self.read):
+        for r in (self.commit, self.service, self.lag):
             r.reset()
-        self.blocks = self.rows = self.reads = self.read_errors = self.rows_in_window = 0
-        self.reads_empty = self.reads_late = 0
-        for name in self.read_kinds:
-            self.read_kinds[name] = KindStats()
+        self.blocks = self.rows = self.read_errors = self.rows_in_window = 0
+        with self.reads_lock:
+            self.read.reset()
+            self.reads = self.reads_empty = self.reads_late = 0
+            for name in self.read_kinds:
+                self.read_kinds[name] = KindStats()
         self.gauges.clear()
 
     def end_measure(self) -> None:

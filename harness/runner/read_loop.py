@@ -130,6 +130,10 @@ class ReadSink:
                 answers.tofile(self._answers)
         if not records:
             return
+        with self.state.reads_lock:
+            self._record(records)
+
+    def _record(self, records: array) -> None:
         st = self.state
         lo, hi = st.measure_start_ns, st.window_end_ns
         by_kind: dict[int, tuple[list[int], list[int]]] = {}     # kind -> (latencies us, [rows, empties])
@@ -154,10 +158,9 @@ class ReadSink:
             st.read_kinds[self.names[i]].record_many(us, rows, empty)
             every += us
             empties += empty
-        with self._lock:           # reader threads report concurrently; += is no atomic update
-            st.reads_empty += empties
-            st.reads += len(every)
-            st.reads_late += len(late)
+        st.reads_empty += empties
+        st.reads += len(every)
+        st.reads_late += len(late)
         st.read.record_many_us(every + late)
 
     def close(self) -> None:

@@ -145,6 +145,32 @@ def test_a_read_counts_in_the_phase_it_was_due_in():
     assert state.read_kinds["k"].rows == 3 and state.read_kinds["k"].empty == 1
 
 
+def test_a_batch_lands_wholly_before_the_measured_phases_reset_or_wholly_after_it():
+    """Harness logic only: a reader's batch and the start of the measured phase exclude each other. A batch
+    split by the reset once counted a read in `reads` and the read histogram but not in its kind (999 against
+    1000 in a `make test` of 11-29): the reset now waits for the batch, and a batch for the reset."""
+    import threading
+    from array import array
+    from harness.runner.read_loop import ReadSink
+    state = RunState()
+    sink = ReadSink(state, ["k"])
+    measured = array("q", [0, 1_000_000_000, 1_000_250_000, 3])
+    with state.reads_lock:                      # a batch under way: the reset waits for it
+        reset = threading.Thread(target=state.start_measure, args=(1_000_000_000,))
+        reset.start()
+        reset.join(0.2)
+        assert reset.is_alive(), "the measured phase's reset did not wait for the readers' figures"
+    reset.join(5)
+    state.window_end_ns = 2_000_000_000
+    with state.reads_lock:                      # the reset under way: a batch waits for it
+        batch = threading.Thread(target=sink.batch, args=(measured,))
+        batch.start()
+        batch.join(0.2)
+        assert batch.is_alive() and state.reads == 0, "a batch did not wait for the reset"
+    batch.join(5)
+    assert state.reads == state.read_kinds["k"].hist.get_total_count() == state.read.total.get_total_count() == 1
+
+
 def test_queries_due_but_never_started_when_the_readers_stop_are_counted_late_not_dropped():
     """Harness logic only (a stub reader): at 100 QPS, a reader whose queries take 300 ms each is stopped
     during its second (50 ms into it: a fixed 0.35 s timer lost the race when the loop started late); the ~58 queries due behind it by its end (0.6 s) are reported late, in the
