@@ -133,4 +133,3 @@ def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
                     by_label=tally.by_label, basis=basis,
                     unexpected_pass_minutes=round(sum(full) - costs.fail, 1) if full else None,
                     close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full else None)
-
