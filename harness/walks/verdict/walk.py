@@ -100,8 +100,10 @@ class Walk:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=mem, outcome="implied",
                                               diagnosis="implied by a failure above"))
                 continue
-            recs, outcomes[mem], cell = self.own_settings(step, mem, failed_at)
-            implied += 0 if recs else len(self.criteria) * self.repeats
+            recs, cell = self.own_settings(step, mem, failed_at)
+            outcomes[mem] = cell.outcome
+            if not recs:                                # implied, not run
+                implied += len(self.criteria) * self.repeats
             # thresholds missed, or memory run out, at the policy's settings: an option may help either (DuckDB's
             # 1x cells run out of memory with 13 ART indexes and run without them)
             if outcomes[mem] in ("fail", "unstable") and step.tune:
@@ -118,18 +120,17 @@ class Walk:
                 self.matrix.append(MatrixCell(engine=step.engine, mem=m, outcome="not run"))
         return judge_step(step, records, outcomes, implied), [m for m, o in outcomes.items() if o == "pass"]
 
-    def own_settings(self, step: Step, mem: str, failed_at: dict[str, str]) -> tuple[list, str, MatrixCell]:
+    def own_settings(self, step: Step, mem: str, failed_at: dict[str, str]) -> tuple[list, MatrixCell]:
         """The step's own settings at a MEM: run, or implied failed where they failed at a larger one (a tune
         option passed there, so the engine was walked here)."""
         if "" in failed_at and not self.all_cells:
             log(f"{step.engine} at {mem}: its own settings implied failed (they failed at {failed_at['']})")
-            return [], "fail", MatrixCell(engine=step.engine, mem=mem, outcome="fail",
-                                          diagnosis=f"its own settings: implied by their failure at {failed_at['']}")
+            return [], MatrixCell(engine=step.engine, mem=mem, outcome="fail",
+                                  diagnosis=f"its own settings: implied by their failure at {failed_at['']}")
         recs = self.engine_at(step.engine, step.set, "", mem)
-        outcome = at_mem(recs)
-        if outcome == "fail":
+        if at_mem(recs) == "fail":
             failed_at[""] = mem
-        return recs, outcome, matrix_cell(step.engine, mem, outcome, recs)
+        return recs, matrix_cell(step.engine, mem, at_mem(recs), recs)
 
     def tune(self, step: Step, mem: str, cell: MatrixCell,
              failed_at: dict[str, str]) -> tuple[MatrixCell, list[CellRecord]]:
@@ -264,16 +265,17 @@ class Walk:
         tag = "-".join(str(v) for v in step.control.set.values()).lower().replace("_", "-")
         log(f"{step.engine} passed where {before.engine} failed ({', '.join(mems)}): control, {before.engine} with "
             f"{step.control.set} ({step.control.why})")
-        recs, carried = [], []
+        recs, carried = [], {}
         for m in mems:
             name, opt = self.option_passed(step.engine, before.engine, m)
-            carried += [opt.says] if opt is not None and opt.says not in carried else []
+            if opt is not None:
+                carried[opt.says] = None
             recs += self.engine_at(before.engine, settings, f"{tag}-{name}" if opt else tag, m, opt, role=CONTROL)
         outcomes = {m: at_mem([r for r in recs if r.mem == m]) for m in mems}
         judged = judge_step(before, recs, outcomes, 0)
         return ControlRun(engine=before.engine, set=settings, why=step.control.why, passed=judged.outcome == "passed",
                           outcome="passed" if judged.outcome == "passed" else
-                          "error" if judged.outcome == "error" else "failed", options=carried,
+                          "error" if judged.outcome == "error" else "failed", options=list(carried),
                           errors=judged.errors, cells=recs)
 
     def cells_at_most(self) -> int:
