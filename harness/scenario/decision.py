@@ -147,7 +147,7 @@ DEFAULT_BANDS = {"latency": 0.15, "counter": 0.05, "gauge": 0.10, "figure": 0.10
 class Confirm(Strict):
     """Close calls run again (harness/walks/verdict/confirm.py): a cell whose deciding figures lie within their band
     of the line, or whose percentile's bounds straddle it, runs until `runs` runs in all."""
-    runs: int = Field(3, ge=2, description="runs in all of a close cell: the first and its confirmations")
+    runs: int = Field(2, ge=2, description="runs in all of a close cell: the first and its confirmations")
     bands: dict[Literal["latency", "counter", "gauge", "figure"], float] = Field(
         default_factory=lambda: dict(DEFAULT_BANDS), min_length=1, description="metric kind (scenario/thresholds.py METRICS) -> how near its line, as a share "
                                   "of the line, a figure is close")
