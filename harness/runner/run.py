@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import designs
 from harness.engine_api import observed_storage, server_contract
 from harness.environment import capture
-from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ENGINE_OOM, is_out_of_memory
+from harness.errors import EXIT_BAD_INPUT, EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, run_failure
 from harness.feed.protocol import PREFETCH_BLOCKS
 from harness.platform import cgroup
 from harness.reads import dc_check
@@ -211,13 +211,7 @@ def run(plan: RunPlan) -> int:
         log(plan, f"refusing: {e}")
         return EXIT_BAD_INPUT
     except BaseException as e:
-        # an engine out of memory at its own limit is the cell's oom, a measurement; anything else is an error
-        out.status = "oom" if is_out_of_memory(e) else "error"
-        lines = str(e).strip().splitlines() or [""]               # DuckDB appends paragraphs of advice
-        first = next((x for x in lines if "out of memory" in x.lower()), lines[0])
-        out.error = ("interrupted" if isinstance(e, KeyboardInterrupt) else
-                     f"{ENGINE_OOM}: {type(e).__name__}: {first}" if out.status == "oom" else
-                     f"{type(e).__name__}: {e}")
+        out.status, out.error = run_failure(e)
         (run_dir / "runner.log").write_text(traceback.format_exc())
         log(plan, f"run failed: {out.error}")
         write_result(plan, out, state)

@@ -565,3 +565,29 @@ def test_an_answer_tuned_on_a_close_call_says_k_of_n(tmp_path):
     walk.run()
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
     assert ans["4g"].tuned_with and ans["4g"].runs == ["p99_5x: passed 3 of 3"]
+
+
+
+def test_a_block_the_engine_refuses_fails_the_cell_and_says_so(tmp_path):
+    """DuckDB rejected a valid block at ratio 5137m (its ART indexes' limit on updates of indexed columns): an
+    error, so the level was inconclusive and the leaf never ran there. A RefusedBlock is the cell's failure (the
+    engine could not carry the workload), and the diagnosis says the engine refused it."""
+    from harness.cell import execute
+    from harness.errors import RefusedBlock, run_failure
+    from harness.results import load_result
+    from harness.scenario.plan import resolve_plan
+    refused = RefusedBlock("ConstraintException: Constraint Error: Duplicate key\nIf this is unexpected ...")
+    status, error = run_failure(refused)
+    assert (status, error) == ("failed", "the engine refused a valid block: ConstraintException: Constraint Error: "
+                                         "Duplicate key")
+    assert run_failure(ValueError("x"))[0] == "error" and run_failure(KeyboardInterrupt()) == ("error", "interrupted")
+    plan = resolve_plan("p99_5x", "duckdb", profile="smoke", mem="256m", results_root=tmp_path,
+                        data_root=tmp_path / "data")
+    assert execute(plan) == 0          # a real cell's result, then as a refused block leaves it
+    run_dir = tmp_path / plan.run_id
+    r = load_result(run_dir / "result.json")
+    (run_dir / "result.json").write_text(r.model_copy(update={"status": status, "error": error}).model_dump_json())
+    rec = CellRecord(cell_id="x", scenario="p99_5x", engine="duckdb", mem="256m", data_limit_bytes=256 << 20,
+                     scale=0.001, runtime="local", dir=plan.run_id, state="complete", status=status)
+    assert answer.diagnose(rec, run_dir) == f"refused: {error}"
+    assert answer.at_mem([rec]) == "fail"

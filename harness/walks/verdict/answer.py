@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness.errors import ENGINE_OOM
+from harness.errors import ENGINE_OOM, ENGINE_REFUSED
 from harness.results import CellRecord, MatrixCell, MemAnswer, RunResult, VerdictStep, load_result
 from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
@@ -29,6 +29,8 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
                       else f"MEM {format_bytes(r.memory.data_limit_bytes)}")
             return f"memory: {ENGINE_OOM} within {within}: {r.error.split(': ', 2)[-1]}"
         return f"memory: OOM-killed at {format_bytes(r.memory.data_limit_bytes)}"
+    if r.error and r.error.startswith(ENGINE_REFUSED):
+        return f"refused: {r.error.splitlines()[0]}"
     blind = [t for t in r.thresholds if t.error]
     if blind:
         return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
