@@ -322,7 +322,7 @@ def test_an_engine_out_of_memory_at_its_policy_tries_its_options_too(tmp_path):
 
 def _expecting(tree, *passes: str):
     """The tree with decision.yaml's estimate expecting these to pass (the leaf's walking direction follows it)."""
-    return tree.model_copy(update={"estimate": tree.estimate.model_copy(update={"passes": list(passes)})})
+    return tree.model_copy(update={"estimate": tree.estimate.model_copy(update={"passes": list(passes), "passes_at_largest": []})})
 
 
 def _untuned():
@@ -441,8 +441,8 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
 def test_a_design_expected_to_pass_at_the_largest_mem_only_is_estimated_as_the_walk_runs_it(tmp_path):
     """The 11-29 walks: a block log passed every criterion at the largest MEM and failed below it, which an
     estimate of 'passes everywhere' or 'fails everywhere' could not say (it printed 147 min for a walk of ~190).
-    Named in passes_at_largest, the played walk runs the design's every criterion there and one below, as the
-    walk does; it is still walked from the largest MEM down."""
+    Named in passes_at_largest, the played walk runs the design as the walk does: from the smallest MEM up (it is
+    expected to pass somewhere), a failure at each level below the largest and its every criterion there."""
     from harness.scenario.decision import Costs
     from harness.walks.verdict.controls import implication_controls
     from harness.walks.verdict.estimate import play
@@ -462,10 +462,33 @@ def test_a_design_expected_to_pass_at_the_largest_mem_only_is_estimated_as_the_w
     implication_controls(walk, run_leaf(walk))
     assert tally.cells == len(cells) > 0
     log = [(c.mem, c.status) for c in cells if c.dir.startswith("sqlite-leaf-block_log-")]
-    assert log == [("4g", "passed")] * len(walk.criteria) + [("2g", "failed")], log
-    # its every criterion at the largest MEM in place of a failure there, and a failure at the next one
-    everywhere = play(fake_walk(tmp_path, {}, tree=tree), set(), costs)
-    assert tally.minutes == everywhere.minutes - costs.fail + sum(costs.full.values()) + costs.fail
+    assert log == [("1g", "failed"), ("2g", "failed")] + [("4g", "passed")] * len(walk.criteria), log
+    # each cell the walk ran at its kind's minutes: a pass in full, a screen, anything else a failure stopped early
+    spent = sum(costs.screen if (c.label or "").startswith("screened") else costs.full[c.scenario]
+                if c.status == "passed" else costs.fail for c in cells)
+    assert tally.minutes == spent, [(c.dir, c.label, c.status) for c in cells]
+
+
+def test_a_design_that_passes_at_two_levels_runs_in_full_once_and_the_larger_is_implied(tmp_path):
+    """The 11-29 fifth sitting: SQLite's block log passed at 2568m far from every line (applier busy 68%), where it
+    also passes at 5137m. Walked down from the largest MEM, as a design expected to pass at the largest only was,
+    it ran in full at both (2 x 33 min at ratio); walked up, its pass at 2568m implies 5137m's."""
+    from harness.walks.verdict.leaf import run_leaf
+    tree = _untuned()
+    tree = tree.model_copy(update={"estimate": tree.estimate.model_copy(
+        update={"passes": [], "passes_at_largest": ["sqlite/leaf-block_log"]})})
+    outcomes = {**{(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS},
+                ("sqlite", "4g", "leaf-block_log"): "passed", ("sqlite", "2g", "leaf-block_log"): "passed"}
+    cells = []
+    walk = fake_walk(tmp_path, outcomes, tree=tree)
+    inner = walk.engine_at
+    walk.engine_at = lambda *a, **k: cells.extend(r := inner(*a, **k)) or r
+    walk.run()
+    leaf = run_leaf(walk)
+    ran = [(c.mem, c.status) for c in cells if c.dir.startswith("sqlite-leaf-block_log-")]
+    assert ran == [("1g", "failed")] + [("2g", "passed")] * len(walk.criteria), ran
+    at_4g = [c for c in leaf if c.design == "block_log" and c.mem == "4g"]
+    assert [(c.outcome, c.implied_from, c.cells) for c in at_4g] == [("pass", "2g", [])]
 
 
 def test_the_cells_a_walk_announces_bound_what_its_worst_case_runs(tmp_path):

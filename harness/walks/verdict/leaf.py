@@ -2,12 +2,13 @@
 scenarios/decision.yaml's `leaf` (matrix options that keep every version: a block log in front, the current ∪
 history schema, the two together, each with the engine's own option that gave nothing up). They follow the tree:
 an engine's designs before the next engine's, cheapest first within one, so a team learns first whether it can
-stay on its engine. A design expected to pass is walked from the smallest open MEM up: a pass there implies a pass
-at every larger one (an assumption: verdict/controls.py measures one such cell to check it), so a
-design that holds settles every level at once. A design the estimate expects to fail (decision.yaml's
-estimate.passes does not name it) is walked from the largest MEM down instead, a failure there implying one below,
-as the steps are: either way the expected outcome settles every level with one cell. The first design that meets every criterion at a MEM is the answer
-there; where none passes, the closest is named with where its block went."""
+stay on its engine. A design expected to pass somewhere (decision.yaml's estimate.passes, or passes_at_largest) is
+walked from the smallest open MEM up: a pass implies a pass at every larger MEM (an assumption: verdict/controls.py
+measures one such cell to check it), and a failure below costs a cell stopped early, so the design's full cells
+(every criterion, a close call's runs) are paid once, at the smallest MEM it passes, not at each MEM above it. A
+design the estimate expects to fail is walked from the largest MEM down instead, a failure there implying one
+below, as the steps are. The first design that meets every criterion at a MEM is the answer there; where none
+passes, the closest is named with where its block went."""
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, MemAnswer, load_result
@@ -38,7 +39,7 @@ def run_leaf(walk) -> list[LeafCell]:
     if not mems:
         return []
     mx, steps = load_matrix(), {s.engine: s for s in walk.tree.steps}
-    expect = set(walk.tree.estimate.passes)
+    expect = set(walk.tree.estimate.passes) | set(walk.tree.estimate.passes_at_largest)    # somewhere: walked up
     out: list[LeafCell] = []
     answered: set[str] = set()
     for engine, design in designs_in_order(walk.tree):
