@@ -251,7 +251,8 @@ class Walk:
                 "failure can make it an answer)")
             return []
         more = self.criterion_runs(*where, repeats=confirm.runs)[1:]
-        log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): up to {len(more)} more runs")
+        runs = f"{len(more)} more run" + ("s" if len(more) > 1 else "")
+        log(f"{cells[0].scenario}/{cells[0].dir}: a close call ({why}): up to {runs}")
         first = cells[0]
         settled = lambda rec: runs_outcome([first, rec]) in ("unstable", "error")     # noqa: E731
         return run_cells(more, self.root / f"{name}-confirm.json", {"kind": "verdict-cells", "dir": str(self.root)},
