@@ -79,7 +79,7 @@ def take_screenshot(html: Path, png: Path) -> bool:
     if shutil.which("chromium") is None or not html.is_file():
         return False
     with chromium_page() as page:
-        page.goto(html.as_uri(), wait_until="load")
+        page.goto(html.resolve().as_uri(), wait_until="load")     # `make publish RUN=results/...` is relative
         page.screenshot(path=str(png), full_page=True)
     return True
 

@@ -1,6 +1,7 @@
 """`make publish`: a real verdict, walked to its end at the smoke profile, copied under docs/results/ as a
 newcomer reads it; an unfinished walk refused."""
 import json
+import os
 import shutil
 import subprocess
 
@@ -23,7 +24,8 @@ def test_a_finished_verdict_is_published_with_its_machine_date_and_commit(tmp_pa
     p, v = run_verdict(tmp_path, write_decision(tmp_path, "lenient", ["p99(commit_ms) < 60000"], engines=("sqlite",)))
     assert p.returncode == 0, p.stderr[-3000:]
     run = tmp_path / "lenient" / next((tmp_path / "lenient").glob("verdict-*")).name
-    out = publish(run, tmp_path / "docs", "--name", "smoke-today")
+    # relative, as `make publish RUN=results/verdict-...` gives it (its screenshot once needed an absolute path)
+    out = publish(os.path.relpath(run, ROOT), tmp_path / "docs", "--name", "smoke-today")
     assert out.returncode == 0, out.stderr
     dest = tmp_path / "docs" / "smoke-today"
     assert out.stdout.strip() == str(dest)
