@@ -56,8 +56,7 @@ def answer_blocks(meta) -> list[Block]:
     if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
         return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
     items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-             + (f"{a.decision}" if a.status != "inconclusive" else f"inconclusive: {a.why}")
-             + (f" (a close call: {'; '.join(a.runs)})" if a.runs else "")
+             + a.headline()
              + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "")
              + (f"; unstable, so no answer: {'; '.join(a.unstable)}" if a.unstable else "")
              + (f"; the last leaf, measured: {a.leaf}" if a.leaf else "") for a in meta.answers]

@@ -167,6 +167,11 @@ class MemAnswer(Model):
     unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
     runs: list[str] = []                        # v6: the answer's close calls, k of n: "p99_5x: passed 3 of 3"
 
+    def headline(self) -> str:
+        """Its decision (or why it is inconclusive), with its close calls' k of n: the summary's and report's line."""
+        said = self.decision if self.status != "inconclusive" else f"inconclusive: {self.why}"
+        return said + (f" (a close call: {'; '.join(self.runs)})" if self.runs else "")
+
 
 class ImplicationControl(Model):
     """v6: one implied cell measured after all, to test the assumption that implied it (harness/walks/verdict/controls.py)."""

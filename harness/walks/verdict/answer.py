@@ -30,7 +30,7 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
             return f"memory: {ENGINE_OOM} within {within}: {r.error.split(': ', 2)[-1]}"
         return f"memory: OOM-killed at {format_bytes(r.memory.data_limit_bytes)}"
     if r.error and r.error.startswith(ENGINE_REFUSED):
-        return f"refused: {r.error.splitlines()[0]}"
+        return f"refused: {r.error}"            # one line: errors.run_failure keeps the driver's first
     blind = [t for t in r.thresholds if t.error]
     if blind:
         return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
