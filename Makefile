@@ -124,7 +124,7 @@ report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=res
 
 publish: $(STAMP) ## a finished verdict under docs/results/<date>-<profile>/ (report.md, verdict.json, screenshot): RUN=results/verdict-... [AS=name]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a verdict directory under $(RESULTS)/" >&2; exit 2)
-	@$(HARNESS) publish $(RUN) $(if $(AS),--name $(AS))
+	@$(HARNESS) publish $(RUN) $(if $(filter-out default,$(origin AS)),--name $(AS))  # make's own AS is the assembler, "as"
 
 state: $(STAMP) ## build (or find) a starting state: ENGINE= SCENARIO= [SCALE=] [PROFILE=] [STATES=dir]; prints its directory last
 	@$(HARNESS) state --engine $(ENGINE) --scenario $(SCENARIO) $(if $(PROFILE),--profile $(PROFILE)) \

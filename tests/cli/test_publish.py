@@ -55,3 +55,12 @@ def test_an_unfinished_verdict_is_refused_naming_the_file(tmp_path):
     assert not (tmp_path / "docs").exists(), "nothing half-published"
     out = publish(tmp_path / "nowhere", tmp_path / "docs")
     assert out.returncode == 2 and "nowhere/verdict.json: no such file" in out.stderr
+
+
+@pytest.mark.parametrize("extra, named", [([], None), (["AS=today"], "--name today")])
+def test_make_publish_names_the_folder_only_when_as_is_given(extra, named):
+    # make's built-in AS is the assembler ("as"): a bare `make publish` once published under docs/results/as/
+    out = subprocess.run(["make", "-n", "publish", "RUN=results/verdict-x", *extra], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    line = next(ln for ln in out.stdout.splitlines() if " publish results/verdict-x" in ln)
+    assert ("--name" in line) == (named is not None) and (named is None or named in line), line
