@@ -66,7 +66,7 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
         + (f"; expected before its first cell: {est.cells} cells, {est.minutes:.0f} min" if est else ""),
         f"- MEMS: {' '.join(v.mems)}" + (f" ({v.memory_basis})" if v.memory_basis else ""), "",
         "## The answer", "",
-        *[f"- **{a.mem}**{f' ({a.at_reference})' if a.at_reference else ''}: {a.decision}" for a in v.answers], "",
+        *[f"- **{a.mem}**{f' ({a.at_reference})' if a.at_reference else ''}: {a.in_full()}" for a in v.answers], "",
         f"[report.md](report.md) (every cell, its label and minutes; the implication controls) and "
         f"[verdict.json](verdict.json) (what a script reads)."]
     if shot:

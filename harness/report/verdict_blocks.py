@@ -55,11 +55,7 @@ def answer_blocks(meta) -> list[Block]:
     """The per-MEM answers and the engine × MEM matrix, first: what the reader came for."""
     if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
         return [Block("verdict", f"Verdict: {meta.verdict.decision}")]
-    items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-             + a.headline()
-             + (f"; only with a trade-off: {'; '.join(a.trade_offs)}" if a.trade_offs else "")
-             + (f"; unstable, so no answer: {'; '.join(a.unstable)}" if a.unstable else "")
-             + (f"; the last leaf, measured: {a.leaf}" if a.leaf else "") for a in meta.answers]
+    items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: {a.in_full()}" for a in meta.answers]
     engines = list(dict.fromkeys(c.engine for c in meta.matrix))
     cell = {(c.engine, c.mem): c for c in meta.matrix}
     rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with

@@ -172,6 +172,13 @@ class MemAnswer(Model):
         said = self.decision if self.status != "inconclusive" else f"inconclusive: {self.why}"
         return said + (f" (a close call: {'; '.join(self.runs)})" if self.runs else "")
 
+    def in_full(self) -> str:
+        """The headline with what else the level found: trade-offs, unstable engines, the last leaf's design."""
+        return (self.headline()
+                + (f"; only with a trade-off: {'; '.join(self.trade_offs)}" if self.trade_offs else "")
+                + (f"; unstable, so no answer: {'; '.join(self.unstable)}" if self.unstable else "")
+                + (f"; the last leaf, measured: {self.leaf}" if self.leaf else ""))
+
 
 class ImplicationControl(Model):
     """v6: one implied cell measured after all, to test the assumption that implied it (harness/walks/verdict/controls.py)."""
