@@ -174,10 +174,14 @@ class MemAnswer(Model):
 
     def in_full(self) -> str:
         """The headline with what else the level found: trade-offs, unstable engines, the last leaf's design."""
-        return (self.headline()
+        return (self.figures()
                 + (f"; only with a trade-off: {'; '.join(self.trade_offs)}" if self.trade_offs else "")
                 + (f"; unstable, so no answer: {'; '.join(self.unstable)}" if self.unstable else "")
-                + (f"; the last leaf, measured: {self.leaf}" if self.leaf else ""))
+                + (f"; the last leaf, measured: {self.leaf}" if self.leaf and not self.design else ""))
+
+    def figures(self) -> str:
+        """The headline, then a leaf design's figures after a colon (the design is the answer, said first)."""
+        return self.headline() + (f": {self.leaf}" if self.design and self.leaf else "")
 
 
 class ImplicationControl(Model):

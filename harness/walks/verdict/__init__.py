@@ -203,8 +203,8 @@ def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     answers = out.answers
     print(("CAVEAT: " + "; ".join(out.caveats) + "\n") if out.caveats else "", end="", file=sys.stderr)
     for a in answers:
-        print(f"verdict at {a.mem}: {a.headline()}"
-              + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf else ""), file=sys.stderr)
+        print(f"verdict at {a.mem}: {a.figures()}"
+              + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf and not a.design else ""), file=sys.stderr)
     for c in out.implication_controls:
         print(f"implication control, {c.direction}: " + (c.note or f"{c.engine}{' with ' + c.what if c.what else ''} "
               f"at {c.mem} (implied {c.expected} by {c.implied_from}): {c.outcome}, "

@@ -100,16 +100,18 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
         passed = next((c for c in cells if c.outcome == "pass"), None)
         if passed is not None:
             at = f" (implied by its pass at {passed.implied_from}, not run here)" if passed.implied_from else ""
-            text = (f"no engine as deployed; {passed.engine} with {passed.says} passes{at}: acknowledgement p99 "
-                    f"{_ms(passed.ack_p99_ms)} ms" + (f", index lag p99 {passed.lag_p99_blocks:g} blocks"
-                                                      if passed.lag_p99_blocks is not None else ""))
+            decision = f"Deploy {passed.engine} with {passed.says}"
+            text = (f"acknowledgement p99 {_ms(passed.ack_p99_ms)} ms"
+                    + (f", index lag p99 {passed.lag_p99_blocks:g} blocks" if passed.lag_p99_blocks is not None else "")
+                    + f"{at}; no engine as deployed met the criteria here")
         else:
             close = min(cells, key=lambda c: c.closeness if c.closeness is not None else float("inf"))
+            decision = a.decision
             text = (f"no engine as deployed, and no design passes: closest {close.engine} with {close.says} "
                     f"({'; '.join(close.runs) + '; ' if close.runs else ''}{close.diagnosis or close.outcome}; "
                     f"{close.split or 'no split'})")
         out.append(a.model_copy(update={"design": f"{passed.engine}: {passed.design}" if passed else None,
-                                        "leaf": text, "runs": passed.runs if passed else []}))
+                                        "decision": decision, "leaf": text, "runs": passed.runs if passed else []}))
     return out
 
 
