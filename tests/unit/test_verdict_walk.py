@@ -615,3 +615,31 @@ def test_a_block_the_engine_refuses_fails_the_cell_and_says_so(tmp_path):
                      scale=0.001, runtime="local", dir=plan.run_id, state="complete", status=status)
     assert answer.diagnose(rec, run_dir) == f"refused: {error}"
     assert answer.at_mem([rec]) == "fail"
+
+
+def _slow_result(run_dir, commit_p99_ms: float, service_p99_ms: float):
+    """A failed p99_5x cell whose median block alone takes 1,262 ms, its commit p99 from the due time given."""
+    from harness.results import RunResult, write_json
+    run_dir.mkdir(parents=True)
+    r = RunResult.model_validate({
+        "run_id": "c", "engine": "postgres", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
+        "status": "failed", "scale": 1.0, "plan": {"workload": {"block_interval_ms": 2000}}, "environment": {},
+        "memory": {"data_limit_bytes": 5137 << 20, "data_limit_bytes_seen": 5137 << 20},
+        "thresholds": [{"expr": "p99(commit_ms) < 500", "value": commit_p99_ms, "passed": False}],
+        "metrics": {"commit_latency_ms": {"count": 4, "p50": 1300, "p99": commit_p99_ms, "max": commit_p99_ms},
+                    "service_time_ms": {"count": 4, "p50": 1262, "p99": service_p99_ms, "max": service_p99_ms},
+                    "rows_per_s": 2936.0, "offered_rows_per_s": 6000.0}})
+    write_json(run_dir / "result.json", r)
+    (run_dir / "blocks.csv").write_text("commit_ms\n" + "\n".join(str(commit_p99_ms) for _ in range(4)) + "\n")
+    return CellRecord(cell_id="x", scenario="p99_5x", engine="postgres", mem="5137m", data_limit_bytes=None,
+                      scale=1.0, runtime="local", dir="c", state="complete", status="failed")
+
+
+def test_a_slow_cell_whose_blocks_queued_is_not_diagnosed_within_the_cadence(tmp_path):
+    """PostgreSQL's 5137m cell of 11-29: service p50 1,262 ms, commit p99 11,936 ms from the due time, 2,936 of 6,000
+    rows/s committed, was diagnosed 'within the cadence (no queue)'. A commit p99 far past the service p99 is a queue."""
+    queued = answer.diagnose(_slow_result(tmp_path / "q" / "c", 11935.7, 1900.0), tmp_path / "q" / "c")
+    assert "no queue" not in queued and "a queue behind it: commit p99 11,936 ms" in queued
+    assert "committed 2,936 of 6,000 rows/s" in queued
+    flat = answer.diagnose(_slow_result(tmp_path / "f" / "c", 1400.0, 1350.0), tmp_path / "f" / "c")
+    assert "within the cadence (no queue)" in flat

@@ -69,11 +69,23 @@ def _stalls(r: RunResult, run_dir: Path) -> str | None:
     over = sum(v > limit for v in commit_ms)
     stopped = _stopped(r)
     if (m.service_time_ms.p50 or 0) > limit:      # no stall: the typical block alone takes longer than allowed
-        return (f"slow: service p50 {m.service_time_ms.p50:.0f} ms > {limit:g} ms, within the cadence (no queue); "
+        return (f"slow: service p50 {m.service_time_ms.p50:.0f} ms > {limit:g} ms, {_queue(r)}; "
                 f"{over} of {len(commit_ms)} blocks over {limit:g} ms{stopped}")
     return (f"stalls: {over} of {len(commit_ms)} blocks over {limit:g} ms (service p50 "
             f"{m.service_time_ms.p50 or 0:.0f} ms, max {m.service_time_ms.max or 0:.0f} ms); {m.checkpoints} "
             f"checkpoints, WAL peak {format_bytes(m.wal_bytes_max)}{stopped}")
+
+
+def _queue(r: RunResult) -> str:
+    """Whether blocks waited behind one another: a commit p99 from the due time well past the service p99 is a
+    queue, whatever the median block's service time says."""
+    m = r.metrics
+    commit, service = m.commit_latency_ms.p99 or 0, m.service_time_ms.p99 or 0
+    if commit > 1.5 * service:
+        return (f"and a queue behind it: commit p99 {commit:,.0f} ms from the due time against a service p99 of "
+                f"{service:,.0f} ms; committed {m.rows_per_s or 0:,.0f} of {m.offered_rows_per_s or 0:,.0f} rows/s")
+    return ("within the cadence (no queue)" if (m.service_time_ms.p50 or 0) <= r.block_interval_ms
+            else "over the cadence")
 
 
 def by_criterion(records: list[CellRecord]) -> dict[tuple, list[CellRecord]]:
