@@ -82,8 +82,10 @@ def test_without_stall_latency_is_service_time():
 
 
 def test_sampler_tick_is_cheap():
-    """A sampler tick once cost ~400 ms of GIL (HdrHistogram mean/stddev in Python) and stalled the
-    writer every second; it must stay a few milliseconds with full histograms."""
+    """A sampler tick once cost ~400 ms of GIL (HdrHistogram mean/stddev in Python) and stalled the writer every
+    second. Its cost is compared with that work measured in the same process (one histogram's mean, a walk over
+    its buckets), not with a wall-clock bound a loaded machine breaks: the best of 3 ticks must cost less than the
+    best of 3 such walks, which the old tick did four times over."""
     import tempfile
     from pathlib import Path
     state = RunState()
@@ -91,13 +93,20 @@ def test_sampler_tick_is_cheap():
     for r in (state.commit, state.service, state.lag, state.read):
         for v in range(1, 400_000, 97):
             r.record_us(v)
+
+    def best_of_3(f) -> float:
+        out = []
+        for _ in range(3):
+            t = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t)
+        return min(out)
     with tempfile.TemporaryDirectory() as d:
         s = Sampler(state, StallingEngine(-1), registry.capabilities("sqlite"), Path(d), "test", 1.0)
-        t = time.perf_counter()
-        s.sample()
-        took_ms = (time.perf_counter() - t) * 1000
+        tick_s = best_of_3(s.sample)
         s.stop()
-    assert took_ms < 25, f"a sampler tick took {took_ms:.1f} ms"
+    old_work_s = best_of_3(state.commit.total.get_mean_value)
+    assert tick_s < old_work_s, f"a sampler tick took {tick_s * 1000:.1f} ms, one histogram's mean {old_work_s * 1000:.1f}"
 
 
 def test_quick_summary_nearest_rank():
