@@ -94,9 +94,10 @@ experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratio
 compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file]
 	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD))
 
-verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1] [KNEES=1] [PLACE=local|swarm]
+verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [DURABILITY=commit|checkpoint] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1] [KNEES=1] [PLACE=local|swarm]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) $(if $(KNEES),--knees) \
-	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS)
+	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) $(if $(DURABILITY),--durability $(DURABILITY)) \
+	  --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS)
 
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \

@@ -86,6 +86,8 @@ def add_verdict(sub) -> None:
                    help="run every cell to its end (a verdict stops a cell once it cannot pass, by default)")
     d.add_argument("--drop-states", action="store_true", help="remove an engine's starting states once its step is "
                    "done; where no clone fits beside a state, every cell moves it in (the next builds it again)")
+    d.add_argument("--durability", choices=["commit", "checkpoint"],
+                   help="every cell at this durability (default: decision.yaml's durability)")
     d.add_argument("--knees", action="store_true", help="then each failing engine's write knee at each MEM it "
                    "failed, and its memory knee")
     add_cell_args(d)
@@ -101,7 +103,8 @@ def _cmd_verdict(args) -> int:
     mems = [m for m in parse_list(args.mems, "MEMS") if m]
     return verdict(args.profile, mems, replace(CellOptions.from_args(args), early_abort=not args.no_early_abort),
                    args.results, repeats=args.repeats, scale=args.scale, decision_path=args.decision or DECISION_FILE,
-                   all_cells=args.all_cells, drop_states=args.drop_states, knees=args.knees)
+                   all_cells=args.all_cells, drop_states=args.drop_states, knees=args.knees,
+                   durability=args.durability)
 
 
 def _step_walk(sub, name: str, help: str, func):

@@ -245,6 +245,7 @@ class VerdictFile(Model):
     implication_controls: list[ImplicationControl] = []     # v6: one implied cell per direction, measured
     cells: list[CellRecord] = []                # v6: every cell the walk ran, in order, each with its label
     estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
+    durability: Optional[str] = None            # v6: every cell's (decision.yaml's durability, or DURABILITY=)
 
 
 MATRIX_VERSION = 5

@@ -218,6 +218,9 @@ class DecisionTree(Strict):
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     confirm: Confirm = Field(default_factory=Confirm, description="close calls run again; the defaults where the "
                                                                   "file says nothing")
+    durability: Optional[Literal["commit", "checkpoint"]] = Field(
+        None, description="every cell of the walk at this durability (a scenario's durability: each engine's matching "
+                          "setting, a block log's fdatasync); unset: each engine's default")
 
     @model_validator(mode="after")
     def _controls(self) -> "DecisionTree":

@@ -291,7 +291,8 @@ def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None
     caps = registry.capabilities(engine, settings_obj.model_dump(mode="json"))
     man = registry.manifest(engine)
     try:
-        settings_obj = with_durability(man.durability, settings_obj, body.durability)
+        # behind a block log the acknowledgement is the log's (synced at `commit`): the engine keeps its own setting
+        settings_obj = with_durability(man.durability, settings_obj, None if body.block_log else body.durability)
         settings_obj, memory = memory_policy.resolve(man.memory, settings_obj, data_limit_bytes, caps.server,
                                                      body.memory.policy)
     except ValidationError as e:

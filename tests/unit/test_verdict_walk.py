@@ -643,3 +643,29 @@ def test_a_slow_cell_whose_blocks_queued_is_not_diagnosed_within_the_cadence(tmp
     assert "committed 2,936 of 6,000 rows/s" in queued
     flat = answer.diagnose(_slow_result(tmp_path / "f" / "c", 1400.0, 1350.0), tmp_path / "f" / "c")
     assert "within the cadence (no queue)" in flat
+
+
+def test_every_engine_in_a_walk_runs_at_the_durability_the_walk_names(tmp_path):
+    """decision.yaml's durability reaches every cell: each engine's matching setting in its resolved plan (the one
+    the adapter applies and result.json's engine_settings read back), and a block log's fdatasync, the engine
+    behind it keeping its own. DURABILITY= over the file's."""
+    from harness import registry
+    from harness.walks.verdict import prepare
+    from harness.walks.verdict.walk import Walk
+    for durability in ("commit", "checkpoint"):
+        pre = prepare("smoke", ["256m"], CellOptions(runtime="local"), tmp_path / "r", here=False,
+                      durability=None if durability == "commit" else durability)
+        assert pre.tree.durability == durability and f"durability={durability}" in pre.opts.overrides
+        walk = Walk(pre.tree, pre.mems, pre.criteria, pre.opts, tmp_path / "w")
+        for step in pre.tree.steps:
+            man = registry.manifest(step.engine)
+            (run,) = walk.criterion_runs(pre.criteria[0], step.engine, step.set, "", "256m")[:1]
+            if man.durability.setting:
+                want = man.durability.select[durability]
+                assert str(run.plan.engine_settings[man.durability.setting]) == want, (step.engine, durability)
+            assert run.plan.durability == man.durability.guarantee(run.plan.engine_settings)
+        from harness.scenario.matrix import load_matrix
+        opt = load_matrix().engines["sqlite"].options["block_log"]
+        (logged,) = walk.criterion_runs(pre.criteria[0], "sqlite", {}, "leaf-block_log", "256m", opt)[:1]
+        assert logged.plan.block_log.sync is (durability == "commit")
+        assert logged.plan.engine_settings["synchronous"] == registry.settings_model("sqlite")().synchronous

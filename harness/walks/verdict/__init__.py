@@ -66,11 +66,14 @@ class Prepared:
 
 def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path, repeats: int = 1,
             scale: float | None = None, decision_path: Path = DECISION_FILE, drop_states: bool = False,
-            here: bool = True) -> Prepared:
-    """here: the walk runs on this machine (its disk is checked); not for a cluster's manifests."""
+            here: bool = True, durability: str | None = None) -> Prepared:
+    """here: the walk runs on this machine (its disk is checked); not for a cluster's manifests. durability: the
+    walk's (DURABILITY=), over the decision file's."""
     tree = load_decision(decision_path)
+    if durability:
+        tree = tree.model_copy(update={"durability": durability})
     prof = profile or _default_profile(tree)
-    opts = replace(opts, profile=prof)
+    opts = replace(opts, profile=prof, overrides=(*opts.overrides, *_at_durability(tree)))
     mems, memory_basis = _mems(tree, prof, mems, scale, opts, decision_path)
     plans = _first_plans(tree, mems, scale, opts)
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
@@ -83,6 +86,11 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     if here:
         opts = _pinned_runtime(opts, plans[(tree.criteria[0].scenario, tree.steps[0].engine)], root)
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts, root, drop_states)
+
+
+def _at_durability(tree: DecisionTree) -> tuple[str, ...]:
+    """Every cell at the walk's one durability (like for like), as a scenario override."""
+    return (f"durability={tree.durability}",) if tree.durability else ()
 
 
 def _pinned_runtime(opts: CellOptions, plan, root: Path) -> CellOptions:
@@ -120,11 +128,12 @@ def _disk(plans: list, drop_states: bool) -> bool:
 
 def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, results_root: Path,
             repeats: int = 1, scale: float | None = None, decision_path: Path = DECISION_FILE,
-            all_cells: bool = False, drop_states: bool = False, knees: bool = False) -> int:
+            all_cells: bool = False, drop_states: bool = False, knees: bool = False,
+            durability: str | None = None) -> int:
     """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one.
     knees: then search how far each failing engine is from passing (verdict/knees.py)."""
     started = time.monotonic()      # the walk's clock: from here, the state that sizes MEM included, as the estimate
-    pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states)
+    pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states, durability=durability)
     drop_states = pre.drop_states
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
         pre.tree, pre.profile, pre.mems, pre.memory_basis, pre.plans, pre.criteria, pre.notes, pre.opts, pre.root)
@@ -132,7 +141,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     ref = lambda m: at_reference(m, tree, next(iter(plans.values())).scale)  # noqa: E731
     out = VerdictFile(decision_file=str(decision_path), profile=prof, mems=mems, repeats=repeats, dir=str(root),
                       criteria=[c.model_dump() for c in tree.criteria], steps=[], memory_basis=memory_basis,
-                      monotonicity=MONOTONICITY)
+                      monotonicity=MONOTONICITY, durability=tree.durability)
     log(f"{root}: walking {' → '.join(s.engine for s in tree.steps)} at MEMS {' '.join(mems)} (largest first)")
 
     def save(walk: Walk) -> None:
