@@ -33,6 +33,11 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.045, 2.042)
 
 
+def t95(df: int) -> float:
+    """Student's two-sided 95% critical value at df degrees of freedom (the normal's past the table)."""
+    return _T95[max(1, df) - 1] if df <= len(_T95) else 1.96
+
+
 def welch_t(a: list[float], b: list[float]) -> tuple[float, float] | None:
     """Welch's t statistic and its degrees of freedom (Welch-Satterthwaite); None below two values a side."""
     if len(a) < 2 or len(b) < 2:
@@ -51,8 +56,7 @@ def significant(a: list[float], b: list[float]) -> bool | None:
     if tdf is None:
         return None
     t, df = tdf
-    crit = _T95[max(1, int(df)) - 1] if df < len(_T95) + 1 else 1.96
-    return abs(t) > crit
+    return abs(t) > t95(int(df))
 
 
 # Above this many values the binomial is summed over its normal band only (±12 sd covers it all in doubles).

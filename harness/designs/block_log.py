@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping
 
-from harness.designs.block_log_figures import Applied, Pending, Transaction, window_figures
+from harness.designs.block_log_figures import Applied, Pending, Transaction, trend_points, window_figures
 from harness.designs.log_file import BlockLogFile
 from harness.engine_api import LoggedBlock
 from harness.workload.block import Block
@@ -233,6 +233,10 @@ class BlockLogEngine:
     def figures(self, start_ns: int, end_ns: int, drain_s: float | None):
         """(BlockLogFigures, {metric: values in ms}) of the blocks acknowledged in [start_ns, end_ns]."""
         return window_figures(self, start_ns, end_ns, drain_s)
+
+    def trend_points(self, start_ns: int, end_ns: int, window_s: float) -> dict[str, list[tuple[float, float]]]:
+        """Its figures over the window as time series, for their trends (runner/trends.py)."""
+        return trend_points(self, start_ns, end_ns, window_s)
 
     # --- the rest of the contract, in step with the applier ------------------------------------
     def checkpoint(self, mode: str) -> None:

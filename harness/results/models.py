@@ -7,11 +7,12 @@ from pydantic import model_validator
 
 from harness.results.base import Bounds, Judged, LatencySummary, Model
 from harness.results.design import BlockLogFigures
+from harness.results.trend import TrendResult
 
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 15
+RESULT_VERSION = 16
 
 
 class ThresholdResult(Model):
@@ -23,6 +24,7 @@ class ThresholdResult(Model):
     note: Optional[str] = None           # how it was judged, where that is not what its words say
     bounds: Optional[Bounds] = None      # a whole-phase percentile's one-sided 95% bounds (result v12)
     judged: Optional[Judged] = None      # on the bounds where there are some, else as `passed` (v12)
+    trend: Optional[TrendResult] = None  # its figure's trend, carried to the criterion's hour (v16)
 
 
 class Integrity(Model):
@@ -231,6 +233,7 @@ class Metrics(Model):
     io: Optional[IoFigures] = None           # v6; None: a run before it, or one that never reached the clock
     block_phases: Optional[BlockPhaseFigures] = None   # v9; None: no measured block
     block_log: Optional[BlockLogFigures] = None        # v11; a block log's (harness/designs/), else None
+    trends: dict[str, TrendResult] = {}               # v16: figures without a line (db_bytes, wal_bytes), their slope
 
 
 class Kill(Model):
@@ -274,7 +277,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

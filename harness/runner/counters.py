@@ -53,6 +53,8 @@ class RunState:
     gauges: dict = field(default_factory=dict)             # per gauge: max, min, sum, n, last (measured phase)
     design_figures: object | None = None     # results.design.BlockLogFigures: a block log's, after the drain
     design_hists: dict = field(default_factory=dict)       # its thresholds' histograms (designs/figures.py)
+    design_points: dict = field(default_factory=dict)      # its figures over time, for their trends (runner/trends.py)
+    gauge_points: dict = field(default_factory=dict)       # per gauge: (run clock s, value), each measured tick
     # the readers' figures (read, read_kinds, reads*) change under it: a batch lands wholly before the measured
     # phase's reset or wholly after it (a batch split by it once counted a read in `reads` and not in its kind)
     reads_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -83,6 +85,7 @@ class RunState:
             for name in self.read_kinds:
                 self.read_kinds[name] = KindStats()
         self.gauges.clear()
+        self.gauge_points.clear()
 
     def end_measure(self) -> None:
         self.measure_end_ns = time.monotonic_ns()
@@ -103,9 +106,11 @@ class RunState:
         end = self.measure_end_ns or time.monotonic_ns()
         return max(1e-9, (end - self.measure_start_ns) / 1e9)
 
-    def observe_gauge(self, name: str, value: float | None) -> None:
+    def observe_gauge(self, name: str, value: float | None, at_s: float | None = None) -> None:
         if value is None:
             return
+        if at_s is not None:
+            self.gauge_points.setdefault(name, []).append((at_s, value))
         g = self.gauges.setdefault(name, {"max": value, "min": value, "sum": 0.0, "n": 0, "last": value})
         g["sum"] += value
         g["n"] += 1

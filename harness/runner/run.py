@@ -32,6 +32,7 @@ from harness.runner.readers import ReaderPool
 from harness.runner.phases import CpuProbe
 from harness.runner.outcome import FinalStorage, Outcome, write_result
 from harness.runner.sampler import Sampler
+from harness.trend import WINDOW_S
 from harness.runner.counters import RunState
 from harness.runner.writer import hold_phases, write_blocks
 from harness.runner.design_figures import design_figures
@@ -286,6 +287,7 @@ def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, wat
         log(plan, f"draining the {plan.design}: applying every acknowledged block")
         state.design_figures, state.design_hists = design_figures(
             engine, state.measure_start_ns, state.window_end_ns, engine.drain())
+        state.design_points = engine.trend_points(state.measure_start_ns, state.window_end_ns, WINDOW_S)
     # a cell stopped once it could no longer pass has its outcome: it counts its rows (none lost or doubled) and
     # skips the every-row scan and the page map beside it, ~2.5 of the ~4.5 minutes of a stopped 1x cell here
     stopped = abort is not None and abort.reason is not None

@@ -96,7 +96,7 @@ class Sampler(threading.Thread):
             if st.io_watch is not None and st.io_watch.maps_start is None:
                 st.io_watch.take_start_residency()     # on this thread: mincore is off the writer's path
             for k in ("db_bytes", "wal_bytes", "checkpoints", "mem_bytes", "rss_bytes"):
-                st.observe_gauge(k, row[k])
+                st.observe_gauge(k, row[k], now)
         self._last_t, self._last_blocks, self._last_rows, self._last_reads = now, blocks, rows, reads
         # The collector is off during the timed phase; what the hlog encoder leaves in cycles (a ctypes
         # array type per encode) is freed here: only the youngest generation, a few microseconds.

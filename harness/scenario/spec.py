@@ -143,6 +143,9 @@ class Phases(Strict):
     warmup_s: float = Field(2.0, ge=0)
     measure_s: float = Field(20.0, gt=0)
     cooldown_s: float = Field(0.0, ge=0, description="idle after the measured phase, before the verification")
+    horizon_s: Optional[float] = Field(None, gt=0, description="carry each accumulating figure's trend to this "
+                                       "many seconds (the criterion's hour) and fail a threshold it would cross by "
+                                       "then; unset: trends reported, not judged")
     # The reference's read protocol counts queries: at the offered rate they are a duration, since query k of
     # the open-loop schedule is due at k / rate whatever the engine does; they replace warmup_s / measure_s.
     warmup_queries: Optional[int] = Field(None, ge=0, description="warmup as read queries at readers.rate_per_s")

@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 FLOORS = [
     {"errors", "units", "validation", "stats", "provenance", "platform", "walks", "walks.bracket"},
-    {"workload"},
+    {"workload", "trend"},
     {"reads", "engine_api", "sql", "environment", "results"},
     {"registry"},
     {"scenario", "state", "feed", "versions", "designs", "registry_cli"},

@@ -181,7 +181,8 @@ class Walk:
         """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each; a
         screen's measured phase cut to its blocks (never longer than the profile's)."""
         repeats = repeats or self.repeats
-        over = as_overrides(engine, settings)
+        hour_s = cp.criterion.target.measure_s        # every accumulating figure's trend is carried to it
+        over = as_overrides(engine, settings) + ((f"phases.horizon_s={hour_s:g}",) if hour_s else ())
         if option is not None or screen_blocks:
             base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
                                 duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
