@@ -2,8 +2,10 @@
 through the decision tree (each step's failing thresholds, its control), then the library each engine ran."""
 from __future__ import annotations
 
+from harness.report.answer_table import HEADERS, answer_rows
 from harness.report.blocks import Block, _f
 from harness.report.verdict_cells import cost_blocks
+from harness.results.headroom import fragile
 
 
 def verdict_blocks(meta) -> list[Block]:
@@ -51,6 +53,11 @@ _OUTCOME = {"pass": "✔ pass", "fail": "✘ fail", "unstable": "? unstable", "i
             "not run": "–"}
 
 
+def _outcome(c) -> str:
+    """A matrix or leaf cell's mark: a pass today only is no pass to act on."""
+    return "~ today only" if fragile(c) else _OUTCOME[c.outcome]
+
+
 def answer_blocks(meta) -> list[Block]:
     """The per-MEM answers and the engine × MEM matrix, first: what the reader came for."""
     if not meta.answers:                      # a verdict.json before version 3: one answer for every MEM
@@ -58,14 +65,20 @@ def answer_blocks(meta) -> list[Block]:
     items = [f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: {a.in_full()}" for a in meta.answers]
     engines = list(dict.fromkeys(c.engine for c in meta.matrix))
     cell = {(c.engine, c.mem): c for c in meta.matrix}
-    rows = [[e, *(_OUTCOME[cell[(e, m)].outcome] + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with
-                                                        else "") if (e, m) in cell else "–" for m in meta.mems)]
+    rows = [[e, *(_outcome(cell[(e, m)]) + (f" (tuned: {cell[(e, m)].tuned_with})" if cell[(e, m)].tuned_with
+                                             else "") if (e, m) in cell else "–" for m in meta.mems)]
             for e in engines]
-    diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis}" for e in engines for m in meta.mems
-            if (e, m) in cell and cell[(e, m)].diagnosis]
+    diag = [f"{e} @ {m}: {cell[(e, m)].diagnosis or cell[(e, m)].headroom.says()}" for e in engines
+            for m in meta.mems if (e, m) in cell and (cell[(e, m)].diagnosis or fragile(cell[(e, m)]))]
     close = [f"{e} @ {m}: {'; '.join(cell[(e, m)].runs)} ({', '.join(cell[(e, m)].cells)})" for e in engines
              for m in meta.mems if (e, m) in cell and cell[(e, m)].runs]
     return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
+            *([Block("p", "The answer, level by level" + (f", every cell at durability '{meta.durability}'" if
+                                                          meta.durability else "") + ":"),
+               Block("table", headers=HEADERS, rows=answer_rows(meta))] if meta.answers else []),
+            *([Block("p", "The sitting's reference cells (its speed; the headroom's multiple comes from them): "
+                          + "; ".join(f"{r.at} {r.service_p50_ms:,.0f} ms" if r.service_p50_ms else f"{r.at} -"
+                                      for r in meta.reference) + ".")] if meta.reference else []),
             Block("table", headers=["engine", *meta.mems], rows=rows),
             *([Block("p", "Why the cells that did not pass did not:"), Block("list", items=diag)] if diag else []),
             *([Block("p", "Close calls, run again (decision.yaml's confirm): an answer only where every run agreed:"),
@@ -107,12 +120,13 @@ def leaf_blocks(meta) -> list[Block]:
         return []
     designs = list(dict.fromkeys((c.engine, c.design) for c in meta.leaf))
     cell = {(c.engine, c.design, c.mem): c for c in meta.leaf}
-    rows = [[f"{e}: {d}", *(_OUTCOME[cell[(e, d, m)].outcome] if (e, d, m) in cell else "–" for m in meta.mems),
+    rows = [[f"{e}: {d}", *(_outcome(cell[(e, d, m)]) if (e, d, m) in cell else "–" for m in meta.mems),
              stops_passing([(m, cell[(e, d, m)].outcome if (e, d, m) in cell else "-") for m in meta.mems])]
             for e, d in designs]
     items = [f"{c.engine}: {c.says} @ {c.mem}: {c.outcome}"
              + (f" (implied by {c.implied_from}, not run)" if c.implied_from else "") + f"; p99 {_f(c.ack_p99_ms)} ms"
              + (f", apply lag p99 {_f(c.lag_p99_blocks)} blocks" if c.lag_p99_blocks is not None else "")
+             + (f"; {c.headroom.says()}" if c.headroom else "")
              + (f"; {c.diagnosis}" if c.diagnosis else "") + (f"; {c.split}" if c.split else "")
              for c in meta.leaf if c.outcome != "implied" and not c.implied_from]
     return [Block("h2", "The last leaf, measured: designs where no engine passed"),

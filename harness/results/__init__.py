@@ -85,7 +85,7 @@ def load_knee(path: Path) -> KneeFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5, 6))
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:

@@ -6,10 +6,11 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
+from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 6
+VERDICT_VERSION = 7
 
 
 class CellRecord(Model):
@@ -133,6 +134,7 @@ class MatrixCell(Model):
     tried: list[str] = []                       # the options tried after a failure at the policy's settings
     trade_offs: list[str] = []                  # options that passed only by giving something up
     passed_options: list[str] = []              # v5: the options that passed here, trade-offs included (tried below)
+    headroom: Optional[Headroom] = None         # v7: its pass at m times the load (None: not a pass, or no reference)
 
 
 class LeafCell(Model):
@@ -148,8 +150,10 @@ class LeafCell(Model):
     diagnosis: Optional[str] = None
     ack_p99_ms: Optional[float] = None          # the first criterion's commit p99: under a block log, its acknowledgement
     lag_p99_blocks: Optional[float] = None      # a block log's apply lag p99
+    lag_p99_ms: Optional[float] = None          # v7: how long the index trails the acknowledgement, p99
     closeness: Optional[float] = None           # the largest measured / limit of its '<' thresholds (below 1: passed)
     split: Optional[str] = None                 # where its block went
+    headroom: Optional[Headroom] = None         # v7
 
 
 class MemAnswer(Model):
@@ -166,11 +170,15 @@ class MemAnswer(Model):
     leaf: Optional[str] = None                  # v4: what the leaf measured there, in one sentence
     unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
     runs: list[str] = []                        # v6: the answer's close calls, k of n: "p99_5x: passed 3 of 3"
+    headroom: Optional[Headroom] = None         # v7: the answer's pass at m times the load
+    fragile: bool = False                       # v7: it passes today only, and nothing with headroom passed here
 
     def headline(self) -> str:
         """Its decision (or why it is inconclusive), with its close calls' k of n: the summary's and report's line."""
         said = self.decision if self.status != "inconclusive" else f"inconclusive: {self.why}"
-        return said + (f" (a close call: {'; '.join(self.runs)})" if self.runs else "")
+        return (said + (f" (a close call: {'; '.join(self.runs)})" if self.runs else "")
+                + (f" (fragile: {self.headroom.says()})" if self.fragile and self.headroom else
+                   f" ({self.headroom.says()})" if self.headroom else ""))
 
     def in_full(self) -> str:
         """The headline with what else the level found: trade-offs, unstable engines, the last leaf's design."""
@@ -212,15 +220,19 @@ class Estimate(Model):
 
     def not_foreseen(self) -> str:
         """What it cannot foresee, and what each costs: '' where it has no minutes."""
-        if self.unexpected_pass_minutes is None or self.close_call_minutes is None:
+        if self.unexpected_pass_minutes is None:
             return ""
+        if self.close_call_minutes is None:         # a walk with a reference cell: headroom, not confirmations
+            return (f"a candidate expected to fail that passes costs about {self.unexpected_pass_minutes:.0f} min more "
+                    f"(every criterion in full and its headroom screen); one that passes today only leaves its level "
+                    f"open, and the next step or design runs there")
         return (f"a candidate expected to fail that passes costs about {self.unexpected_pass_minutes:.0f} min more "
                 f"(every criterion in full; what runs below it changes too), a close call about "
                 f"{self.close_call_minutes:.0f} more (its runs again)")
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5, 6] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -245,7 +257,8 @@ class VerdictFile(Model):
     implication_controls: list[ImplicationControl] = []     # v6: one implied cell per direction, measured
     cells: list[CellRecord] = []                # v6: every cell the walk ran, in order, each with its label
     estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
-    durability: Optional[str] = None            # v6: every cell's (decision.yaml's durability, or DURABILITY=)
+    durability: Optional[str] = None            # v7: every cell's (decision.yaml's durability, or DURABILITY=)
+    reference: list[ReferenceRun] = []          # v7: the sitting's reference cells, in order
 
 
 MATRIX_VERSION = 5

@@ -206,6 +206,27 @@ class EstimateSpec(Strict):
         return v
 
 
+class Sitting(Strict):
+    """One sitting's reference cell on record: its date, the profile it ran at and its figure."""
+    date: str
+    profile: str
+    service_p50_ms: float = Field(gt=0)
+    source: str = Field(description="the run it comes from")
+
+
+class Reference(Strict):
+    """The sitting's speed (harness/walks/verdict/headroom.py): the same cheap cell at the walk's start, between
+    its steps and at its end; the slowest sitting on record against this one sets the load an answer must carry."""
+    engine: str
+    blocks: int = Field(10, ge=4, description="measured blocks at most (it stops early as the walk's first cell does)")
+    every_cells: int = Field(6, ge=1, description="between steps (and before the leaf), a reference cell once this "
+                                                  "many cells have run since the last")
+    within_sitting: float = Field(1.15, ge=1, description="the least multiple: the within-sitting band")
+    record: list[Sitting] = []
+
+    _engine = field_validator("engine")(_known_engine)
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
@@ -218,6 +239,8 @@ class DecisionTree(Strict):
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     confirm: Confirm = Field(default_factory=Confirm, description="close calls run again; the defaults where the "
                                                                   "file says nothing")
+    reference: Optional[Reference] = Field(None, description="the reference cell; unset: no headroom, close calls "
+                                                             "confirmed in the sitting instead")
     durability: Optional[Literal["commit", "checkpoint"]] = Field(
         None, description="every cell of the walk at this durability (a scenario's durability: each engine's matching "
                           "setting, a block log's fdatasync); unset: each engine's default")

@@ -57,7 +57,7 @@ def test_an_engine_whose_figure_sits_on_its_line_is_unstable_never_the_answer(tm
     implies nothing)."""
     tree = load_decision()
     tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
-                                   "criteria": tree.criteria[:1]})
+                                   "criteria": tree.criteria[:1], "reference": None})
     mems = order_mems(["4g", "2g"])
     walk = Walk(tree, mems, criterion_plans(tree, lambda sc: 3600), CellOptions(runtime="local"), tmp_path)
     figures = {("sqlite", "4g"): [470, 530, 480], ("sqlite", "2g"): [2500], ("libsql", "4g"): [120]}
@@ -93,7 +93,7 @@ def test_a_failure_inside_the_band_runs_once_and_implies_the_levels_below(tmp_pa
     failed, implies 2g; libSQL passes at 4g far from the line."""
     tree = load_decision()
     tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
-                                   "criteria": tree.criteria[:1]})
+                                   "criteria": tree.criteria[:1], "reference": None})
     mems = order_mems(["4g", "2g"])
     walk = Walk(tree, mems, criterion_plans(tree, lambda sc: 3600), CellOptions(runtime="local"), tmp_path)
     figures = {("sqlite", "4g"): 530, ("libsql", "4g"): 120}
@@ -135,7 +135,7 @@ def test_a_pass_far_from_its_line_runs_once_and_one_inside_the_band_runs_again_w
     tree = load_decision(path)
     assert with_confirm or (tree.confirm.runs == 2 and tree.confirm.bands == DEFAULT_BANDS)
     tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
-                                   "criteria": tree.criteria[:1]})
+                                   "criteria": tree.criteria[:1], "reference": None})
     walk = Walk(tree, order_mems(["4g", "2g"]), criterion_plans(tree, lambda sc: 3600),
                 CellOptions(runtime="local"), tmp_path)
     figures = {("sqlite", "4g"): 490, ("sqlite", "2g"): 3000, ("libsql", "2g"): 120}

@@ -20,12 +20,15 @@ from harness.walks.verdict.walk import CANDIDATE, Walk
 MEMS = order_mems(["1g", "4g", "2g"])
 
 
-def fake_walk(tmp_path, outcomes: dict, all_cells=False, tree=None) -> Walk:
+def fake_walk(tmp_path, outcomes: dict, all_cells=False, tree=None, headroom=False) -> Walk:
     """outcomes: (engine, mem) -> 'passed' | 'failed' | 'error', or (engine, mem, option) for a tuned step's
-    option; anything not listed passes, but a tuning option, which fails."""
+    option; anything not listed passes, but a tuning option, which fails. Without headroom, the tree's reference
+    cell is dropped (the walk's logic apart from it: tests/unit/test_headroom.py)."""
     if tree is None:      # the walk's own logic: the shipped tree without its tuning (tested on its own below)
         tree = load_decision()
         tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": []}) for s in tree.steps]})
+    if not headroom:
+        tree = tree.model_copy(update={"reference": None})
     walk = Walk(tree, MEMS, criterion_plans(tree, lambda sc: 3600), CellOptions(), tmp_path, all_cells=all_cells)
     ran, labels = [], []
 
@@ -42,7 +45,7 @@ def fake_walk(tmp_path, outcomes: dict, all_cells=False, tree=None) -> Walk:
         if not tag:                       # a control's cells are the step's own business
             ran.append((engine, mem))
         walk.controls = getattr(walk, "controls", []) + ([(engine, mem)] if tag else [])
-        status = outcomes.get((engine, mem), "passed")
+        status = outcomes.get((engine, mem, tag), outcomes.get((engine, mem), "passed"))
         return [CellRecord(cell_id="x", scenario=c.criterion.scenario, engine=engine, mem=mem, data_limit_bytes=None,
                            scale=1.0, runtime="local", dir=f"{engine}-{mem}", state="complete", status=status,
                            diagnosis=None if status == "passed" else f"{status} here", label=role.label)

@@ -24,6 +24,7 @@ from harness.walks.verdict.plan import MONOTONICITY, at_reference, caveats, crit
 from harness.walks.verdict.versions import library_versions, version_note
 from harness.walks.verdict.controls import implication_controls
 from harness.walks.verdict.estimate import estimate
+from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf, with_leaf
 from harness.walks.verdict.states import drop_step_states, leaf_engine
 from harness.walks.verdict.walk import Walk, log
@@ -148,7 +149,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         nonlocal out
         out = out.model_copy(update={
             "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
-            "cells": walk.records,
+            "cells": walk.records, "reference": walk.reference,
             "answers": with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
@@ -164,6 +165,8 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         leaf = run_leaf(walk)
         if not all_cells:
             controls = implication_controls(walk, leaf)
+        if walk.headroom_on:
+            reference_cell(walk, "end")
         if drop_states:        # the leaf's own states (its engines' again, each design's schema, what was kept for it)
             for engine in dict.fromkeys([*(c.engine for c in leaf), *leaf_engine(walk)]):
                 drop_step_states(engine, plans, walk, leaf_done=True)
@@ -214,6 +217,14 @@ def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     for a in answers:
         print(f"verdict at {a.mem}: {a.figures()}"
               + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf and not a.design else ""), file=sys.stderr)
+    from harness.report.answer_table import HEADERS, answer_rows
+    for row in answer_rows(out):
+        print("\n".join([f"  {row[0]}: {row[1]}", *(f"    {h}: {x}" for h, x in zip(HEADERS[2:], row[2:]))]),
+              file=sys.stderr)
+    if out.reference:
+        print("reference cells (the sitting's speed): " + "; ".join(
+            f"{r.at} {r.service_p50_ms:,.0f} ms" if r.service_p50_ms else f"{r.at} -" for r in out.reference)
+              + (f"; every cell at durability {out.durability}" if out.durability else ""), file=sys.stderr)
     for c in out.implication_controls:
         print(f"implication control, {c.direction}: " + (c.note or f"{c.engine}{' with ' + c.what if c.what else ''} "
               f"at {c.mem} (implied {c.expected} by {c.implied_from}): {c.outcome}, "

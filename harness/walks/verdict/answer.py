@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.errors import ENGINE_OOM, ENGINE_REFUSED
 from harness.results import CellRecord, MatrixCell, MemAnswer, RunResult, VerdictStep, load_result
+from harness.results.headroom import fragile
 from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
@@ -128,29 +129,40 @@ def matrix_cell(engine: str, mem: str, outcome: str, records: list[CellRecord]) 
 
 
 def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_reference) -> list[MemAnswer]:
+    """Per MEM, the first step that passed with headroom (or without a reference cell to ask it of); where none did,
+    the first that passes today only, labelled fragile."""
     out = []
     for mem in mems:
         row = {c.engine: c for c in matrix if c.mem == mem}
         ans = MemAnswer(mem=mem, at_reference=at_reference(mem), status="none", decision=tree.otherwise)
+        today = None
         for step in tree.steps:
             c = row.get(step.engine)
             if c is not None and c.trade_offs:
                 ans = ans.model_copy(update={"trade_offs": ans.trade_offs + [f"{step.engine}: {t}" for t in c.trade_offs]})
             if c is not None and c.outcome == "unstable":      # never an answer: said, and the next engine walked
                 ans = ans.model_copy(update={"unstable": ans.unstable + [f"{step.engine}: {'; '.join(c.runs)}"]})
+            if c is not None and fragile(c):                   # the walk went on: an answer only if nothing holds
+                today = today or (step, c)
+                continue
             if c is None or c.outcome in ("fail", "implied", "unstable"):
                 continue
             if c.outcome == "pass":
-                ans = ans.model_copy(update={"status": "answered", "engine": step.engine, "tuned_with": c.tuned_with,
-                                             "runs": c.runs,
-                                             "decision": step.decision + (f" with {c.tuned_with}" if c.tuned_with
-                                                                          else "")})
+                ans = _answered(ans, step, c)
             elif c.outcome == "error":
                 ans = ans.model_copy(update={"status": "inconclusive", "decision": "inconclusive",
                                              "why": f"{step.engine}: {', '.join(c.cells)}: {c.diagnosis}"})
             break
+        if ans.status == "none" and today is not None:
+            ans = _answered(ans, *today).model_copy(update={"fragile": True})
         out.append(ans)
     return out
+
+
+def _answered(ans: MemAnswer, step: Step, c: MatrixCell) -> MemAnswer:
+    return ans.model_copy(update={"status": "answered", "engine": step.engine, "tuned_with": c.tuned_with,
+                                  "runs": c.runs, "headroom": c.headroom,
+                                  "decision": step.decision + (f" with {c.tuned_with}" if c.tuned_with else "")})
 
 
 def sentence(ans: list[MemAnswer]) -> str:

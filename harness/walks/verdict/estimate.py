@@ -15,9 +15,11 @@ from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
 from harness.state.store import owner
 from harness.walks.verdict.controls import checked, implication_controls
+from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf
 from harness.walks.verdict.states import leaf_engine
-from harness.walks.verdict.walk import CANDIDATE, Role, Walk
+from harness.walks.verdict.roles import CANDIDATE, Role
+from harness.walks.verdict.walk import Walk
 
 
 class Tally:
@@ -44,6 +46,7 @@ class Tally:
 def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
     engine/leaf-design (an implication control checks the configuration it stands for)."""
+    tag = tag.removesuffix("-headroom").removesuffix("headroom")    # a headroom screen: expected as its candidate
     what = checked(tag)
     if what is not None:
         return f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}" if what else engine
@@ -112,11 +115,14 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
         done = w.steps[-1].engine
         later = {owner(e) for e in engines[engines.index(done) + 1:]}
         tally.forget(owner(done), owner(done) in later | kept)
-    twin = replace(walk, records=[], matrix=[], steps=[], on_step=dropped if drop_states else None)
+    twin = replace(walk, records=[], matrix=[], steps=[], reference=[], cells_at_reference=0,
+                   on_step=dropped if drop_states else None)
     twin.engine_at = predicted(twin, passes, costs, tally, at_largest)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
         implication_controls(twin, run_leaf(twin))
+        if twin.headroom_on:
+            reference_cell(twin, "end")
     tally.count(twin.records)
     return tally
 
@@ -131,5 +137,7 @@ def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
     full = [costs.full.get(cp.criterion.scenario, costs.fail) for cp in walk.criteria] if costs else []
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
                     by_label=tally.by_label, basis=basis,
-                    unexpected_pass_minutes=round(sum(full) - costs.fail, 1) if full else None,
-                    close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full else None)
+                    unexpected_pass_minutes=round(sum(full) - costs.fail + (costs.screen if walk.headroom_on else 0), 1)
+                    if full else None,
+                    close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full and not walk.headroom_on
+                    else None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, MemAnswer, load_result
 from harness.results.design import block_log_line
+from harness.results.headroom import fragile
 from harness.results.phases import describe
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import parse_threshold
@@ -42,6 +43,9 @@ def run_leaf(walk) -> list[LeafCell]:
     expect = set(walk.tree.estimate.passes) | set(walk.tree.estimate.passes_at_largest)    # somewhere: walked up
     out: list[LeafCell] = []
     answered: set[str] = set()
+    if walk.headroom_on and walk.cells_run - walk.cells_at_reference >= walk.tree.reference.every_cells:
+        from harness.walks.verdict.headroom import reference_cell
+        reference_cell(walk, "before the leaf")
     for engine, design in designs_in_order(walk.tree):
         opt = mx.engines[engine].options[design]
         settings = steps[engine].set if engine in steps else {}
@@ -49,12 +53,13 @@ def run_leaf(walk) -> list[LeafCell]:
         order = [m for m in (reversed(mems) if up else mems) if m not in answered]
         for i, mem in enumerate(order):
             log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
-            recs = walk.engine_at(engine, settings, f"leaf-{design}", mem, opt)
-            cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root)
+            recs, headroom = walk.candidate(engine, settings, f"leaf-{design}", mem, opt)
+            cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root).model_copy(update={"headroom": headroom})
             out.append(cell)
-            log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}")
-            answered |= {mem} if cell.outcome == "pass" else set()
-            implied = order[i + 1:] if (cell.outcome == "pass") == up and cell.outcome in ("pass", "fail") else []
+            log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}{' today only' if fragile(cell) else ''}")
+            held = cell.outcome == "pass" and not fragile(cell)     # a pass today only answers nothing yet
+            answered |= {mem} if held else set()
+            implied = order[i + 1:] if (held if up else cell.outcome == "fail") else []
             if implied:
                 out += [cell.model_copy(update={"mem": m, "implied_from": mem, "cells": [], "runs": [],
                                                 "outcome": "pass" if up else "implied"}) for m in implied]
@@ -74,7 +79,7 @@ def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellReco
     bl = m.block_log if m is not None else None
     return LeafCell(engine=engine, design=design, says=says, mem=mem, outcome=base.outcome, cells=base.cells,
                     runs=base.runs, diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
-                    lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
+                    lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None, lag_p99_ms=bl.apply_lag_ms.p99 if bl else None,
                     closeness=_closeness(r) if r is not None else None,
                     split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
 
@@ -90,14 +95,20 @@ def _closeness(r) -> float | None:
 
 
 def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]:
-    """Each MEM without an engine gets what the leaf measured there: the design that passed, or the closest."""
+    """Each MEM without an engine, or with an engine that passes today only, gets what the leaf measured there: the
+    first design that passed with headroom; else the engine that passes today only; else the first design that
+    does (fragile); else the closest."""
     out = []
     for a in answers:
         cells = [c for c in leaf if c.mem == a.mem and c.outcome != "implied"]
-        if a.status != "none" or not cells:
+        if (a.status != "none" and not a.fragile) or not cells:
             out.append(a)
             continue
-        passed = next((c for c in cells if c.outcome == "pass"), None)
+        held = next((c for c in cells if c.outcome == "pass" and not fragile(c)), None)
+        passed = held or (None if a.fragile else next((c for c in cells if c.outcome == "pass"), None))
+        if passed is None and a.fragile:
+            out.append(a)
+            continue
         if passed is not None:
             at = f" (implied by its pass at {passed.implied_from}, not run here)" if passed.implied_from else ""
             decision = f"Deploy {passed.engine} with {passed.says}"
@@ -110,8 +121,10 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
             text = (f"no engine as deployed, and no design passes: closest {close.engine} with {close.says} "
                     f"({'; '.join(close.runs) + '; ' if close.runs else ''}{close.diagnosis or close.outcome}; "
                     f"{close.split or 'no split'})")
-        out.append(a.model_copy(update={"design": f"{passed.engine}: {passed.design}" if passed else None,
-                                        "decision": decision, "leaf": text, "runs": passed.runs if passed else []}))
+        out.append(a.model_copy(update={
+            "status": "none", "engine": None, "tuned_with": None, "design": f"{passed.engine}: {passed.design}"
+            if passed else None, "decision": decision, "leaf": text, "runs": passed.runs if passed else [],
+            "headroom": passed.headroom if passed else None, "fragile": passed is not None and fragile(passed)}))
     return out
 
 

@@ -5,7 +5,6 @@ level inconclusive and the next engine is not walked there. A step that passes w
 runs that step's control at those levels. Cells are sweep cells: resumable the same way."""
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,34 +13,25 @@ from harness.results import CellRecord, ControlRun, Estimate, MatrixCell, Verdic
 from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
+from harness.scenario.thresholds import parse_threshold
 from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell, runs_lines
 from harness.walks.verdict.confirm import close_call, runs_outcome
 from harness.walks.verdict.plan import CriterionPlan
+from harness.walks.verdict.roles import CANDIDATE, CONTROL, Role, log, screen  # noqa: F401  (walk's names)
+from harness.results.headroom import Headroom, ReferenceRun, fragile
 
 
-def log(msg: str) -> None:
-    print(f"[verdict] {msg}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class Role:
-    """What a cell is for, and so what it may cost. A candidate could be the answer: every criterion in full, a
-    close call run again. Nothing else is confirmed: a control runs once; a trade-off (never the answer) is
-    screened, once, on the first criterion over a short phase."""
-    label: str
-    criteria: int | None = None          # how many of the criteria, in order (None: all)
-    confirm: bool = False
-    screen_blocks: int | None = None     # a screen's measured blocks
-
-
-CANDIDATE = Role("candidate", confirm=True)
-CONTROL = Role("control")
-
-
-def screen(blocks: int, what: str = "") -> Role:
-    """The first criterion over `blocks` measured blocks, once; `what` before the label ("control, ")."""
-    return Role(f"{what}screened over {blocks} blocks", criteria=1, screen_blocks=blocks)
+def scaled_rates(thresholds: tuple[str, ...] | None, load: float) -> tuple[str, ...] | None:
+    """An absolute rate's line at `load` times the offered rate ('rate(rows) > 5700' at 1.5x: > 8550); a share of
+    the offered rate ('>= 95%') and every other line stand as they are."""
+    if load == 1 or not thresholds:
+        return thresholds
+    out = []
+    for expr in thresholds:
+        t = parse_threshold(expr)
+        out.append(f"{t.agg}({t.metric}) {t.op} {t.limit * load:.0f}" if t.agg == "rate" and not t.of_offered else expr)
+    return tuple(out)
 
 
 @dataclass
@@ -60,6 +50,13 @@ class Walk:
     steps: list[VerdictStep] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     expected: Estimate | None = None    # verdict/estimate.py's, made before the first cell
+    reference: list[ReferenceRun] = field(default_factory=list)     # the sitting's reference cells so far
+    cells_at_reference: int = 0         # cells run when the last reference cell ended
+
+    @property
+    def headroom_on(self) -> bool:
+        """A walk with a reference cell asks its candidates for headroom instead of same-sitting confirmations."""
+        return self.tree.reference is not None
 
     @property
     def cells_run(self) -> int:
@@ -68,19 +65,24 @@ class Walk:
 
     def open_mems(self) -> list[str]:
         """Levels where no engine has passed and none errored yet."""
-        closed = {c.mem for c in self.matrix if c.outcome in ("pass", "error")}
+        closed = {c.mem for c in self.matrix if (c.outcome == "pass" and not fragile(c)) or c.outcome == "error"}
         return [m for m in self.mems if m not in closed]
 
     def run(self) -> list[VerdictStep]:
         log(f"at most {self.cells_at_most()} cells: {len(self.mems)} levels x {len(self.criteria)} criteria, each "
             "step's settings, tune options and control, the leaf's designs, a close call's runs; a failure ends "
             "its level's criteria and implies the levels below, so a walk runs far fewer")
+        from harness.walks.verdict.headroom import reference_cell
+        if self.headroom_on and not self.reference:
+            reference_cell(self, "start")
         for i, step in enumerate(self.tree.steps):
             mems = self.open_mems()
             if not mems:
                 for rest in self.tree.steps[i:]:
                     self.matrix += [MatrixCell(engine=rest.engine, mem=m, outcome="not run") for m in self.mems]
                 break
+            if self.headroom_on and self.cells_run - self.cells_at_reference >= self.tree.reference.every_cells:
+                reference_cell(self, f"before {step.engine}")
             judged, passed_at = self.step(step, mems)
             if step.control and passed_at and i:
                 judged = judged.model_copy(update={"control": self.control(self.tree.steps[i - 1], step, passed_at)})
@@ -106,7 +108,7 @@ class Walk:
                 implied += len(self.criteria) * self.repeats
             # thresholds missed, or memory run out, at the policy's settings: an option may help either (DuckDB's
             # 1x cells run out of memory with 13 ART indexes and run without them)
-            if outcomes[mem] in ("fail", "unstable") and step.tune:
+            if (outcomes[mem] in ("fail", "unstable") or fragile(cell)) and step.tune:
                 cell, tuned = self.tune(step, mem, cell, failed_at)
                 outcomes[mem] = cell.outcome
                 recs = recs + tuned
@@ -127,10 +129,20 @@ class Walk:
             log(f"{step.engine} at {mem}: its own settings implied failed (they failed at {failed_at['']})")
             return [], MatrixCell(engine=step.engine, mem=mem, outcome="fail",
                                   diagnosis=f"its own settings: implied by their failure at {failed_at['']}")
-        recs = self.engine_at(step.engine, step.set, "", mem)
+        recs, headroom = self.candidate(step.engine, step.set, "", mem)
         if at_mem(recs) == "fail":
             failed_at[""] = mem
-        return recs, matrix_cell(step.engine, mem, at_mem(recs), recs)
+        return recs, matrix_cell(step.engine, mem, at_mem(recs), recs).model_copy(update={"headroom": headroom})
+
+    def candidate(self, engine: str, settings: dict, tag: str, mem: str,
+                  option: Option | None = None) -> tuple[list[CellRecord], Headroom | None]:
+        """A cell that could be the answer: every criterion in full, then, where they all passed and the walk has a
+        reference cell, its headroom (verdict/headroom.py; its screen's records are the walk's, not the answer's)."""
+        recs = self.engine_at(engine, settings, tag, mem, option)
+        if not self.headroom_on or at_mem(recs) != "pass":
+            return recs, None
+        from harness.walks.verdict.headroom import check
+        return recs, check(self, engine, settings, tag, mem, option, recs)
 
     def tune(self, step: Step, mem: str, cell: MatrixCell,
              failed_at: dict[str, str]) -> tuple[MatrixCell, list[CellRecord]]:
@@ -151,16 +163,20 @@ class Walk:
                 implied.append(f"{name} (failed at {failed_at[name]})")
                 continue
             log(f"{step.engine} at {mem}: trying {name} ({opt.says})")
-            recs = self.engine_at(step.engine, step.set, name, mem, opt)
+            recs, headroom = self.candidate(step.engine, step.set, name, mem, opt)
             records += recs
             tried.append(name)
             if at_mem(recs) == "fail":
                 failed_at[name] = mem
             if at_mem(recs) == "pass":
                 passed.append(name)
-                cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says, "runs": runs_lines(recs),
-                                               "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs]})
-                break
+                held = headroom is None or headroom.passed      # a pass today only leaves the next option a try
+                if held or cell.outcome != "pass":
+                    cell = cell.model_copy(update={"outcome": "pass", "tuned_with": opt.says, "runs": runs_lines(recs),
+                                                   "cells": cell.cells + [f"{r.scenario}/{r.dir}" for r in recs],
+                                                   "headroom": headroom})
+                if held:
+                    break
         for name in [] if passed else gives:
             opt, role = em.options[name], screen(self.tree.screen_blocks)
             log(f"{step.engine} at {mem}: screening the trade-off {name} ({opt.says}; {role.label})")
@@ -177,24 +193,35 @@ class Walk:
                                        "passed_options": passed}), records
 
     def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
-                       option: Option | None = None, repeats: int | None = None, screen_blocks: int | None = None) -> list:
+                       option: Option | None = None, repeats: int | None = None, screen_blocks: int | None = None,
+                       load: float = 1.0, fixed: bool = False) -> list:
         """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each; a
-        screen's measured phase cut to its blocks (never longer than the profile's)."""
+        screen's measured phase cut to its blocks (never longer than the profile's). load: blocks due that many
+        times as often, an absolute rate's line raised with it, a block log's applier allowed to be busy up to
+        100% (its 85% line is the within-sitting margin the multiple already holds). fixed: the reference cell,
+        at the engine's own durability and with no horizon (the same cell in every sitting)."""
         repeats = repeats or self.repeats
+        opts = replace(self.opts, thresholds=scaled_rates(cp.thresholds, load))
         hour_s = cp.criterion.target.measure_s        # every accumulating figure's trend is carried to it
-        over = as_overrides(engine, settings) + ((f"phases.horizon_s={hour_s:g}",) if hour_s else ())
-        if option is not None or screen_blocks:
-            base = resolve_plan(cp.criterion.scenario, engine, profile=self.opts.profile, scale=self.scale, mem=mem,
-                                duration_s=self.opts.duration_s, overrides=[*self.opts.overrides, *over])
+        if fixed:
+            opts = replace(opts, overrides=tuple(o for o in opts.overrides if not o.startswith("durability=")))
+        over = as_overrides(engine, settings) + ((f"phases.horizon_s={hour_s:g}",) if hour_s and not fixed else ())
+        if option is not None or screen_blocks or load != 1:
+            base = resolve_plan(cp.criterion.scenario, engine, profile=opts.profile, scale=self.scale, mem=mem,
+                                duration_s=opts.duration_s, overrides=[*opts.overrides, *over])
         if option is not None:
             over += tuple(option.overrides(engine, base.memory.data_limit_bytes,
                                            flat_values(base.model_dump(mode="json", by_alias=True))))
-        if screen_blocks:
-            interval_s = base.workload.block_interval_ms / 1000
-            if interval_s and screen_blocks * interval_s < base.phases.measure_s:
-                over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
+        interval_s = base.workload.block_interval_ms / 1000 / load if option is not None or screen_blocks \
+            or load != 1 else 0
+        if load != 1:
+            over += (f"workload.block_interval_ms={interval_s * 1000:g}",)
+            if base.block_log is not None or (option is not None and any(k.startswith("block_log.") for k in option.set)):
+                over += ("block_log.utilisation_bound=1",)
+        if screen_blocks and interval_s and screen_blocks * interval_s < base.phases.measure_s:
+            over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
         cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag) for r in range(1, repeats + 1)]
-        return plan_cells(cells, replace(self.opts, thresholds=cp.thresholds), self.root, repeats)
+        return plan_cells(cells, opts, self.root, repeats)
 
     def every_cell(self) -> list:
         """Every step's every criterion at every MEM, untuned (what --all-cells runs, and an orchestrator is
@@ -208,12 +235,14 @@ class Walk:
         matrix option, its overrides come after the step's settings. Each cell carries the role's label."""
         out = []
         for cp in self.criteria[:role.criteria]:
-            runs = self.criterion_runs(cp, engine, settings, tag, mem, option, screen_blocks=role.screen_blocks)
+            runs = self.criterion_runs(cp, engine, settings, tag, mem, option, screen_blocks=role.screen_blocks,
+                                       load=role.load, fixed=role.fixed)
             name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
             done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
             first = [c.model_copy(update={"label": role.label}) for c in done.cells]
-            more = self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option) if role.confirm else []
+            more = self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option) \
+                if role.confirm and not self.headroom_on else []       # with a reference: its headroom instead
             cells = first + [c.model_copy(update={"label": "confirmation"}) for c in more]
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,
                                          "diagnosis": diagnose(c, self.root / c.scenario / c.dir)})

@@ -1,0 +1,82 @@
+"""The answer as a table a team acts on in one read (issue 76): per level, what to deploy, its deciding figures
+beside their lines with the margin, its headroom, what it costs its readers (how far the index trails the
+acknowledgement), and the alternatives with their figures. The summary, report.md/html and a published README
+print this one table."""
+from __future__ import annotations
+
+from harness.results import CellRecord, VerdictFile
+from harness.results.headroom import fragile
+from harness.scenario.thresholds import parse_threshold
+
+HEADERS = ["level", "answer", "deciding figures (line; margin)", "headroom", "readers see the index", "alternatives"]
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def margin(t) -> str:
+    """'12.6 (< 500; 97% to spare)': a figure beside its line and how far inside (or past) it is."""
+    th = parse_threshold(t.expr)
+    name = f"{th.agg}({th.metric})"
+    if t.value is None:
+        return f"{name} - ({th.op} {_num(th.limit)})"
+    if th.op == "==" or not th.limit:
+        return f"{name} {_num(t.value)} ({th.op} {_num(th.limit)})"
+    room = (1 - t.value / th.limit) if th.op in ("<", "<=") else (t.value / th.limit - 1)
+    side = "to spare" if room >= 0 else "over"
+    return f"{name} {_num(t.value)} ({th.op} {_num(th.limit)}; {abs(room):.0%} {side})"
+
+
+def _records(v: VerdictFile, names: list[str]) -> list[CellRecord]:
+    by = {f"{r.scenario}/{r.dir}": r for r in v.cells}
+    return [by[n] for n in names if n in by]
+
+
+def _answer_cell(v: VerdictFile, a):
+    """The matrix or leaf cell the answer stands on (a leaf pass implied from another level: that level's)."""
+    if a.design:
+        engine, design = a.design.split(": ", 1)
+        cells = {c.mem: c for c in v.leaf if c.engine == engine and c.design == design}
+        c = cells.get(a.mem)
+        return cells.get(c.implied_from, c) if c is not None and c.implied_from else c
+    return next((c for c in v.matrix if c.engine == a.engine and c.mem == a.mem), None) if a.engine else None
+
+
+def _alternatives(v: VerdictFile, a, chosen) -> str:
+    """What else ran at the level: each failure or pass today only with its diagnosis or headroom, in walk order."""
+    out = []
+    for c in [*v.matrix, *v.leaf]:
+        if c.mem != a.mem or c is chosen or c.outcome in ("not run", "implied") or getattr(c, "implied_from", None):
+            continue
+        name = f"{c.engine}: {c.design}" if hasattr(c, "design") else c.engine + (f" ({c.tuned_with})" if c.tuned_with
+                                                                                   else "")
+        said = c.headroom.says() if fragile(c) else (c.diagnosis or c.outcome)
+        out.append(f"{name}: {said.split('; ')[0]}")
+    out += [f"trade-off {t}" for t in a.trade_offs]
+    return "; ".join(out) or "-"
+
+
+def answer_rows(v: VerdictFile) -> list[list[str]]:
+    rows = []
+    for a in v.answers:
+        cell = _answer_cell(v, a)
+        recs = _records(v, cell.cells) if cell is not None else []
+        figures = "; ".join(f"{r.scenario}: " + ", ".join(margin(t) for t in r.thresholds) for r in recs
+                            if r.label in (None, "candidate")) or "-"
+        what = (a.decision if a.status != "inconclusive" else f"inconclusive: {a.why}") + (" (fragile)" if a.fragile
+                                                                                          else "")
+        lag = getattr(cell, "lag_p99_ms", None)
+        readers = f"p99 {lag:,.0f} ms after the acknowledgement" if lag is not None else \
+            ("as committed" if a.engine else "-")
+        room = a.headroom.says() if a.headroom else ("no reference cell" if v.reference == [] else "-")
+        rows.append([a.mem + (f" ({a.at_reference})" if a.at_reference else ""), what, figures, room, readers,
+                     _alternatives(v, a, cell)])
+    return rows
+
+
+def as_markdown(v: VerdictFile) -> list[str]:
+    """The table as markdown lines (a published README's)."""
+    esc = lambda s: s.replace("|", "\\|")          # noqa: E731
+    return ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS),
+            *["| " + " | ".join(esc(x) for x in row) + " |" for row in answer_rows(v)]]

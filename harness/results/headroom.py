@@ -1,0 +1,38 @@
+"""verdict.json's headroom (v7): the sitting's reference cells, and whether a candidate's pass holds with room for
+the slowest sitting on record (harness/walks/verdict/headroom.py)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.results.base import Model
+
+
+class ReferenceRun(Model):
+    """One reference cell of the walk: where in the walk it ran and its figure (the sitting's speed)."""
+    at: str                                     # "start", "after sqlite", "end"
+    cell: str                                   # <scenario>/<dir>
+    started_utc: Optional[str] = None
+    service_p50_ms: Optional[float] = None
+    status: Optional[str] = None
+
+
+class Headroom(Model):
+    """A candidate that passed, at m times the offered load: m, where it comes from, and what held."""
+    multiple: float
+    basis: str                                  # the slowest sitting on record against this one
+    passed: bool
+    screen: str                                 # the screen's outcome: "passed", "failed: <why>"
+    screen_cells: list[str] = []
+    latency_over: list[str] = []                # its deciding latencies times m that cross their lines
+
+    def says(self) -> str:
+        if self.passed:
+            return f"passes with headroom at {self.multiple:.2f}x the load"
+        why = "; ".join([*([f"its screen {self.screen}"] if self.screen != "passed" else []), *self.latency_over])
+        return f"passes today only: not at {self.multiple:.2f}x the load ({why})"
+
+
+def fragile(cell) -> bool:
+    """A pass without headroom: a matrix or leaf cell whose headroom check failed."""
+    h = getattr(cell, "headroom", None)
+    return cell.outcome == "pass" and h is not None and not h.passed

@@ -1,0 +1,43 @@
+"""What a cell is for, and so what it may cost (harness/walks/verdict/walk.py runs them)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+def log(msg: str) -> None:
+    print(f"[verdict] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A candidate could be the answer: every criterion in full, then its headroom screen (or, in a walk without a
+    reference cell, a close call run again). Nothing else is confirmed: a control runs once; a trade-off (never the
+    answer) is screened, once, on the first criterion over a short phase. A headroom screen runs its blocks due
+    `load` times as often; the reference cell is `fixed`: the same cell in every sitting, whatever the walk's
+    durability or horizon."""
+    label: str
+    criteria: int | None = None          # how many of the criteria, in order (None: all)
+    confirm: bool = False
+    screen_blocks: int | None = None     # a screen's measured blocks
+    load: float = 1.0                    # the offered load's multiple: blocks due this many times as often
+    fixed: bool = False
+
+
+CANDIDATE = Role("candidate", confirm=True)
+CONTROL = Role("control")
+
+
+def screen(blocks: int, what: str = "") -> Role:
+    """The first criterion over `blocks` measured blocks, once; `what` before the label ("control, ")."""
+    return Role(f"{what}screened over {blocks} blocks", criteria=1, screen_blocks=blocks)
+
+
+def at_load(blocks: int, load: float) -> Role:
+    """A candidate's headroom screen: the first criterion with its blocks due `load` times as often."""
+    return Role(f"headroom screen at {load:.2f}x the load, over {blocks} blocks", criteria=1, screen_blocks=blocks,
+                load=load)
+
+
+def reference_role(blocks: int) -> Role:
+    return Role("reference cell", criteria=1, screen_blocks=blocks, fixed=True)
