@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_RUN_FAILED
 from harness.feed.server import FeedServer
+from harness.platform import watch
 from harness.runner.outcome import write_failed_result
 from harness.runtime.docker import CONTAINER_UID, run_docker
 from harness.runtime.local import run_local
@@ -74,6 +75,7 @@ def execute(plan) -> int:
         plan = start_state(plan)
     except StateBuildFailed as e:
         return build_failed(plan, e)
+    start = watch.snapshot(containers_are_own=plan.runtime == "docker")
     try:
         if plan.workload.crash:           # its own blocks and lives, no feed (harness/crash/)
             from harness.crash.driver import run_crash
@@ -83,5 +85,24 @@ def execute(plan) -> int:
                 return run_docker(plan)
             return run_local(plan)
     finally:
+        record_watch(plan, start)
         if plan.take_state and plan.state:
             release(Path(plan.state.model).parent)
+
+
+def record_watch(plan, start) -> None:
+    """What else the machine did while the cell ran, and the disk probed again at its end, in its result.json
+    (environment.watch): a walk runs again a cell measured beside other load."""
+    from harness.environment import fsync_floor
+    from harness.results import load_result, write_json
+    end = watch.snapshot(containers_are_own=plan.runtime == "docker")
+    path = Path(plan.run_dir) / "result.json"
+    try:
+        r = load_result(path)
+    except Exception:        # noqa: BLE001  (a result this harness cannot read is the walk's to refuse, not ours)
+        return
+    if r is None:
+        return
+    seen = {"outside_cpu_cores": watch.outside_cores(start, end), "wall_s": round(end.at_s - start.at_s, 1),
+            "method": watch.METHOD, "fsync_floor_end": fsync_floor(Path(plan.data_dir).parent)}
+    write_json(path, r.model_copy(update={"environment": {**r.environment, "watch": seen}}))

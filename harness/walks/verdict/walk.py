@@ -19,6 +19,7 @@ from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_ce
 from harness.walks.verdict.confirm import close_call, runs_outcome
 from harness.walks.verdict.plan import CriterionPlan
 from harness.walks.verdict.roles import CANDIDATE, CONTROL, Role, log, screen  # noqa: F401  (walk's names)
+from harness.walks.verdict.watch import undisturbed
 from harness.results.headroom import Headroom, ReferenceRun, fragile
 
 
@@ -52,6 +53,7 @@ class Walk:
     expected: Estimate | None = None    # verdict/estimate.py's, made before the first cell
     reference: list[ReferenceRun] = field(default_factory=list)     # the sitting's reference cells so far
     cells_at_reference: int = 0         # cells run when the last reference cell ended
+    first_fsync_p99_us: float | None = None     # the walk's first disk probe: the machine's watch compares with it
 
     @property
     def headroom_on(self) -> bool:
@@ -240,8 +242,14 @@ class Walk:
             name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
             done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
-            first = [c.model_copy(update={"label": role.label}) for c in done.cells]
-            more = self.confirmations(done.cells, name, cp, engine, settings, tag, mem, option) \
+            again = f"{tag}-again" if tag else "again"
+            kept, aside = undisturbed(self, done.cells, lambda: run_cells(
+                self.criterion_runs(cp, engine, settings, again, mem, option, screen_blocks=role.screen_blocks,
+                                    load=role.load, fixed=role.fixed), self.root / f"{name}-again.json",
+                {"kind": "verdict-cells", "dir": str(self.root)}, place=self.opts.place).cells)
+            self.records += aside
+            first = [c.model_copy(update={"label": role.label}) for c in kept]
+            more = self.confirmations(kept, name, cp, engine, settings, tag, mem, option) \
                 if role.confirm and not self.headroom_on else []       # with a reference: its headroom instead
             cells = first + [c.model_copy(update={"label": "confirmation"}) for c in more]
             recs = [c.model_copy(update={"criterion": cp.criterion.name, "measure_s": runs[0].plan.phases.measure_s,

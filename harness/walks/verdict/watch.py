@@ -1,0 +1,56 @@
+"""A quiet machine (issue 76): a cell measured beside other load measures that load too, so it never answers while
+disturbed. Each cell's result records the CPU that processes outside its own spent while it ran and the disk probed
+at its start and its end (harness/cell.py, platform/watch.py); a cell where other processes took more than a tenth
+of a core, or whose fsync p99 was over twice the walk's first probe at both ends, is set aside, labelled
+"disturbed", and run once more after waiting up to 5 minutes for a quiet machine. Disturbed again, it is an error
+("disturbed: ..."), so its level is inconclusive rather than answered from it."""
+from __future__ import annotations
+
+from harness.platform.watch import wait_quiet
+from harness.results import CellRecord, load_result
+from harness.walks.verdict.roles import log
+
+OUTSIDE_CORES = 0.10
+FSYNC_TIMES = 2.0
+QUIET_WAIT_S = 300.0
+
+
+def disturbed(walk, rec: CellRecord) -> str | None:
+    """Why the cell was measured beside other load, else None (a result without a watch says nothing)."""
+    r = load_result(walk.root / rec.scenario / rec.dir / "result.json")
+    seen = (r.environment.get("watch") or {}) if r is not None else {}
+    if not seen:
+        return None
+    probes = [p for p in ((r.environment.get("fsync_floor") or {}).get("p99_us"),
+                          (seen.get("fsync_floor_end") or {}).get("p99_us")) if p]
+    # the better of its two probes: the one at its start can land in the writeback of the clone just made, which is
+    # the cell's own; a disk slowed by other load is slow at both ends
+    best = min(probes, default=None)
+    if walk.first_fsync_p99_us is None and best:
+        walk.first_fsync_p99_us = best
+    cores = seen.get("outside_cpu_cores") or 0.0
+    if cores > OUTSIDE_CORES:
+        return f"other processes used {cores:.2f} of a core while it ran"
+    first = walk.first_fsync_p99_us
+    if first and best and best > FSYNC_TIMES * first:
+        return (f"fsync p99 {best:,.0f} µs at both its start and its end, over {FSYNC_TIMES:g}x the walk's first "
+                f"probe ({first:,.0f} µs)")
+    return None
+
+
+def undisturbed(walk, cells: list[CellRecord], rerun) -> tuple[list[CellRecord], list[CellRecord]]:
+    """(the cells to judge, the disturbed first runs set aside): each disturbed cell run once more, by rerun()."""
+    why = {c.dir: disturbed(walk, c) for c in cells}
+    bad = [c for c in cells if why[c.dir]]
+    if not bad:
+        return cells, []
+    for c in bad:
+        log(f"{c.scenario}/{c.dir}: disturbed ({why[c.dir]}): kept, and run again once the machine is quiet")
+    quiet, cores = wait_quiet(QUIET_WAIT_S, OUTSIDE_CORES)
+    log(f"{'quiet' if quiet else f'still busy after {QUIET_WAIT_S:g} s'} ({cores:.2f} of a core outside): running again")
+    again = []
+    for c in rerun():
+        still = disturbed(walk, c)
+        again.append(c.model_copy(update={"status": "error", "error": f"disturbed: {still}"}) if still else c)
+    aside = [c.model_copy(update={"label": "disturbed", "diagnosis": f"disturbed: {why[c.dir]}"}) for c in bad]
+    return [c for c in cells if not why[c.dir]] + again, aside
