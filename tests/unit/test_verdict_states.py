@@ -80,3 +80,22 @@ def test_the_leafs_first_engine_keeps_its_states_through_the_later_steps_where_t
     states.drop_step_states("sqlite", PLANS, walk, leaf_done=True)
     assert _listed(walk) == []
     assert states.leaf_engine(walk) == ["sqlite"], "the tree's order, not the file's, names the leaf's first engine"
+
+
+def test_a_derived_states_source_goes_with_it_and_the_walk_leaves_nothing_it_built(walk, monkeypatch):
+    """PostgreSQL's trade-off screen cloned a state derived from its simple schema's base: the drop after its step
+    follows derived_from down to the base (on 11-29 that base, 8.4 GiB, escaped every drop). Whatever else the walk
+    built goes at its end; a state on disk before the walk stays."""
+    before = states.state_ids(walk.states)
+    _state(walk.states, "postgres", None)
+    _state(walk.states, "pg-simple", None)
+    (walk.states / "pg-simple-derived" / store.DATA).mkdir(parents=True)
+    (walk.states / "pg-simple-derived" / store.MANIFEST).write_text(json.dumps(
+        {"id": "pg-simple-derived", "inputs": {}, "derived_from": "pg-simple"}))
+    walk.records.append(_cell(walk.root, "postgres", "no_bitemporal", "pg-simple-derived"))
+    _room(monkeypatch, free_gib=100, later_need_gib=1)
+    states.drop_step_states("postgres", PLANS, walk)
+    assert "pg-simple" not in _listed(walk) and "pg-simple-derived" not in _listed(walk)
+    _state(walk.states, "escaped", None)
+    states.drop_new_states(before)
+    assert _listed(walk) == sorted(before)

@@ -26,7 +26,7 @@ from harness.walks.verdict.controls import implication_controls
 from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf, with_leaf
-from harness.walks.verdict.states import drop_step_states, leaf_engine
+from harness.walks.verdict.states import drop_new_states, drop_step_states, leaf_engine, state_ids
 from harness.walks.verdict.walk import Walk, log
 
 
@@ -134,6 +134,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     """all_cells: run the cells a failure at a larger MEM implies, and the criteria after a failed one.
     knees: then search how far each failing engine is from passing (verdict/knees.py)."""
     started = time.monotonic()      # the walk's clock: from here, the state that sizes MEM included, as the estimate
+    states_before = state_ids()     # with drop_states, what the walk builds goes at its end, whatever built it
     pre = prepare(profile, mems, opts, results_root, repeats, scale, decision_path, drop_states, durability=durability)
     drop_states = pre.drop_states
     tree, prof, mems, memory_basis, plans, criteria, notes, opts, root = (
@@ -170,6 +171,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         if drop_states:        # the leaf's own states (its engines' again, each design's schema, what was kept for it)
             for engine in dict.fromkeys([*(c.engine for c in leaf), *leaf_engine(walk)]):
                 drop_step_states(engine, plans, walk, leaf_done=True)
+            drop_new_states(states_before)
     except SweepInterrupted as e:
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED

@@ -25,7 +25,9 @@ def drop_step_states(engine: str, plans: dict, walk, leaf_done: bool = False) ->
         record = walk.root / r.scenario / r.dir / CLONE_RECORD
         if r.engine == engine and record.is_file():
             ids.add(json.loads(record.read_text())["state"])
-    ids |= {b for i in list(ids) if (b := _base_of(root, i))}
+    for i in list(ids):                 # what each was aged or derived from, all the way down
+        while (i := _base_of(root, i)) and i not in ids:
+            ids.add(i)
     for_leaf = [] if leaf_done else [i for i in _leaf_states(walk, plans) if i in ids - later]
     for sid in sorted(ids - later - set(for_leaf)):
         _drop(root, sid, "--drop-states")
@@ -61,8 +63,24 @@ def _drop(root, sid: str, why: str) -> None:
 
 
 def _base_of(root, sid: str) -> str | None:
-    """An aged state's base, from its manifest (None for a base, or a state no longer on disk)."""
+    """An aged state's base, or a derived state's source, from its manifest (None for a bulk-built state, or a
+    state no longer on disk)."""
     man = root / sid / store.MANIFEST
     if not man.is_file():
         return None
-    return ((json.loads(man.read_text()).get("inputs") or {}).get("aged") or {}).get("base")
+    m = json.loads(man.read_text())
+    return ((m.get("inputs") or {}).get("aged") or {}).get("base") or m.get("derived_from")
+
+
+def state_ids(root=None) -> set[str]:
+    """Every state on disk now (a walk that drops its states drops, at its end, every one it found missing)."""
+    root = root or store.root_dir()
+    return {d.name for d in root.iterdir() if d.is_dir()} if root.is_dir() else set()
+
+
+def drop_new_states(before: set[str]) -> None:
+    """At the end of a walk that drops its states: every state it built, whatever built it (a trade-off's base on a
+    server engine escaped the drops of 11-29: PostgreSQL's simple schema, 8.4 GiB)."""
+    root = store.root_dir()
+    for sid in sorted(state_ids(root) - before):
+        _drop(root, sid, "--drop-states: built by this walk")
