@@ -3,6 +3,8 @@ report.html copied under docs/results/<name>/, beside a README naming the machin
 was measured at: `make publish RUN=results/verdict-...`, for a reader who will not run the walk."""
 from __future__ import annotations
 
+import gzip
+import json
 import re
 import shutil
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ from harness.results import load_result
 from harness.results.walks import VerdictFile
 
 SCREENSHOT_WIDTH_PX = 1200
+REPO = Path(__file__).resolve().parents[2]
 
 
 def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
@@ -24,14 +27,48 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     dest = dest_root / name
     dest.mkdir(parents=True, exist_ok=True)
     md = (run / "report.md").read_text()
-    shutil.copy2(run / "verdict.json", dest / "verdict.json")
+    scrub = _scrubber(run)
+    (dest / "verdict.json").write_text(scrub((run / "verdict.json").read_text()))
     (dest / "report.md").write_text(md)
     for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
         (dest / plot).parent.mkdir(exist_ok=True)
         shutil.copy2(run / plot, dest / plot)
+    _cells(run, dest, verdict, scrub)
+    decision = Path(verdict.decision_file)
+    if decision.is_file():
+        (dest / "decision.yaml").write_text(decision.read_text())
+    (dest / "commit").write_text(f"{env.get('git_commit') or '?'}\n")
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
     (dest / "README.md").write_text(_readme(verdict, env, shot))
     return dest
+
+
+def _scrubber(run: Path):
+    """A file's text without the paths of the machine that ran it: the walk's folder as '.', the project's root,
+    the states' and the data's as relative names (a reproduction reads them anywhere)."""
+    from harness.state import store
+    roots = [(str(run.resolve()), "."), (str(store.root_dir().resolve()), "states"), (str(REPO) + "/", "")]
+
+    def scrub(text: str) -> str:
+        for path, name in roots:
+            text = text.replace(path, name)
+        return text
+    return scrub
+
+
+def _cells(run: Path, dest: Path, verdict: VerdictFile, scrub) -> None:
+    """Every cell's result.json the walk ran (answers, alternatives, controls, reference cells), gzipped, under
+    cells/<scenario>/<dir>/: what a reader checks a figure against and a reproduction compares with."""
+    for rec in verdict.cells:
+        src = run / rec.scenario / rec.dir / "result.json"
+        if src.is_file():
+            out = dest / "cells" / rec.scenario / rec.dir / "result.json.gz"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            text = scrub(src.read_text())
+            data_dir = (json.loads(text).get("plan") or {}).get("data_dir")
+            if data_dir and Path(data_dir).is_absolute():     # the cells' data root, wherever DATA= put it
+                text = text.replace(str(Path(data_dir).parent), "data")
+            out.write_bytes(gzip.compress(text.encode(), mtime=0))
 
 
 def _finished(run: Path) -> VerdictFile:
@@ -70,8 +107,9 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
         *[f"- **{a.mem}**{f' ({a.at_reference})' if a.at_reference else ''}: {a.in_full()}" for a in v.answers], "",
         *(as_markdown(v) + [""] if v.answers else []),
         *([f"Every cell at durability `{v.durability}`.", ""] if v.durability else []),
-        f"[report.md](report.md) (every cell, its label and minutes; the implication controls) and "
-        f"[verdict.json](verdict.json) (what a script reads)."]
+        f"[report.md](report.md) (every cell, its label and minutes; the implication controls), "
+        f"[verdict.json](verdict.json) (what a script reads), every cell's result under [cells/](cells) (gzipped), "
+        f"the [decision file](decision.yaml) it walked and its [commit](commit)."]
     if shot:
         lines += ["", f"report.html as headless Chromium draws it: [{shot.name}]({shot.name})."]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,10 @@ from tests.conftest import ROOT, can_use_cgroups, harness_cmd
 pytestmark = pytest.mark.slow
 
 
+def env_of(run) -> dict:
+    return json.loads(next(run.glob("reorg/*/result.json")).read_text())["environment"]
+
+
 def publish(run, to, *extra) -> subprocess.CompletedProcess:
     return subprocess.run(harness_cmd() + ["publish", str(run), "--to", str(to), *extra], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
@@ -29,13 +33,23 @@ def test_a_finished_verdict_is_published_with_its_machine_date_and_commit(tmp_pa
     assert out.returncode == 0, out.stderr
     dest = tmp_path / "docs" / "smoke-today"
     assert out.stdout.strip() == str(dest)
-    assert json.loads((dest / "verdict.json").read_text()) == v
+    published = json.loads((dest / "verdict.json").read_text())
+    assert published["answers"] == v["answers"] and published["dir"] == "."
+    for rec in v["cells"]:
+        assert (dest / "cells" / rec["scenario"] / rec["dir"] / "result.json.gz").is_file(), rec["dir"]
+    assert (dest / "decision.yaml").read_text() == (tmp_path / "lenient.yaml").read_text()
+    assert (dest / "commit").read_text().strip() == env_of(run)["git_commit"]
+    import gzip
+    texts = [f.read_text() for f in dest.rglob("*.json")] + [gzip.decompress(f.read_bytes()).decode()
+                                                             for f in dest.rglob("*.gz")]
+    assert not any(str(run.resolve()) in t or str(ROOT) in t or str(tmp_path / "data") in t for t in texts), \
+        "no path of the machine that ran it"
     md = (dest / "report.md").read_text()
     assert md == (run / "report.md").read_text()
     plots = [line.split("](", 1)[1].split(")")[0] for line in md.splitlines() if "](plots/" in line]
     assert plots and all((dest / p).is_file() for p in plots), "every plot the report shows is there"
     readme = (dest / "README.md").read_text()
-    env = json.loads(next(run.glob("reorg/*/result.json")).read_text())["environment"]
+    env = env_of(run)
     assert env["git_commit"] in readme and env["cpu_model"] in readme and v["updated_utc"][:10] in readme
     assert "**384m** (≈ 375.0GiB at 1x): use sqlite" in readme
     if shutil.which("chromium"):
