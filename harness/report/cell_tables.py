@@ -79,12 +79,14 @@ def memory_text(m) -> str:
 
 def environment_table(cells: list[CellData]) -> Block:
     headers = ["cell", "node", "engine (driver)", "settings read back", "memory limit (enforced by)", "runtime / image", "CPU",
-               "RAM", "fsync p50/p99 µs", "disk write MiB/s seq/random", "random 4 KiB read p50/p99 µs",
+               "RAM", "fsync p50/p99 µs", "fsync p99 at its end µs", "outside CPU (cores)",
+               "disk write MiB/s seq/random", "random 4 KiB read p50/p99 µs",
                "scale / entities", "starting database", "harness"]
     rows = []
     for c in cells:
         r, env = c.result, c.result.environment
         fs, disk, rd = env.get("fsync_floor") or {}, env.get("disk_write") or {}, env.get("disk_random_read") or {}
+        seen = env.get("watch") or {}           # harness/cell.py: the machine watched while it ran
         limit = memory_text(r.memory)
         settings = ", ".join(f"{k}={v}" for k, v in r.engine_settings.items())
         version = "; ".join([r.engine_version or "-", *(f"{k} {v}" for k, v in r.engine_related_versions.items())])
@@ -93,6 +95,7 @@ def environment_table(cells: list[CellData]) -> Block:
                      f"{r.runtime} {(r.image_id or '')[:19]}".strip(),
                      f"{env.get('cpu_model', '?')} × {env.get('cpus_usable', env.get('cpu_count', '?'))}",
                      format_bytes(env.get("ram_bytes")), f"{_f(fs.get('p50_us'))} / {_f(fs.get('p99_us'))}",
+                     _f((seen.get("fsync_floor_end") or {}).get("p99_us")), _f(seen.get("outside_cpu_cores"), 2),
                      f"{_f(disk.get('sequential_write_mib_per_s'), 0)} / {_f(disk.get('random_write_mib_per_s'), 0)}",
                      f"{_f(rd.get('p50_us'))} / {_f(rd.get('p99_us'))}",
                      f"{r.scale:g} / {r.plan.get('load_entities', '-')}", starting_database(r.load or {}),

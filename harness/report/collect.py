@@ -173,7 +173,10 @@ def collect(path: Path) -> ReportData:
                  if (r := load_result(path / s["cell"] / "result.json")) is not None]
         return ReportData("ceiling", path, c, cells)
     if (v := load_verdict(path / "verdict.json")) is not None:
-        records = [c for s in v.steps for c in (*s.cells, *(s.control.cells if s.control else ()))]
+        # every cell the walk ran (v6: the leaf's, the controls', the reference cells, the headroom screens and the
+        # runs set aside as disturbed too), else, in an older file, the steps' own and their controls'
+        records = [c for c in v.cells if c.state == "complete"] or \
+            [c for s in v.steps for c in (*s.cells, *(s.control.cells if s.control else ()))]
         return ReportData("verdict", path, v, _name_builds(_cells_from(path, records)))
     if (s := load_sweep(path / "sweep.json")) is not None:
         done = [c for c in s.cells if c.state == "complete"]

@@ -207,7 +207,9 @@ class Walk:
         hour_s = cp.criterion.target.measure_s        # every accumulating figure's trend is carried to it
         if fixed:
             opts = replace(opts, overrides=tuple(o for o in opts.overrides if not o.startswith("durability=")))
-        over = as_overrides(engine, settings) + ((f"phases.horizon_s={hour_s:g}",) if hour_s and not fixed else ())
+        elif hour_s:        # the walk's, as its durability: no cell's variant
+            opts = replace(opts, overrides=(*opts.overrides, f"phases.horizon_s={hour_s:g}"))
+        over = as_overrides(engine, settings)
         if option is not None or screen_blocks or load != 1:
             base = resolve_plan(cp.criterion.scenario, engine, profile=opts.profile, scale=self.scale, mem=mem,
                                 duration_s=opts.duration_s, overrides=[*opts.overrides, *over])
