@@ -128,7 +128,7 @@ def leaf_blocks(meta) -> list[Block]:
              + (f", apply lag p99 {_f(c.lag_p99_blocks)} blocks" if c.lag_p99_blocks is not None else "")
              + (f"; {c.headroom.says()}" if c.headroom else "")
              + (f"; {c.diagnosis}" if c.diagnosis else "") + (f"; {c.split}" if c.split else "")
-             for c in meta.leaf if c.outcome != "implied" and not c.implied_from]
+             for c in meta.leaf if c.outcome != "implied" and (not c.implied_from or c.headroom_here)]
     return [Block("h2", "The last leaf, measured: designs where no engine passed"),
             Block("p", "Each design keeps every version and every acknowledged block; it is tried only at a limit where "
                        "no engine met the criteria, an engine's designs before the next engine's, cheapest first. A "

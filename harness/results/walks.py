@@ -154,6 +154,7 @@ class LeafCell(Model):
     closeness: Optional[float] = None           # the largest measured / limit of its '<' thresholds (below 1: passed)
     split: Optional[str] = None                 # where its block went
     headroom: Optional[Headroom] = None         # v7
+    headroom_here: bool = False                 # v7: its pass implied from below, its headroom measured at this MEM
 
 
 class MemAnswer(Model):

@@ -227,6 +227,14 @@ class Reference(Strict):
     _engine = field_validator("engine")(_known_engine)
 
 
+class Quiet(Strict):
+    """A quiet machine (harness/walks/verdict/watch.py): a cell measured beside more load than this is run again."""
+    outside_cores: float = Field(0.10, gt=0, description="CPU, in cores, other processes may use while a cell runs")
+    fsync_times: float = Field(2.0, gt=1, description="a cell's fsync p99, at both its ends, over this multiple of "
+                                                      "the walk's first probe is disturbed")
+    wait_s: float = Field(300, ge=0, description="how long to wait for a quiet machine before running it again")
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
@@ -241,6 +249,7 @@ class DecisionTree(Strict):
                                                                   "file says nothing")
     reference: Optional[Reference] = Field(None, description="the reference cell; unset: no headroom, close calls "
                                                              "confirmed in the sitting instead")
+    quiet: Optional[Quiet] = Field(None, description="run again a cell measured beside other load; unset: no watch")
     durability: Optional[Literal["commit", "checkpoint"]] = Field(
         None, description="every cell of the walk at this durability (a scenario's durability: each engine's matching "
                           "setting, a block log's fdatasync); unset: each engine's default")

@@ -131,7 +131,8 @@ def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     runs = v["matrix"][0]["runs"]        # a close call's k of n, where the smoke phase's few blocks made it one
     assert v["answers"] == [{"mem": "384m", "at_reference": "≈ 375.0GiB at 1x", "status": "answered",
                              "engine": "sqlite", "decision": "use sqlite", "why": None, "tuned_with": None,
-                             "trade_offs": [], "design": None, "leaf": None, "unstable": [], "runs": runs}]
+                             "trade_offs": [], "design": None, "leaf": None, "unstable": [], "runs": runs,
+                             "headroom": None, "fragile": False}]
     assert runs in ([], ["reorg: passed 2 of 2"])
     assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [("sqlite", "384m", "pass"),
                                                                            ("duckdb", "384m", "not run")]

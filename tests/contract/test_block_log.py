@@ -245,7 +245,10 @@ def test_background_checkpoints_release_records_and_the_log_stays_bounded(open_t
             on_disk.append(len(design.log.segments_last_blocks()))
         design.drain()
         assert design.inner.durable_mark() > 0
-        assert max(on_disk[len(on_disk) // 2:]) <= 10, f"records held over the run: {on_disk}"
+        # bounded, not a count of the checkpointer's pace: it runs every 20 ms beside a loop a loaded machine slows
+        # (15 held at once under `make test`, 12-01); a log that released nothing would hold all 60 by the end
+        assert max(on_disk[len(on_disk) // 2:]) <= len(blocks) // 3 and on_disk[-1] < len(blocks) // 3, \
+            f"records held over the run: {on_disk}"
         assert design.log.peak_bytes < design.log.bytes_written / 4
     finally:
         design.close()

@@ -65,6 +65,9 @@ def test_a_design_that_passes_today_only_is_not_the_answer_while_one_with_headro
     assert screens and all(label == "headroom screen at 1.50x the load, over 60 blocks" for *_, label in screens)
     block_log = [c for c in leaf if c.design == "block_log"]
     assert [c.mem for c in block_log] == ["1g", "2g", "4g"], "a pass today only implies no level above it"
+    full = [(m, label) for e, m, t, label in walk.labels if t == bl]
+    assert full == [("1g", "candidate")], "above it, its pass is implied: only its headroom is measured"
+    assert [c.implied_from for c in block_log] == [None, "1g", "1g"] and all(c.headroom_here for c in block_log[1:])
     assert all(c.headroom.says().startswith("passes today only") for c in block_log)
     ans = with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)
     assert all(a.design == "sqlite: current_history_block_log" and not a.fragile for a in ans)

@@ -56,6 +56,7 @@ def test_a_cell_run_beside_a_process_taking_a_core_runs_again_and_its_first_run_
     """SQLite's cell at 4g ran while another process took 0.9 of a core: it is set aside as "disturbed" and run once
     more once the machine is quiet; that run answers. Disturbed again, it is an error: the level is inconclusive."""
     monkeypatch.setattr(verdict_watch, "wait_quiet", lambda max_s, below: (True, 0.0))
+    assert load_decision().quiet.outside_cores == 0.10 and load_decision().quiet.wait_s == 300
     tree = load_decision()
     tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
                                    "criteria": tree.criteria[:1], "reference": None, "leaf": None})
@@ -81,7 +82,7 @@ def test_a_cell_run_beside_a_process_taking_a_core_runs_again_and_its_first_run_
 
 
 def test_a_disk_probe_past_twice_the_walks_first_is_disturbed(tmp_path):
-    walk = SimpleNamespace(root=tmp_path, first_fsync_p99_us=None)
+    walk = SimpleNamespace(root=tmp_path, first_fsync_p99_us=None, tree=load_decision())
     rec = lambda d: CellRecord(cell_id="x", scenario="p99_5x", engine="sqlite", mem="4g", data_limit_bytes=None,  # noqa: E731
                                scale=1.0, runtime="local", dir=d, state="complete", status="passed")
     _result(tmp_path / "p99_5x" / "a", 0.0, fsync_p99_us=350.0)

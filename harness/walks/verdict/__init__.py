@@ -168,10 +168,8 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
             controls = implication_controls(walk, leaf)
         if walk.headroom_on:
             reference_cell(walk, "end")
-        if drop_states:        # the leaf's own states (its engines' again, each design's schema, what was kept for it)
-            for engine in dict.fromkeys([*(c.engine for c in leaf), *leaf_engine(walk)]):
-                drop_step_states(engine, plans, walk, leaf_done=True)
-            drop_new_states(states_before)
+        if drop_states:
+            _drop_leaf_states(walk, leaf, plans, states_before)
     except SweepInterrupted as e:
         print(f"[verdict] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -188,6 +186,14 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     from harness.report import write_report
     _, html = write_report(root, mixed_nodes=opts.mixed_nodes)
     return _summary(out, walk.cells_run, root, html)
+
+
+def _drop_leaf_states(walk: Walk, leaf: list, plans: dict, before: set[str]) -> None:
+    """The leaf's own states (its engines' again, each design's schema, what was kept for it), then whatever else
+    the walk built."""
+    for engine in dict.fromkeys([*(c.engine for c in leaf), *leaf_engine(walk)]):
+        drop_step_states(engine, plans, walk, leaf_done=True)
+    drop_new_states(before)
 
 
 def _verdict(out: VerdictFile, steps: list[VerdictStep]) -> VerdictFile:

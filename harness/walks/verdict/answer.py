@@ -167,5 +167,6 @@ def _answered(ans: MemAnswer, step: Step, c: MatrixCell) -> MemAnswer:
 
 def sentence(ans: list[MemAnswer]) -> str:
     return "; ".join(f"at {a.mem}{f' ({a.at_reference})' if a.at_reference else ''}: "
-                     + ((a.figures() if a.design else a.leaf or a.decision) if a.status != "inconclusive" else f"inconclusive ({a.why})")
+                     + ((a.figures() if a.design else a.leaf or a.decision) if a.status != "inconclusive"
+                        else f"inconclusive ({a.why})")
                      + (f" (unstable, so no answer: {'; '.join(a.unstable)})" if a.unstable else "") for a in ans)

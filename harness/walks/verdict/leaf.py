@@ -18,6 +18,7 @@ from harness.results.phases import describe
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import parse_threshold
 from harness.walks.verdict.answer import at_mem, matrix_cell
+from harness.walks.verdict.headroom import check
 from harness.walks.verdict.walk import log
 
 
@@ -43,18 +44,21 @@ def run_leaf(walk) -> list[LeafCell]:
     expect = set(walk.tree.estimate.passes) | set(walk.tree.estimate.passes_at_largest)    # somewhere: walked up
     out: list[LeafCell] = []
     answered: set[str] = set()
-    if walk.headroom_on and walk.cells_run - walk.cells_at_reference >= walk.tree.reference.every_cells:
-        from harness.walks.verdict.headroom import reference_cell
-        reference_cell(walk, "before the leaf")
+    walk.reference_between("before the leaf")
     for engine, design in designs_in_order(walk.tree):
         opt = mx.engines[engine].options[design]
         settings = steps[engine].set if engine in steps else {}
         up = f"{engine}/leaf-{design}" in expect
         order = [m for m in (reversed(mems) if up else mems) if m not in answered]
+        below = None            # walking up: its pass today only at a smaller level, whose full cells imply this one's
         for i, mem in enumerate(order):
             log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
-            recs, headroom = walk.candidate(engine, settings, f"leaf-{design}", mem, opt)
-            cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root).model_copy(update={"headroom": headroom})
+            if below is not None:
+                cell = _headroom_above(walk, below, mem, settings, opt)
+            else:
+                recs, headroom = walk.candidate(engine, settings, f"leaf-{design}", mem, opt)
+                cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root).model_copy(update={"headroom": headroom})
+                below = (cell, recs) if up and fragile(cell) else None
             out.append(cell)
             log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}{' today only' if fragile(cell) else ''}")
             held = cell.outcome == "pass" and not fragile(cell)     # a pass today only answers nothing yet
@@ -69,6 +73,16 @@ def run_leaf(walk) -> list[LeafCell]:
     return out
 
 
+def _headroom_above(walk, below: tuple[LeafCell, list[CellRecord]], mem: str, settings: dict, opt) -> LeafCell:
+    """A design that passed today only at a smaller level, at a larger one: its pass at the offered load is implied
+    (a pass implies every larger level), so only its headroom is measured here, its latencies those of the cells
+    below (a larger level's are no slower): a 60-block screen, not another 33 minutes of full cells."""
+    cell, recs = below
+    headroom = check(walk, cell.engine, settings, f"leaf-{cell.design}", mem, opt, recs)
+    return cell.model_copy(update={"mem": mem, "implied_from": cell.mem, "cells": [], "runs": [], "headroom": headroom,
+                                   "headroom_here": True})
+
+
 def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellRecord], root) -> LeafCell:
     """A design's outcome at one MEM, with the first criterion's figures (its acknowledgement p99, the apply lag
     p99 under a block log) and where its block went."""
@@ -79,7 +93,8 @@ def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellReco
     bl = m.block_log if m is not None else None
     return LeafCell(engine=engine, design=design, says=says, mem=mem, outcome=base.outcome, cells=base.cells,
                     runs=base.runs, diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
-                    lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None, lag_p99_ms=bl.apply_lag_ms.p99 if bl else None,
+                    lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
+                    lag_p99_ms=bl.apply_lag_ms.p99 if bl else None,
                     closeness=_closeness(r) if r is not None else None,
                     split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
 

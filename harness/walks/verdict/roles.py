@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from harness.scenario.thresholds import parse_threshold
+
 
 def log(msg: str) -> None:
     print(f"[verdict] {msg}", file=sys.stderr, flush=True)
@@ -41,3 +43,15 @@ def at_load(blocks: int, load: float) -> Role:
 
 def reference_role(blocks: int) -> Role:
     return Role("reference cell", criteria=1, screen_blocks=blocks, fixed=True)
+
+
+def scaled_rates(thresholds: tuple[str, ...] | None, load: float) -> tuple[str, ...] | None:
+    """An absolute rate's line at `load` times the offered rate ('rate(rows) > 5700' at 1.5x: > 8550); a share of
+    the offered rate ('>= 95%') and every other line stand as they are."""
+    if load == 1 or not thresholds:
+        return thresholds
+    out = []
+    for expr in thresholds:
+        t = parse_threshold(expr)
+        out.append(f"{t.agg}({t.metric}) {t.op} {t.limit * load:.0f}" if t.agg == "rate" and not t.of_offered else expr)
+    return tuple(out)

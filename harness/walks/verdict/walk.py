@@ -10,29 +10,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.results import CellRecord, ControlRun, Estimate, MatrixCell, VerdictStep
+from harness.results.headroom import Headroom, ReferenceRun, fragile
 from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
-from harness.scenario.thresholds import parse_threshold
 from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell, runs_lines
 from harness.walks.verdict.confirm import close_call, runs_outcome
 from harness.walks.verdict.plan import CriterionPlan
-from harness.walks.verdict.roles import CANDIDATE, CONTROL, Role, log, screen  # noqa: F401  (walk's names)
+from harness.walks.verdict.headroom import check, reference_cell
+from harness.walks.verdict.roles import CANDIDATE, CONTROL, Role, log, scaled_rates, screen  # noqa: F401
 from harness.walks.verdict.watch import undisturbed
-from harness.results.headroom import Headroom, ReferenceRun, fragile
-
-
-def scaled_rates(thresholds: tuple[str, ...] | None, load: float) -> tuple[str, ...] | None:
-    """An absolute rate's line at `load` times the offered rate ('rate(rows) > 5700' at 1.5x: > 8550); a share of
-    the offered rate ('>= 95%') and every other line stand as they are."""
-    if load == 1 or not thresholds:
-        return thresholds
-    out = []
-    for expr in thresholds:
-        t = parse_threshold(expr)
-        out.append(f"{t.agg}({t.metric}) {t.op} {t.limit * load:.0f}" if t.agg == "rate" and not t.of_offered else expr)
-    return tuple(out)
 
 
 @dataclass
@@ -72,9 +60,8 @@ class Walk:
 
     def run(self) -> list[VerdictStep]:
         log(f"at most {self.cells_at_most()} cells: {len(self.mems)} levels x {len(self.criteria)} criteria, each "
-            "step's settings, tune options and control, the leaf's designs, a close call's runs; a failure ends "
-            "its level's criteria and implies the levels below, so a walk runs far fewer")
-        from harness.walks.verdict.headroom import reference_cell
+            "step's settings, tune options and control, the leaf's designs, a close call's runs or headroom screen; a "
+            "failure ends its level's criteria and implies the levels below, so a walk runs far fewer")
         if self.headroom_on and not self.reference:
             reference_cell(self, "start")
         for i, step in enumerate(self.tree.steps):
@@ -83,8 +70,7 @@ class Walk:
                 for rest in self.tree.steps[i:]:
                     self.matrix += [MatrixCell(engine=rest.engine, mem=m, outcome="not run") for m in self.mems]
                 break
-            if self.headroom_on and self.cells_run - self.cells_at_reference >= self.tree.reference.every_cells:
-                reference_cell(self, f"before {step.engine}")
+            self.reference_between(f"before {step.engine}")
             judged, passed_at = self.step(step, mems)
             if step.control and passed_at and i:
                 judged = judged.model_copy(update={"control": self.control(self.tree.steps[i - 1], step, passed_at)})
@@ -136,6 +122,11 @@ class Walk:
             failed_at[""] = mem
         return recs, matrix_cell(step.engine, mem, at_mem(recs), recs).model_copy(update={"headroom": headroom})
 
+    def reference_between(self, at: str) -> None:
+        """A reference cell between steps (or before the leaf), once enough cells ran since the last."""
+        if self.headroom_on and self.cells_run - self.cells_at_reference >= self.tree.reference.every_cells:
+            reference_cell(self, at)
+
     def candidate(self, engine: str, settings: dict, tag: str, mem: str,
                   option: Option | None = None) -> tuple[list[CellRecord], Headroom | None]:
         """A cell that could be the answer: every criterion in full, then, where they all passed and the walk has a
@@ -143,7 +134,6 @@ class Walk:
         recs = self.engine_at(engine, settings, tag, mem, option)
         if not self.headroom_on or at_mem(recs) != "pass":
             return recs, None
-        from harness.walks.verdict.headroom import check
         return recs, check(self, engine, settings, tag, mem, option, recs)
 
     def tune(self, step: Step, mem: str, cell: MatrixCell,
@@ -320,13 +310,17 @@ class Walk:
                           errors=judged.errors, cells=recs)
 
     def cells_at_most(self) -> int:
-        """Cells the walk may still run, an upper bound: every criterion at every open level, each with a close
-        call's runs, for every step not yet judged with its tune options and control, then every leaf design
-        (failures end a level's criteria early and imply the levels below, so most walks run far fewer)."""
-        runs = self.repeats if self.repeats > 1 else self.tree.confirm.runs
-        configs = sum(1 + len(s.tune) + bool(s.control) for s in self.tree.steps[len(self.steps):])
+        """Cells the walk may still run, an upper bound on a quiet machine: every criterion at every open level, each
+        with a close call's runs (or, with a reference cell, its headroom screen), for every step not yet judged with
+        its tune options and control, then every leaf design, and the reference cells left (failures end a level's
+        criteria early and imply the levels below, so most walks run far fewer)."""
+        runs = self.repeats if self.repeats > 1 else 1 if self.headroom_on else self.tree.confirm.runs
+        steps_left = self.tree.steps[len(self.steps):]
+        configs = sum(1 + len(s.tune) + bool(s.control) for s in steps_left)
         designs = sum(len(d) for d in self.tree.leaf.designs.values()) if self.tree.leaf else 0
-        return len(self.open_mems()) * len(self.criteria) * runs * (configs + designs)
+        per_config = len(self.criteria) * runs + (1 if self.headroom_on else 0)
+        references = len(steps_left) + 2 if self.headroom_on else 0     # between steps, before the leaf, at the end
+        return len(self.open_mems()) * per_config * (configs + designs) + references
 
     def progress(self) -> str:
         """Cells run and minutes so far, against the estimate made before the first cell (its ETA), else the bound."""

@@ -3,20 +3,20 @@ disturbed. Each cell's result records the CPU that processes outside its own spe
 at its start and its end (harness/cell.py, platform/watch.py); a cell where other processes took more than a tenth
 of a core, or whose fsync p99 was over twice the walk's first probe at both ends, is set aside, labelled
 "disturbed", and run once more after waiting up to 5 minutes for a quiet machine. Disturbed again, it is an error
-("disturbed: ..."), so its level is inconclusive rather than answered from it."""
+("disturbed: ..."), so its level is inconclusive rather than answered from it. The lines are decision.yaml's
+`quiet`; a decision file without it watches nothing."""
 from __future__ import annotations
 
 from harness.platform.watch import wait_quiet
 from harness.results import CellRecord, load_result
 from harness.walks.verdict.roles import log
 
-OUTSIDE_CORES = 0.10
-FSYNC_TIMES = 2.0
-QUIET_WAIT_S = 300.0
-
-
 def disturbed(walk, rec: CellRecord) -> str | None:
-    """Why the cell was measured beside other load, else None (a result without a watch says nothing)."""
+    """Why the cell was measured beside other load, else None (a result without a watch, or a walk whose decision
+    file asks for none, says nothing)."""
+    quiet = walk.tree.quiet
+    if quiet is None:
+        return None
     r = load_result(walk.root / rec.scenario / rec.dir / "result.json")
     seen = (r.environment.get("watch") or {}) if r is not None else {}
     if not seen:
@@ -29,12 +29,12 @@ def disturbed(walk, rec: CellRecord) -> str | None:
     if walk.first_fsync_p99_us is None and best:
         walk.first_fsync_p99_us = best
     cores = seen.get("outside_cpu_cores") or 0.0
-    if cores > OUTSIDE_CORES:
+    if cores > quiet.outside_cores:
         return f"other processes used {cores:.2f} of a core while it ran"
     first = walk.first_fsync_p99_us
-    if first and best and best > FSYNC_TIMES * first:
-        return (f"fsync p99 {best:,.0f} µs at both its start and its end, over {FSYNC_TIMES:g}x the walk's first "
-                f"probe ({first:,.0f} µs)")
+    if first and best and best > quiet.fsync_times * first:
+        return (f"fsync p99 {best:,.0f} µs at both its start and its end, over {quiet.fsync_times:g}x the walk's "
+                f"first probe ({first:,.0f} µs)")
     return None
 
 
@@ -46,8 +46,9 @@ def undisturbed(walk, cells: list[CellRecord], rerun) -> tuple[list[CellRecord],
         return cells, []
     for c in bad:
         log(f"{c.scenario}/{c.dir}: disturbed ({why[c.dir]}): kept, and run again once the machine is quiet")
-    quiet, cores = wait_quiet(QUIET_WAIT_S, OUTSIDE_CORES)
-    log(f"{'quiet' if quiet else f'still busy after {QUIET_WAIT_S:g} s'} ({cores:.2f} of a core outside): running again")
+    q = walk.tree.quiet
+    quiet, cores = wait_quiet(q.wait_s, q.outside_cores)
+    log(f"{'quiet' if quiet else f'still busy after {q.wait_s:g} s'} ({cores:.2f} of a core outside): running again")
     again = []
     for c in rerun():
         still = disturbed(walk, c)
