@@ -33,7 +33,7 @@ def _records(v: VerdictFile, names: list[str]) -> list[CellRecord]:
     return [by[n] for n in names if n in by]
 
 
-def _answer_cell(v: VerdictFile, a):
+def answer_cell(v: VerdictFile, a):
     """The matrix or leaf cell the answer stands on (a leaf pass implied from another level: that level's)."""
     if a.design:
         engine, design = a.design.split(": ", 1)
@@ -60,7 +60,7 @@ def _alternatives(v: VerdictFile, a, chosen) -> str:
 def answer_rows(v: VerdictFile) -> list[list[str]]:
     rows = []
     for a in v.answers:
-        cell = _answer_cell(v, a)
+        cell = answer_cell(v, a)
         recs = _records(v, cell.cells) if cell is not None else []
         figures = "; ".join(f"{r.scenario}: " + ", ".join(margin(t) for t in r.thresholds) for r in recs
                             if r.label in (None, "candidate")) or "-"

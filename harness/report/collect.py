@@ -81,6 +81,10 @@ class CellData:
     def timeseries(self) -> list[dict]:
         return _read_csv(self.run_dir / "timeseries.csv")
 
+    def design_points(self) -> list[dict]:
+        """A design's figures over the measured phase (design.csv: metric, t_s, value), none for an engine alone."""
+        return _read_csv(self.run_dir / "design.csv")
+
 
 @dataclass
 class ReportData:

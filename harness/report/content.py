@@ -4,6 +4,7 @@ cell's environment (cell_tables.py); a ceiling's and V1's sections are walk_bloc
 from __future__ import annotations
 
 from harness.report import plots
+from harness.report.answer_table import answer_cell
 from harness.report.collect import CellData, ReportData, group_stats
 from harness.report.blocks import Block, _f, plots_block
 from harness.report.cell_tables import (durability_text, environment_table, harness_share, memory_given, pct,
@@ -78,6 +79,19 @@ def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:
     return Block("table", headers=headers, rows=rows), noisy
 
 
+def answer_plots(data: ReportData) -> list[Block]:
+    """Each level's answer, its first criterion's cell minute by minute (acknowledgement, apply lag, busy share)."""
+    by_name = {f"{c.scenario}/{c.run_dir.name}": c for c in data.cells}
+    out = []
+    for a in data.meta.answers:
+        cell = answer_cell(data.meta, a)
+        c = next((by_name[n] for n in (cell.cells if cell is not None else []) if n in by_name), None)
+        if c is not None and c.blocks():
+            out.append(plots_block(plots.answer_over_minutes(c), f"answer-{a.mem}",
+                                   f"The answer at {a.mem}, minute by minute: {c.label}."))
+    return out
+
+
 def build(data: ReportData) -> list[Block]:
     title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run",
              "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go", "knee": "arkbench knee"}[data.kind]
@@ -85,7 +99,8 @@ def build(data: ReportData) -> list[Block]:
     if data.kind == "v1":
         return doc + v1_blocks(data.meta)
     if data.kind == "verdict":
-        doc += verdict_blocks(data.meta) + tuning_blocks(data.meta, data.cells) + verdict_knee_blocks(data.dir)
+        doc += verdict_blocks(data.meta) + answer_plots(data) + tuning_blocks(data.meta, data.cells) + \
+            verdict_knee_blocks(data.dir)
     if not data.cells:
         doc.append(Block("alarm", "no cell of this directory has a result yet."))
         return doc

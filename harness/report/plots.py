@@ -10,7 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator  # noqa: E402
 
 from harness.report.collect import CellData  # noqa: E402
 
@@ -286,4 +286,41 @@ def recovery_by_wal(cells: list[CellData], title: str) -> str:
     ax.set_ylabel("recovery: open + first read (s)")
     ax.legend(fontsize=7)
     ax.set_title(title)
+    return _svg(fig)
+
+
+def _per_minute(points: list[tuple[float, float]], agg) -> list[tuple[float, float]]:
+    by: dict[int, list[float]] = {}
+    for t, v in points:
+        by.setdefault(int(t // 60), []).append(v)
+    return [(m + 1, agg(vs)) for m, vs in sorted(by.items())]
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
+
+
+def answer_over_minutes(cell: CellData) -> str:
+    """An answer's deciding figures minute by minute: its commit (under a block log, acknowledgement) p99 from the
+    due time, and, for a design, its apply lag p99 in blocks and its applier's busy share."""
+    blocks = cell.blocks()
+    t0 = blocks[0]["due_s"] if blocks else 0.0
+    design = cell.design_points()
+    series = [("commit p99 (ms)", _per_minute([(b["due_s"] - t0, b["commit_ms"]) for b in blocks], _p99), None)]
+    lag = [(r["t_s"], r["value"]) for r in design if r["metric"] == "apply_lag_blocks"]
+    busy = [(r["t_s"], r["value"]) for r in design if r["metric"] == "apply_utilisation"]
+    if lag:
+        series.append(("apply lag p99 (blocks)", _per_minute(lag, _p99), None))
+    if busy:
+        series.append(("applier busy (share)", _per_minute(busy, lambda v: sum(v) / len(v)), 1.0))
+    fig, axes = plt.subplots(len(series), 1, figsize=(8, 1.8 * len(series)), sharex=True, squeeze=False)
+    for ax, (label, pts, top) in zip(axes[:, 0], series):
+        if pts:
+            ax.plot(*zip(*pts), marker="o", ms=3, lw=1)
+        ax.set_ylabel(label, fontsize=7)
+        ax.set_ylim(0, top)
+    axes[0, 0].set_title(f"{cell.scenario}: {cell.label}, minute by minute")
+    axes[-1, 0].set_xlabel("minute of the measured phase")
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     return _svg(fig)

@@ -308,5 +308,9 @@ def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, wat
                                                       for k, c in state.answer_checks.items()))
     with open(run_dir / "blocks.csv", "w") as f:
         state.block_log.write_csv(f, state.phase_log)
+    if state.design_points:        # a design's figures over the measured phase: the report's per-minute plot
+        with open(run_dir / "design.csv", "w") as f:
+            f.write("metric,t_s,value\n")
+            f.writelines(f"{k},{t:.3f},{v:g}\n" for k, pts in state.design_points.items() for t, v in pts)
     write_result(plan, out, state, judge(plan, state, out, thresholds, abort, lambda msg: log(plan, msg)))
     return {"passed": EXIT_PASSED, "failed": EXIT_THRESHOLD_FAILED}.get(out.status, EXIT_RUN_FAILED)

@@ -138,3 +138,24 @@ def test_the_answer_table_puts_each_deciding_figure_beside_its_line():
         "rate(rows) 5,400 (> 5,700; 5% over)"
     assert margin(ThresholdResult(expr="count(lost_acked_blocks) == 0", value=0, passed=True)) == \
         "count(lost_acked_blocks) 0 (== 0)"
+
+
+def test_an_answers_deciding_figures_are_plotted_minute_by_minute(tmp_path):
+    """A block log's answer: its acknowledgement p99, apply lag p99 and busy share, a point per minute, from the
+    cell's blocks.csv and design.csv (what its trends were fitted to)."""
+    from harness.report import plots
+    from harness.report.collect import CellData
+    d = tmp_path / "cell"
+    d.mkdir()
+    (d / "blocks.csv").write_text("block_index,due_s,commit_ms\n" + "".join(f"{i},{10 + 2 * i},{5 + i % 3}\n"
+                                                                           for i in range(90)))
+    (d / "design.csv").write_text("metric,t_s,value\n" + "".join(f"apply_lag_blocks,{2 * i},{i % 2}\n"
+                                                                 for i in range(90))
+                                  + "".join(f"apply_utilisation,{15 + 30 * i},0.4\n" for i in range(6)))
+    result = SimpleNamespace(scenario="p99_5x", engine="sqlite", thresholds=[])
+    cell = SimpleNamespace(blocks=lambda: CellData.blocks(SimpleNamespace(run_dir=d)),
+                           design_points=lambda: CellData.design_points(SimpleNamespace(run_dir=d)),
+                           scenario="p99_5x", label="sqlite with a block log", result=result)
+    svg = plots.answer_over_minutes(cell)
+    assert "apply lag p99 (blocks)" in svg and "applier busy (share)" in svg and "commit p99 (ms)" in svg
+    assert plots._per_minute([(0, 1.0), (59, 3.0), (61, 5.0)], max) == [(1, 3.0), (2, 5.0)]

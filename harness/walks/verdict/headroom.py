@@ -40,7 +40,8 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
     recs = walk.engine_at(ref.engine, step.set if step else {}, f"reference-{n}", walk.mems[0],
                           role=reference_role(ref.blocks))
     rec = recs[0] if recs else None
-    figure = reference_figure(walk.root, rec) if rec is not None else None
+    measured = rec is not None and rec.status in ("passed", "failed")     # not an error, nor disturbed twice
+    figure = reference_figure(walk.root, rec) if measured else None
     run = ReferenceRun(at=at, cell=f"{rec.scenario}/{rec.dir}" if rec else "-", started_utc=started,
                        service_p50_ms=figure, status=rec.status if rec else None)
     walk.reference.append(run)
