@@ -69,7 +69,8 @@ def answer_rows(v: VerdictFile) -> list[list[str]]:
         lag = getattr(cell, "lag_p99_ms", None)
         readers = f"p99 {lag:,.0f} ms after the acknowledgement" if lag is not None else \
             ("as committed" if a.engine else "-")
-        room = a.headroom.says() if a.headroom else ("no reference cell" if v.reference == [] else "-")
+        room = f"{a.headroom.says()}; m {a.headroom.basis}" if a.headroom else \
+            ("no reference cell" if v.reference == [] else "-")
         rows.append([a.mem + (f" ({a.at_reference})" if a.at_reference else ""), what, figures, room, readers,
                      _alternatives(v, a, cell)])
     return rows

@@ -75,10 +75,10 @@ def multiple(walk) -> tuple[float, str]:
         why = "no reference figure in this sitting" if now is None else \
             f"no sitting on record at profile {walk.opts.profile}"
         return ref.within_sitting, f"{ref.within_sitting:g}, the within-sitting band ({why})"
-    date, slowest, source = max(on_record, key=lambda x: x[1])
+    date, slowest, _ = max(on_record, key=lambda x: x[1])
     m = max(ref.within_sitting, slowest / now)
-    return round(m, 3), (f"{m:.2f} = max({ref.within_sitting:g}, the slowest sitting on record {slowest:,.0f} ms "
-                         f"({date}: {source}) / this sitting's {now:,.0f} ms)")
+    return round(m, 3), (f"{m:.2f} = max({ref.within_sitting:g}, the slowest sitting on record, {date}'s "
+                         f"{slowest:,.0f} ms, / this sitting's {now:,.0f} ms)")
 
 
 def latency_over(recs: list[CellRecord], m: float) -> list[str]:
@@ -104,7 +104,11 @@ def check(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: l
     why = next((r.diagnosis for r in screen if r.diagnosis), None)
     said = f"{word}: {why}" if why and outcome != "pass" else word
     over = latency_over(recs, m)
+    first = load_result(walk.root / screen[0].scenario / screen[0].dir / "result.json") if screen else None
+    busy = first.metrics.block_log.apply_utilisation if first is not None and first.metrics.block_log else None
     h = Headroom(multiple=m, basis=basis, passed=outcome == "pass" and not over, screen=said,
-                 screen_cells=[f"{r.scenario}/{r.dir}" for r in screen], latency_over=over)
+                 screen_cells=[f"{r.scenario}/{r.dir}" for r in screen], latency_over=over,
+                 screen_p99_ms=screen[0].p99_ms if screen else None, screen_busy=busy,
+                 reference_ms=next((r.service_p50_ms for r in reversed(walk.reference) if r.service_p50_ms), None))
     log(f"{engine}{' ' + tag if tag else ''} at {mem}: {h.says()}")
     return h
