@@ -390,6 +390,10 @@ def test_a_design_that_passes_at_the_smallest_mem_is_implied_above_and_one_impli
     assert above.outcome == "passed" and above.agreed is True
     # the implied failure runs as its criteria come; the implied pass is screened (a full phase is an answer's cost)
     assert [x[3] for x in walk.labels if x[2].startswith("implied-")] == ["control", "control, screened over 60 blocks"]
+    from harness.walks.verdict.controls import with_controls
+    told = {a.mem: a for a in with_controls(list(ans.values()), [below, above])}
+    assert "measured here by its implication control (control, screened over 60 blocks): passed" in told["2g"].leaf
+    assert "implication control" not in told["4g"].leaf, "4g was implied, and no control ran there"
 
 
 def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):

@@ -22,7 +22,7 @@ from harness.walks.sweep import CellOptions, SweepInterrupted, sweep_dir_for
 from harness.walks.verdict import answer
 from harness.walks.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
 from harness.walks.verdict.versions import library_versions, version_note
-from harness.walks.verdict.controls import implication_controls
+from harness.walks.verdict.controls import implication_controls, with_controls
 from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf, with_leaf
@@ -151,7 +151,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         out = out.model_copy(update={
             "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
             "cells": walk.records, "reference": walk.reference,
-            "answers": with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf),
+            "answers": with_controls(with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf), controls),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)

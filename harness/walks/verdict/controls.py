@@ -78,3 +78,20 @@ def _measure(walk, direction: str, engine: str, what: str | None, mem: str, sour
         + ("agreed" if agreed else "DISAGREED" if agreed is False else "no measurement"))
     return ImplicationControl(direction=direction, engine=engine, what=what, mem=mem, implied_from=source,
                               expected=expected, outcome=outcome, agreed=agreed, cells=recs)
+
+
+def with_controls(answers: list, controls: list[ImplicationControl]) -> list:
+    """An answer implied from another level says what its implication control measured at its own, where one did
+    (on 11-29 the 5137m answer quoted 2568m's figures while its control had run the design at 5137m)."""
+    out = []
+    for a in answers:
+        c = next((c for c in controls if c.direction == ABOVE and c.mem == a.mem and c.cells and a.design
+                  and a.design.endswith(f": {c.what}")), None)
+        if c is None:
+            out.append(a)
+            continue
+        first = c.cells[0]
+        said = f"; measured here by its implication control ({first.label}): {c.outcome}" + (
+            f", p99 {first.p99_ms:,.1f} ms" if first.p99_ms is not None else "")
+        out.append(a.model_copy(update={"leaf": (a.leaf or "") + said}))
+    return out
