@@ -26,6 +26,9 @@ class Criterion(Strict):
     scenario: str
     thresholds: ThresholdExprs = Field(min_length=1)
     target: Target
+    behind_a_log: Literal["full", "screen"] = Field(
+        "full", description="screen: behind a block log (its acknowledgement off the engine's path) the criterion "
+                            "runs over screen_blocks measured blocks, its applier judged as in full")
 
     @field_validator("scenario")
     @classmethod

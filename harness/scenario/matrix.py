@@ -42,6 +42,11 @@ class Option(BaseModel):
             raise ValueError("sized: each fraction of MEM is in (0, 1]")
         return self
 
+    @property
+    def logs_blocks(self) -> bool:
+        """A design with a block log in front: its acknowledgement is the log's, its engine applies behind it."""
+        return any(k.startswith("block_log.") for k in self.set)
+
     def overrides(self, engine: str, mem_bytes: int | None, plan_values: dict[str, Any]) -> list[str]:
         """The option as --set items for `engine` at MEM; plan_values: the baseline plan's by dotted key."""
         items = [f"engines.{engine}.{k}={_yaml(v)}" for k, v in self.settings.items()]

@@ -159,3 +159,20 @@ def test_an_answers_deciding_figures_are_plotted_minute_by_minute(tmp_path):
     svg = plots.answer_over_minutes(cell)
     assert "apply lag p99 (blocks)" in svg and "applier busy (share)" in svg and "commit p99 (ms)" in svg
     assert plots._per_minute([(0, 1.0), (59, 3.0), (61, 5.0)], max) == [(1, 3.0), (2, 5.0)]
+
+
+def test_reorg_behind_a_block_log_is_screened_and_p99_5x_is_not(tmp_path):
+    """decision.yaml's behind_a_log: a reorg's acknowledgement behind a log is the log's (p99 1.6-1.8 ms in the 11-29
+    walk, 13 min of a full cell): screened over 60 blocks there; p99_5x stays in full, and so does a reorg on an
+    engine without a log."""
+    from harness.scenario.matrix import load_matrix
+    from harness.walks.verdict.roles import CANDIDATE
+    tree = load_decision()
+    walk = Walk(tree, ["2g"], criterion_plans(tree, lambda sc: 600), CellOptions(runtime="local", profile="ratio"),
+                tmp_path)
+    p99_5x, reorg = walk.criteria[0], walk.criteria[1]
+    log = load_matrix().engines["sqlite"].options["block_log"]
+    assert walk.screened(reorg, log, CANDIDATE) == tree.screen_blocks == 60
+    assert walk.screened(reorg, None, CANDIDATE) is None and walk.screened(p99_5x, log, CANDIDATE) is None
+    (run,) = walk.criterion_runs(reorg, "sqlite", {}, "leaf-block_log", "2g", log, screen_blocks=60)
+    assert run.plan.phases.measure_s == 60 * run.plan.workload.block_interval_ms / 1000

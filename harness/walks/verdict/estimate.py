@@ -66,9 +66,9 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally, a
         ran = criteria if ok else criteria[:1]
         if costs is not None:
             _add_state(tally, costs, engine, tag, option)
-            fail = (costs.design_fail or costs.fail) if _logs_blocks(option) else costs.fail
+            fail = (costs.design_fail or costs.fail) if option is not None and option.logs_blocks else costs.fail
             # a screen that fails stops early as any failure does (the 11-29 walks' failed screens: 1.7-2.4 min)
-            tally.minutes += sum(fail if not ok else costs.screen if role.screen_blocks else
+            tally.minutes += sum(fail if not ok else costs.screen if walk.screened(cp, option, role) else
                                  costs.full.get(cp.criterion.scenario, fail) for cp in ran)
         recs = [CellRecord(cell_id="estimate", scenario=cp.criterion.scenario, engine=engine, mem=mem,
                            data_limit_bytes=None, scale=1.0, runtime="estimate", dir=f"{engine}-{tag}-{mem}",
@@ -77,12 +77,6 @@ def predicted(walk: Walk, passes: set[str], costs: Costs | None, tally: Tally, a
         walk.records += recs
         return recs
     return engine_at
-
-
-def _logs_blocks(option) -> bool:
-    """A design with a block log in front: its failure is an applier falling behind, stopped only once its lag has
-    passed the bound on more blocks than a p99 allows (decision.yaml's design_fail), not in a step's first blocks."""
-    return option is not None and any(k.startswith("block_log.") for k in option.set)
 
 
 UNINDEXED = (("workload.indexes", "[]"),)      # the layout of an option without secondary indexes (no_indexes)

@@ -210,7 +210,7 @@ class Walk:
             or load != 1 else 0
         if load != 1:
             over += (f"workload.block_interval_ms={interval_s * 1000:g}",)
-            if base.block_log is not None or (option is not None and any(k.startswith("block_log.") for k in option.set)):
+            if base.block_log is not None or (option is not None and option.logs_blocks):
                 over += ("block_log.utilisation_bound=1",)
         if screen_blocks and interval_s and screen_blocks * interval_s < base.phases.measure_s:
             over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
@@ -229,14 +229,15 @@ class Walk:
         matrix option, its overrides come after the step's settings. Each cell carries the role's label."""
         out = []
         for cp in self.criteria[:role.criteria]:
-            runs = self.criterion_runs(cp, engine, settings, tag, mem, option, screen_blocks=role.screen_blocks,
+            blocks = self.screened(cp, option, role)
+            runs = self.criterion_runs(cp, engine, settings, tag, mem, option, screen_blocks=blocks,
                                        load=role.load, fixed=role.fixed)
             name = f"cells-{engine}{'-' + tag if tag else ''}-{cp.criterion.scenario}-{mem}"
             done = run_cells(runs, self.root / f"{name}.json", {"kind": "verdict-cells", "dir": str(self.root)},
                              stop=None if self.all_cells else (lambda rec: rec.status != "passed"), place=self.opts.place)
             again = f"{tag}-again" if tag else "again"
             kept, aside = undisturbed(self, done.cells, lambda: run_cells(
-                self.criterion_runs(cp, engine, settings, again, mem, option, screen_blocks=role.screen_blocks,
+                self.criterion_runs(cp, engine, settings, again, mem, option, screen_blocks=blocks,
                                     load=role.load, fixed=role.fixed), self.root / f"{name}-again.json",
                 {"kind": "verdict-cells", "dir": str(self.root)}, place=self.opts.place).cells)
             self.records += aside
@@ -255,6 +256,12 @@ class Walk:
             if not self.all_cells and at_mem(recs) != "pass":
                 break
         return out
+
+    def screened(self, cp: CriterionPlan, option: Option | None, role: Role) -> int | None:
+        """The measured blocks a criterion's cell is cut to: the role's screen, or the tree's where the criterion is
+        screened behind a block log (decision.yaml's behind_a_log) and the option puts one in front; None: in full."""
+        behind = cp.criterion.behind_a_log == "screen" and option is not None and option.logs_blocks
+        return role.screen_blocks or (self.tree.screen_blocks if behind else None)
 
     def option_passed(self, engine: str, before: str, mem: str) -> tuple[str | None, Option | None]:
         """The tune option `engine` passed with at `mem`, as `before`'s matrix has it; (None, None) where it passed
