@@ -26,6 +26,7 @@ def cost_blocks(meta) -> list[Block]:
                               f"{sum(spent):.0f} min in cells"
                               + (f", {meta.walk_s / 60:.0f} min in all" if meta.walk_s is not None else "")
                               + f". The estimate's basis: {est.basis}."
+                              + (f" Its expected answers: {'; '.join(est.path)}." if est.path else "")
                               + (f" Not foreseen: {est.not_foreseen()}." if est.not_foreseen() else "")))
     out += control_blocks(meta)
     if cells:

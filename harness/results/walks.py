@@ -218,6 +218,7 @@ class Estimate(Model):
     # in full, not one failure), and a close call (its runs again)
     unexpected_pass_minutes: Optional[float] = None
     close_call_minutes: Optional[float] = None
+    path: list[str] = []                        # v7: the played walk's answer per level ("5137m: sqlite: block_log")
 
     def not_foreseen(self) -> str:
         """What it cannot foresee, and what each costs: '' where it has no minutes."""

@@ -233,7 +233,7 @@ class Reference(Strict):
 class Quiet(Strict):
     """A quiet machine (harness/walks/verdict/watch.py): a cell measured beside more load than this is run again."""
     outside_cores: float = Field(0.10, gt=0, description="CPU, in cores, other processes may use while a cell runs")
-    fsync_times: float = Field(2.0, gt=1, description="a cell's fsync p99, at both its ends, over this multiple of "
+    fsync_times: float = Field(2.0, gt=1, description="a cell's fsync p50, at both its ends, over this multiple of "
                                                       "the walk's first probe is disturbed")
     wait_s: float = Field(300, ge=0, description="how long to wait for a quiet machine before running it again")
 

@@ -41,13 +41,14 @@ def test_a_process_outside_the_tree_is_counted_and_a_child_is_not():
     assert other > 0.5, f"a process outside the tree took a core: {other}"
 
 
-def _result(path, outside_cores: float, fsync_p99_us: float = 300.0, start_p99_us: float = 300.0) -> None:
+def _result(path, outside_cores: float, fsync_p50_us: float = 300.0, start_p50_us: float = 300.0) -> None:
     path.mkdir(parents=True, exist_ok=True)
     write_json(path / "result.json", RunResult.model_validate({
         "run_id": path.name, "engine": "sqlite", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
         "status": "passed", "scale": 1.0, "plan": {}, "memory": {}, "metrics": {},
-        "environment": {"fsync_floor": {"p99_us": start_p99_us},
-                        "watch": {"outside_cpu_cores": outside_cores, "fsync_floor_end": {"p99_us": fsync_p99_us}}}}))
+        "environment": {"fsync_floor": {"p50_us": start_p50_us, "p99_us": 5 * start_p50_us},
+                        "watch": {"outside_cpu_cores": outside_cores,
+                                  "fsync_floor_end": {"p50_us": fsync_p50_us, "p99_us": 5 * fsync_p50_us}}}}))
 
 
 @pytest.mark.parametrize("again_cores,level", [(0.0, "pass"), (0.9, "error")])
@@ -82,12 +83,12 @@ def test_a_cell_run_beside_a_process_taking_a_core_runs_again_and_its_first_run_
 
 
 def test_a_disk_probe_past_twice_the_walks_first_is_disturbed(tmp_path):
-    walk = SimpleNamespace(root=tmp_path, first_fsync_p99_us=None, tree=load_decision())
+    walk = SimpleNamespace(root=tmp_path, first_fsync_p50_us=None, tree=load_decision())
     rec = lambda d: CellRecord(cell_id="x", scenario="p99_5x", engine="sqlite", mem="4g", data_limit_bytes=None,  # noqa: E731
                                scale=1.0, runtime="local", dir=d, state="complete", status="passed")
-    _result(tmp_path / "p99_5x" / "a", 0.0, fsync_p99_us=350.0)
-    _result(tmp_path / "p99_5x" / "b", 0.0, fsync_p99_us=4119.0, start_p99_us=3800.0)
-    _result(tmp_path / "p99_5x" / "c", 0.0, fsync_p99_us=310.0, start_p99_us=1093.0)   # a clone's writeback
-    assert verdict_watch.disturbed(walk, rec("a")) is None and walk.first_fsync_p99_us == 300.0
+    _result(tmp_path / "p99_5x" / "a", 0.0, fsync_p50_us=350.0)
+    _result(tmp_path / "p99_5x" / "b", 0.0, fsync_p50_us=4119.0, start_p50_us=3800.0)
+    _result(tmp_path / "p99_5x" / "c", 0.0, fsync_p50_us=310.0, start_p50_us=1093.0)   # a clone's writeback
+    assert verdict_watch.disturbed(walk, rec("a")) is None and walk.first_fsync_p50_us == 300.0
     assert "over 2x the walk's first probe (300 µs)" in verdict_watch.disturbed(walk, rec("b"))
     assert verdict_watch.disturbed(walk, rec("c")) is None, "slow at its start only: its own clone's writeback"

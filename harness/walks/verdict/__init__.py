@@ -212,6 +212,8 @@ def _expect(walk: Walk, profile: str, drop_states: bool):
     walk.expected = e = estimate(walk, profile, drop_states)
     log(f"expected: {e.cells} cells, about {e.minutes:.0f} min ({e.state_minutes:.0f} of them building states; "
         f"{', '.join(f'{n} {k}' for k, n in e.by_label.items())}): {e.basis}")
+    if e.path:
+        log(f"expected path: {'; '.join(e.path)}")
     if e.not_foreseen():
         log(f"not foreseen: {e.not_foreseen()}")
     return e

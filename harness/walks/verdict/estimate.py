@@ -16,7 +16,8 @@ from harness.scenario.decision import Costs
 from harness.state.store import owner
 from harness.walks.verdict.controls import checked, implication_controls
 from harness.walks.verdict.headroom import reference_cell
-from harness.walks.verdict.leaf import run_leaf
+from harness.walks.verdict.answer import answers
+from harness.walks.verdict.leaf import run_leaf, with_leaf
 from harness.walks.verdict.states import leaf_engine
 from harness.walks.verdict.roles import CANDIDATE, Role
 from harness.walks.verdict.walk import Walk
@@ -29,6 +30,7 @@ class Tally:
         self.minutes, self.state_minutes = 0.0, 0.0
         self.states: set[tuple[str, tuple]] = set()
         self.cells, self.by_label = 0, {}
+        self.path: list[str] = []       # the played walk's answer at each level
 
     def forget(self, owner: str, keep_default: bool) -> None:
         """The states of `owner` (the engine whose states they are) dropped after a step (DROP_STATES, or a disk
@@ -114,10 +116,13 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
     twin.engine_at = predicted(twin, passes, costs, tally, at_largest)
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
-        implication_controls(twin, run_leaf(twin))
+        leaf = run_leaf(twin)
+        implication_controls(twin, leaf)
         if twin.headroom_on:
             reference_cell(twin, "end")
     tally.count(twin.records)
+    tally.path = [f"{a.mem}: {a.design or a.engine or 'nothing'}"
+                  for a in with_leaf(answers(twin.tree, twin.mems, twin.matrix, lambda m: None), leaf)]
     return tally
 
 
@@ -130,7 +135,7 @@ def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
              f"no minutes measured for profile {profile!r} in decision.yaml's estimate: cells only")
     full = [costs.full.get(cp.criterion.scenario, costs.fail) for cp in walk.criteria] if costs else []
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
-                    by_label=tally.by_label, basis=basis,
+                    by_label=tally.by_label, basis=basis, path=tally.path,
                     unexpected_pass_minutes=round(sum(full) - costs.fail + (costs.screen if walk.headroom_on else 0), 1)
                     if full else None,
                     close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full and not walk.headroom_on

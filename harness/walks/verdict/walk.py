@@ -41,7 +41,7 @@ class Walk:
     expected: Estimate | None = None    # verdict/estimate.py's, made before the first cell
     reference: list[ReferenceRun] = field(default_factory=list)     # the sitting's reference cells so far
     cells_at_reference: int = 0         # cells run when the last reference cell ended
-    first_fsync_p99_us: float | None = None     # the walk's first disk probe: the machine's watch compares with it
+    first_fsync_p50_us: float | None = None     # the walk's first disk probe: the machine's watch compares with it
 
     @property
     def headroom_on(self) -> bool:

@@ -1,7 +1,7 @@
 """A quiet machine (issue 76): a cell measured beside other load measures that load too, so it never answers while
 disturbed. Each cell's result records the CPU that processes outside its own spent while it ran and the disk probed
 at its start and its end (harness/cell.py, platform/watch.py); a cell where other processes took more than a tenth
-of a core, or whose fsync p99 was over twice the walk's first probe at both ends, is set aside, labelled
+of a core, or whose fsync p50 was over twice the walk's first probe at both ends, is set aside, labelled
 "disturbed", and run once more after waiting up to 5 minutes for a quiet machine. Disturbed again, it is an error
 ("disturbed: ..."), so its level is inconclusive rather than answered from it. The lines are decision.yaml's
 `quiet`; a decision file without it watches nothing."""
@@ -21,19 +21,20 @@ def disturbed(walk, rec: CellRecord) -> str | None:
     seen = (r.environment.get("watch") or {}) if r is not None else {}
     if not seen:
         return None
-    probes = [p for p in ((r.environment.get("fsync_floor") or {}).get("p99_us"),
-                          (seen.get("fsync_floor_end") or {}).get("p99_us")) if p]
-    # the better of its two probes: the one at its start can land in the writeback of the clone just made, which is
-    # the cell's own; a disk slowed by other load is slow at both ends
+    probes = [p for p in ((r.environment.get("fsync_floor") or {}).get("p50_us"),
+                          (seen.get("fsync_floor_end") or {}).get("p50_us")) if p]
+    # the better of its two probes' medians: a 200-fsync probe's p99 moves several-fold on a quiet machine here (one
+    # slow flush of the cell's own), and the probe at its start can land in the writeback of the clone just made;
+    # a disk slowed by other load is slow at both ends
     best = min(probes, default=None)
-    if walk.first_fsync_p99_us is None and best:
-        walk.first_fsync_p99_us = best
+    if walk.first_fsync_p50_us is None and best:
+        walk.first_fsync_p50_us = best
     cores = seen.get("outside_cpu_cores") or 0.0
     if cores > quiet.outside_cores:
         return f"other processes used {cores:.2f} of a core while it ran"
-    first = walk.first_fsync_p99_us
+    first = walk.first_fsync_p50_us
     if first and best and best > quiet.fsync_times * first:
-        return (f"fsync p99 {best:,.0f} µs at both its start and its end, over {quiet.fsync_times:g}x the walk's "
+        return (f"fsync p50 {best:,.0f} µs at both its start and its end, over {quiet.fsync_times:g}x the walk's "
                 f"first probe ({first:,.0f} µs)")
     return None
 
