@@ -29,6 +29,11 @@ def _io(attr: str):
     return lambda r: getattr(r.metrics.io, attr) if r.metrics.io else None
 
 
+def _log(get):
+    """A block log's figure (metrics.block_log), None for an engine alone."""
+    return lambda r: get(r.metrics.block_log) if r.metrics.block_log else None
+
+
 FIGURES = (
     Figure("commit p50", "ms", lambda r: r.metrics.commit_latency_ms.p50, True, True),
     Figure("commit p99", "ms", lambda r: r.metrics.commit_latency_ms.p99, True, True),
@@ -44,6 +49,13 @@ FIGURES = (
            if r.metrics.io and r.metrics.io.residency else None, False),
     Figure("bloat ratio", "x", lambda r: r.metrics.bloat_ratio, True),
     Figure("WAL max", "B", lambda r: r.metrics.wal_bytes_max, True),
+    # behind a block log: commit is the acknowledgement; these say whether its applier keeps up, and how far behind
+    # the acknowledgement a reader finds the index
+    Figure("applier busy", "%", _log(lambda b: b.apply_utilisation), True),
+    Figure("apply lag p99", "blocks", _log(lambda b: b.apply_lag_blocks.p99), True),
+    Figure("index behind the ack, p99", "ms", _log(lambda b: b.apply_lag_ms.p99), True, True),
+    Figure("drain after the clock", "s", _log(lambda b: b.drain_s), True, True),
+    Figure("ack sync, mean", "ms", _log(lambda b: b.ack_phases_ms.get("sync")), True, True),
 )
 
 
@@ -98,7 +110,7 @@ def _fmt(v: float | None, unit: str) -> str:
         return f"{v / 2**20:,.1f} MiB"
     if unit == "%":
         return f"{v:.1%}"
-    sep = " " if unit == "ms" else ""
+    sep = "" if unit in ("", "x") else " "
     return f"{v:,.3g}{sep}{unit}" if abs(v) < 10 else f"{v:,.0f}{sep}{unit}"
 
 
@@ -140,7 +152,7 @@ def render(cmp: list[dict], a_name: str, b_name: str, markdown: bool) -> str:
             lines.append("")
         else:
             lines.append(f"{c['cell']}: A {len(c['a_runs'])} run(s), B {len(c['b_runs'])} run(s)")
-            lines += [f"  {r['figure']:20s} {_fmt(r['a'], r['unit']):>14s} -> {_fmt(r['b'], r['unit']):>14s}  "
+            lines += [f"  {r['figure']:26s} {_fmt(r['a'], r['unit']):>14s} -> {_fmt(r['b'], r['unit']):>14s}  "
                       f"{'-' if r['ratio'] is None else format(r['ratio'], '.3f') + 'x':>8s}  {r['verdict']}"
                       for r in c["figures"]]
     return "\n".join(lines) + "\n"
