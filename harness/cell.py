@@ -9,9 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from harness.errors import EXIT_RUN_FAILED
+from harness.environment import fsync_floor
+from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.feed.server import FeedServer
 from harness.platform import watch
+from harness.results import load_result, write_json
 from harness.runner.outcome import write_failed_result
 from harness.runtime.docker import CONTAINER_UID, run_docker
 from harness.runtime.local import run_local
@@ -93,13 +95,11 @@ def execute(plan) -> int:
 def record_watch(plan, start) -> None:
     """What else the machine did while the cell ran, and the disk probed again at its end, in its result.json
     (environment.watch): a walk runs again a cell measured beside other load."""
-    from harness.environment import fsync_floor
-    from harness.results import load_result, write_json
     end = watch.snapshot(containers_are_own=plan.runtime == "docker")
     path = Path(plan.run_dir) / "result.json"
     try:
         r = load_result(path)
-    except Exception:        # noqa: BLE001  (a result this harness cannot read is the walk's to refuse, not ours)
+    except ConfigError:      # a result this harness cannot read is the walk's to refuse, not ours
         return
     if r is None:
         return

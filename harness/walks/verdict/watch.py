@@ -11,6 +11,7 @@ from harness.platform.watch import wait_quiet
 from harness.results import CellRecord, load_result
 from harness.walks.verdict.roles import log
 
+
 def disturbed(walk, rec: CellRecord) -> str | None:
     """Why the cell was measured beside other load, else None (a result without a watch, or a walk whose decision
     file asks for none, says nothing)."""
