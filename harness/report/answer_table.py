@@ -4,7 +4,7 @@ acknowledgement), and the alternatives with their figures. The summary, report.m
 print this one table."""
 from __future__ import annotations
 
-from harness.results import CellRecord, VerdictFile
+from harness.results import CellRecord, LeafCell, VerdictFile
 from harness.results.headroom import fragile
 from harness.scenario.thresholds import parse_threshold
 
@@ -47,10 +47,11 @@ def _alternatives(v: VerdictFile, a, chosen) -> str:
     """What else ran at the level: each failure or pass today only with its diagnosis or headroom, in walk order."""
     out = []
     for c in [*v.matrix, *v.leaf]:
-        if c.mem != a.mem or c is chosen or c.outcome in ("not run", "implied") or getattr(c, "implied_from", None):
+        if c.mem != a.mem or c is chosen or c.outcome in ("not run", "implied") or \
+                (isinstance(c, LeafCell) and c.implied_from):
             continue
-        name = f"{c.engine}: {c.design}" if hasattr(c, "design") else c.engine + (f" ({c.tuned_with})" if c.tuned_with
-                                                                                   else "")
+        name = f"{c.engine}: {c.design}" if isinstance(c, LeafCell) else \
+            c.engine + (f" ({c.tuned_with})" if c.tuned_with else "")
         said = c.headroom.says() if fragile(c) else (c.diagnosis or c.outcome)
         out.append(f"{name}: {said.split('; ')[0]}")
     out += [f"trade-off {t}" for t in a.trade_offs]

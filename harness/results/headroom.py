@@ -9,7 +9,7 @@ from harness.results.base import Model
 
 class ReferenceRun(Model):
     """One reference cell of the walk: where in the walk it ran and its figure (the sitting's speed)."""
-    at: str                                     # "start", "after sqlite", "end"
+    at: str                                     # "start", "before libsql", "before the leaf", "end"
     cell: str                                   # <scenario>/<dir>
     started_utc: Optional[str] = None
     service_p50_ms: Optional[float] = None

@@ -28,7 +28,8 @@ def reference_figure(root: Path, rec: CellRecord) -> float | None:
 
 
 def reference_cell(walk, at: str) -> ReferenceRun | None:
-    """The sitting's reference cell, run now (the n-th of the walk: a cell of its own, never a cached one)."""
+    """The sitting's reference cell, run now: the n-th of the walk is a cell of its own (a resumed walk finds the
+    ones it already ran)."""
     ref = walk.tree.reference
     if ref is None:
         return None
@@ -66,10 +67,15 @@ def record(walk, published: Path | None = None) -> list[tuple[str, float, str]]:
     return out
 
 
+def sitting_figure(walk) -> float | None:
+    """This sitting's speed: its latest reference cell's figure (ms), None before one was measured."""
+    return next((r.service_p50_ms for r in reversed(walk.reference) if r.service_p50_ms), None)
+
+
 def multiple(walk) -> tuple[float, str]:
     """(m, where it comes from): the slowest sitting on record over this sitting's latest reference figure."""
     ref = walk.tree.reference
-    now = next((r.service_p50_ms for r in reversed(walk.reference) if r.service_p50_ms), None)
+    now = sitting_figure(walk)
     on_record = record(walk)
     if now is None or not on_record:
         why = "no reference figure in this sitting" if now is None else \
@@ -109,6 +115,6 @@ def check(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: l
     h = Headroom(multiple=m, basis=basis, passed=outcome == "pass" and not over, screen=said,
                  screen_cells=[f"{r.scenario}/{r.dir}" for r in screen], latency_over=over,
                  screen_p99_ms=screen[0].p99_ms if screen else None, screen_busy=busy,
-                 reference_ms=next((r.service_p50_ms for r in reversed(walk.reference) if r.service_p50_ms), None))
+                 reference_ms=sitting_figure(walk))
     log(f"{engine}{' ' + tag if tag else ''} at {mem}: {h.says()}")
     return h
