@@ -16,6 +16,9 @@ from harness.stats import t95
 
 WINDOW_S = 30.0
 MIN_WINDOWS = 4             # fewer than 4 points leave a slope's interval meaningless (2 degrees of freedom)
+# A trend is judged against the hour only from 10 windows (300 s) up: a 60-block screen's 4 windows carried to an
+# hour is a 30x extrapolation of 4 points (a smoke lag stepping 0 to 1 in 120 s read as 48 blocks by the hour)
+JUDGE_MIN_WINDOWS = 10
 METHOD = "least squares over 30 s windows, 95% interval by Newey-West (Bartlett kernel)"
 
 

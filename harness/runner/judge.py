@@ -7,7 +7,7 @@ from harness.runner.abort import EarlyAbort
 from harness.runner.counters import RunState
 from harness.runner.metrics import percentile_rank
 from harness.runner.outcome import Outcome, bounds_source, build_metrics, metric_source
-from harness.runner.trends import unlined_trends, with_trends
+from harness.runner.trends import phase_points, phase_s, unlined_trends, with_trends
 from harness.scenario.plan import RunPlan
 from harness.scenario.thresholds import evaluate
 from harness.workload.digest import digest_rows
@@ -50,11 +50,11 @@ def window_note(t, plan: RunPlan) -> str | None:
 def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: EarlyAbort | None, log) -> Metrics:
     """Thresholds with their measured values, the early abort, and the run's status; the metrics they read."""
     metrics = build_metrics(state, plan, out.load, out.final, out.spool, out.io)
-    horizon_s = plan.phases.horizon_s
-    metrics = metrics.model_copy(update={"trends": unlined_trends(state, horizon_s)})
+    horizon_s, points, phase = plan.phases.horizon_s, phase_points(state), phase_s(state)
+    metrics = metrics.model_copy(update={"trends": unlined_trends(points, phase, horizon_s)})
     results = [ThresholdResult(**t, note=window_note(th, plan)) for t, th in
                zip(evaluate(thresholds, metric_source(state, metrics), bounds_source(state)), thresholds)]
-    results = with_trends(results, thresholds, state, horizon_s)
+    results = with_trends(results, thresholds, points, phase, horizon_s)
     if abort and abort.reason:
         out.early_abort = abort.reason
         log(f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")

@@ -8,7 +8,7 @@ from harness.results import ThresholdResult
 from harness.results.trend import TrendResult
 from harness.runner.counters import RunState
 from harness.scenario.thresholds import Threshold
-from harness.trend import METHOD, WINDOW_S, fit, windowed
+from harness.trend import JUDGE_MIN_WINDOWS, METHOD, WINDOW_S, fit, windowed
 
 ACCUMULATING = ("commit_ms", "service_ms", "apply_lag_blocks", "apply_lag_ms", "wal_bytes", "apply_utilisation")
 UNLINED = ("db_bytes", "wal_bytes")       # reported with their slope in metrics.trends
@@ -40,7 +40,8 @@ def trend_of(points: list[tuple[float, float]], agg: str, phase: float, horizon_
     if f is None:
         return None
     at = f.at(horizon_s) if horizon_s else None
-    rising = f.lo_per_s > 0                 # only an upper bound's figure is judged: it fails by growing
+    # only an upper bound's figure is judged: it fails by growing, over a phase long enough to carry to the horizon
+    rising = f.lo_per_s > 0 and f.windows >= JUDGE_MIN_WINDOWS
     return TrendResult(method=f"{METHOD}, {f.lags} lag{'s' * (f.lags > 1)}", window_s=WINDOW_S, windows=f.windows,
                        slope_per_h=round(f.slope_per_s * 3600, 6),
                        ci95_per_h=(round(f.lo_per_s * 3600, 6), round(f.hi_per_s * 3600, 6)), horizon_s=horizon_s,
@@ -48,10 +49,10 @@ def trend_of(points: list[tuple[float, float]], agg: str, phase: float, horizon_
                        would_fail=bool(th is not None and at is not None and rising and not th.passes(at)))
 
 
-def with_trends(results: list[ThresholdResult], thresholds: list[Threshold], state: RunState,
+def with_trends(results: list[ThresholdResult], thresholds: list[Threshold], points: dict, phase: float,
                 horizon_s: float | None) -> list[ThresholdResult]:
-    """Each accumulating upper-bound threshold with its trend; one that would fail by the horizon fails now."""
-    points, phase = phase_points(state), phase_s(state)
+    """Each accumulating upper-bound threshold with its trend; one that would fail by the horizon fails now.
+    points, phase: phase_points(state), phase_s(state)."""
     out = []
     for r, th in zip(results, thresholds):
         if th.metric in ACCUMULATING and th.op in ("<", "<=") and not th.window_s and th.metric in points \
@@ -66,7 +67,6 @@ def with_trends(results: list[ThresholdResult], thresholds: list[Threshold], sta
     return out
 
 
-def unlined_trends(state: RunState, horizon_s: float | None) -> dict[str, TrendResult]:
-    points, phase = phase_points(state), phase_s(state)
+def unlined_trends(points: dict, phase: float, horizon_s: float | None) -> dict[str, TrendResult]:
     found = {k: trend_of(points[k], "last", phase, horizon_s) for k in UNLINED if points.get(k)}
     return {k: v for k, v in found.items() if v is not None}

@@ -5,7 +5,7 @@ import random
 from harness.designs.block_log_figures import trend
 from harness.results import ThresholdResult
 from harness.runner.counters import RunState
-from harness.runner.trends import with_trends
+from harness.runner.trends import phase_points, phase_s, with_trends
 from harness.scenario.thresholds import parse_threshold
 from harness.trend import fit, windowed
 
@@ -28,7 +28,8 @@ def _judged(points, expr, horizon_s):
     th = parse_threshold(expr)
     values = [v for _, v in points]
     first = ThresholdResult(expr=expr, value=max(values), passed=th.passes(max(values)), judged="passed")
-    (r,) = with_trends([first], [th], _state({th.metric: points}), horizon_s)
+    st = _state({th.metric: points})
+    (r,) = with_trends([first], [th], phase_points(st), phase_s(st), horizon_s)
     return first, r
 
 
@@ -66,3 +67,13 @@ def test_windows_take_the_thresholds_aggregate():
     assert windowed(pts, 120, "max") == [(15.0, 29.0), (45.0, 29.0), (75.0, 29.0), (105.0, 29.0)]
     assert windowed(pts, 120, "p50")[0] == (15.0, 14.0)
     assert fit(windowed(pts, 90, "max")) is None, "3 windows: too few to judge"
+
+
+def test_a_screens_four_windows_report_a_trend_and_judge_nothing():
+    """A 60-block screen (120 s, 4 windows) with the same growth: its trend is said, never carried 30x to the hour."""
+    points = _lag(1.9, phase_s=120.0)
+    th = parse_threshold("p99(apply_lag_blocks) < 5")
+    first = ThresholdResult(expr=th.expr, value=1.0, passed=True, judged="passed")
+    st = _state({th.metric: points}, phase_s=120.0)
+    (r,) = with_trends([first], [th], phase_points(st), phase_s(st), 3600)
+    assert r.trend is not None and r.trend.windows == 4 and r.passed and not r.trend.would_fail

@@ -77,6 +77,6 @@ def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | N
         if scale < crit.target.scale or (want_s and measure_s < want_s):
             out.append(f"{crit.scenario} ran at scale {scale:g}" + (f" for {measure_s:g} s measured" if want_s else "")
                        + f"; the criterion asks for scale {crit.target.scale:g}" + (f" for {want_s:g} s" if want_s else "")
-                       + ("; every figure that can accumulate over a phase of 120 s or more was carried to that hour by "
+                       + ("; every figure that can accumulate over a phase of 300 s or more was carried to that hour by "
                           "its trend, failing where it would cross its line by then" if want_s and measure_s < want_s else ""))
     return out
