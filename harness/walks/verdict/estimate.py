@@ -19,7 +19,7 @@ from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.answer import answers
 from harness.walks.verdict.leaf import run_leaf, with_leaf
 from harness.walks.verdict.states import leaf_engine
-from harness.walks.verdict.roles import CANDIDATE, Role
+from harness.walks.verdict.roles import CANDIDATE, Role, candidate_of
 from harness.walks.verdict.walk import Walk
 
 
@@ -48,7 +48,7 @@ class Tally:
 def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
     engine/leaf-design (an implication control checks the configuration it stands for)."""
-    tag = tag.removesuffix("-headroom").removesuffix("headroom")    # a headroom screen: expected as its candidate
+    tag = candidate_of(tag)         # a headroom screen: expected as its candidate
     what = checked(tag)
     if what is not None:
         return f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}" if what else engine

@@ -16,7 +16,7 @@ from harness.results import CellRecord, VerdictFile, load_result, load_verdict
 from harness.results.headroom import Headroom, ReferenceRun
 from harness.scenario.thresholds import METRICS, parse_threshold
 from harness.walks.verdict.answer import at_mem
-from harness.walks.verdict.roles import at_load, log, reference_role
+from harness.walks.verdict.roles import at_load, headroom_tag, log, reference_role
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "docs" / "results"
 
@@ -104,7 +104,7 @@ def check(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: l
     m, basis = multiple(walk)
     role = at_load(walk.tree.screen_blocks, m)
     log(f"{engine}{' ' + tag if tag else ''} at {mem}: passed; its headroom at {m:.2f}x the load ({basis})")
-    screen = walk.engine_at(engine, settings, f"{tag}-headroom" if tag else "headroom", mem, option, role)
+    screen = walk.engine_at(engine, settings, headroom_tag(tag), mem, option, role)
     outcome = at_mem(screen)
     word = {"pass": "passed", "fail": "failed"}.get(outcome, outcome)
     why = next((r.diagnosis for r in screen if r.diagnosis), None)

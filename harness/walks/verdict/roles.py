@@ -55,3 +55,13 @@ def scaled_rates(thresholds: tuple[str, ...] | None, load: float) -> tuple[str, 
         t = parse_threshold(expr)
         out.append(f"{t.agg}({t.metric}) {t.op} {t.limit * load:.0f}" if t.agg == "rate" and not t.of_offered else expr)
     return tuple(out)
+
+
+def headroom_tag(tag: str) -> str:
+    """A candidate's headroom screen's tag: apart from the candidate's cells."""
+    return f"{tag}-headroom" if tag else "headroom"
+
+
+def candidate_of(tag: str) -> str:
+    """headroom_tag's inverse: the candidate a headroom screen's tag belongs to (any other tag as it is)."""
+    return "" if tag == "headroom" else tag.removesuffix("-headroom")
