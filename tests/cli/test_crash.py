@@ -171,12 +171,12 @@ def test_a_power_cut_loses_what_normal_never_synced_and_nothing_at_full(tmp_path
     # every kill inside a commit, no checkpoint (the harness's or SQLite's own) between: at NORMAL no block a life
     # acknowledged was synced, so each cut must lose some. With the scenario's checkpoint every 5 blocks a kill
     # just after one lost nothing, and a run whose three kills all did so passed at NORMAL (CI, 12-01).
-    quiet = ("--set", "workload.crash.at=[commit]", "--set", "checkpoint.every_blocks=0",
+    unsynced = ("--set", "workload.crash.at=[commit]", "--set", "checkpoint.every_blocks=0",
              "--set", "engines.sqlite.wal_autocheckpoint=0")
     for durability, setting in (("checkpoint", "NORMAL"), ("commit", "FULL")):
         rc, r, run_dir, err = run_scenario(tmp_path / durability, "--scenario", "crash", "--profile", "smoke", "--set",
                                            "workload.crash.mode=power_cut", "--set", f"durability={durability}",
-                                           *quiet, timeout=300)
+                                           *unsynced, timeout=300)
         assert r["engine_settings"]["synchronous"] == {"NORMAL": 1, "FULL": 2}[setting]
         x = _check_kills(r, run_dir)
         assert x["mode"] == "power_cut" and all(k["dropped_bytes"] > 0 for k in x["kills"]), "each cut dropped writes"
