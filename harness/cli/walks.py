@@ -107,6 +107,22 @@ def _cmd_verdict(args) -> int:
                    durability=args.durability)
 
 
+def add_reproduce(sub) -> None:
+    r = sub.add_parser("reproduce", help="a published verdict's answers measured again in this sitting, judged level "
+                                         "by level; kept under the published folder; resumable")
+    r.add_argument("published", type=Path, help="a folder `make publish` wrote: docs/results/<name>")
+    r.add_argument("--runtime", default="auto", choices=["auto", "local", "docker"])
+    r.add_argument("--results", default="results", type=Path)
+    r.add_argument("--data", default="data", help="where the cells' database files go")
+    r.set_defaults(func=_cmd_reproduce, writes=True)
+
+
+def _cmd_reproduce(args) -> int:
+    from harness.walks.reproduce import reproduce
+    return reproduce(args.published, CellOptions(runtime=args.runtime, data_root=args.data, early_abort=True),
+                     args.results)
+
+
 def _step_walk(sub, name: str, help: str, func):
     """A walk over steps of one engine at one MEM (ceiling, v1): --engine, --mem, the cell options, SET."""
     c = sub.add_parser(name, help=help)

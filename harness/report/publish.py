@@ -27,13 +27,13 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     dest = dest_root / name
     dest.mkdir(parents=True, exist_ok=True)
     md = (run / "report.md").read_text()
-    scrub = _scrubber(run)
+    scrub = scrubber(run)
     (dest / "verdict.json").write_text(scrub((run / "verdict.json").read_text()))
     (dest / "report.md").write_text(md)
     for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
         (dest / plot).parent.mkdir(exist_ok=True)
         shutil.copy2(run / plot, dest / plot)
-    _cells(run, dest, verdict, scrub)
+    write_cells(run, dest, verdict.cells, scrub)
     decision = Path(verdict.decision_file)
     if decision.is_file():
         (dest / "decision.yaml").write_text(decision.read_text())
@@ -43,7 +43,7 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     return dest
 
 
-def _scrubber(run: Path):
+def scrubber(run: Path):
     """A file's text without the paths of the machine that ran it: the walk's folder as '.', the project's root,
     the states' and the data's as relative names (a reproduction reads them anywhere)."""
     from harness.state import store
@@ -56,10 +56,10 @@ def _scrubber(run: Path):
     return scrub
 
 
-def _cells(run: Path, dest: Path, verdict: VerdictFile, scrub) -> None:
-    """Every cell's result.json the walk ran (answers, alternatives, controls, reference cells), gzipped, under
-    cells/<scenario>/<dir>/: what a reader checks a figure against and a reproduction compares with."""
-    for rec in verdict.cells:
+def write_cells(run: Path, dest: Path, records: list, scrub) -> None:
+    """Every cell's result.json the walk (or a sitting) ran: answers, alternatives, controls, reference cells,
+    gzipped under cells/<scenario>/<dir>/: what a reader checks a figure against and a reproduction compares with."""
+    for rec in records:
         src = run / rec.scenario / rec.dir / "result.json"
         if src.is_file():
             out = dest / "cells" / rec.scenario / rec.dir / "result.json.gz"

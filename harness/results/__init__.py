@@ -21,6 +21,7 @@ from harness.results.walks import (  # noqa: F401
                                    MATRIX_VERSION, LeafCell, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
+from harness.results.reproduce import REPRODUCE_VERSION, ReproduceFile  # noqa: F401
 
 SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
 
@@ -85,7 +86,11 @@ def load_knee(path: Path) -> KneeFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5, 6))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5, 6, 7))
+
+
+def load_reproduce(path: Path) -> ReproduceFile | None:
+    return _load(path, ReproduceFile, REPRODUCE_VERSION)
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:

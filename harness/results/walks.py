@@ -10,7 +10,7 @@ from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 7
+VERDICT_VERSION = 8
 
 
 class CellRecord(Model):
@@ -234,7 +234,7 @@ class Estimate(Model):
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str
@@ -261,6 +261,8 @@ class VerdictFile(Model):
     estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
     durability: Optional[str] = None            # v7: every cell's (decision.yaml's durability, or DURABILITY=)
     reference: list[ReferenceRun] = []          # v7: the sitting's reference cells, in order
+    asked: dict = {}                            # v8: the walk's cell options (DURATION=, early abort, ...): a
+                                                # reproduction runs its cells with them
 
 
 MATRIX_VERSION = 5

@@ -80,12 +80,12 @@ def prepare(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     criteria = criterion_plans(tree, lambda sc: plans[(sc, tree.steps[0].engine)].phases.measure_s)
     notes = [n for cp in criteria for n in cp.notes]
     if here:            # where a clone does not fit, each cell moves its state in when its turn comes
-        drop_states = _disk(list(plans.values()), drop_states)
+        drop_states = fit_disk(list(plans.values()), drop_states)
     spec = {"decision": tree.model_dump(), "profile": prof, "mems": mems, "scale": scale, "repeats": repeats,
             "opts": opts.asked()}
     root = sweep_dir_for(results_root, "verdict", prof, spec)
     if here:
-        opts = _pinned_runtime(opts, plans[(tree.criteria[0].scenario, tree.steps[0].engine)], root)
+        opts = pinned_runtime(opts, plans[(tree.criteria[0].scenario, tree.steps[0].engine)], root)
     return Prepared(tree, prof, mems, memory_basis, plans, criteria, notes, opts, root, drop_states)
 
 
@@ -94,7 +94,7 @@ def _at_durability(tree: DecisionTree) -> tuple[str, ...]:
     return (f"durability={tree.durability}",) if tree.durability else ()
 
 
-def _pinned_runtime(opts: CellOptions, plan, root: Path) -> CellOptions:
+def pinned_runtime(opts: CellOptions, plan, root: Path) -> CellOptions:
     """RUNTIME=auto that finds no current image when the walk starts runs the whole walk locally (kept in its
     folder, so a resumed walk does too): images built beside it (a `make test`) would otherwise move its later
     cells into containers, and a walk's cells should differ only in what the tree varies."""
@@ -114,7 +114,7 @@ def _pinned_runtime(opts: CellOptions, plan, root: Path) -> CellOptions:
     return replace(opts, runtime=runtime)
 
 
-def _disk(plans: list, drop_states: bool) -> bool:
+def fit_disk(plans: list, drop_states: bool) -> bool:
     """Whether the walk drops each engine's states after its step: when asked (DROP_STATES=1), or on its own where
     the disk cannot hold every state the walk may build (a 1x walk needs ~160 GiB that way): said, not refused."""
     if not drop_states:
@@ -143,7 +143,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     ref = lambda m: at_reference(m, tree, next(iter(plans.values())).scale)  # noqa: E731
     out = VerdictFile(decision_file=str(decision_path), profile=prof, mems=mems, repeats=repeats, dir=str(root),
                       criteria=[c.model_dump() for c in tree.criteria], steps=[], memory_basis=memory_basis,
-                      monotonicity=MONOTONICITY, durability=tree.durability)
+                      monotonicity=MONOTONICITY, durability=tree.durability, asked=opts.asked())
     log(f"{root}: walking {' → '.join(s.engine for s in tree.steps)} at MEMS {' '.join(mems)} (largest first)")
 
     def save(walk: Walk) -> None:

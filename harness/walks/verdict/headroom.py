@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.environment import utc_now
-from harness.results import CellRecord, VerdictFile, load_result, load_verdict
+from harness.results import CellRecord, VerdictFile, load_reproduce, load_result, load_verdict
 from harness.results.headroom import Headroom, ReferenceRun
 from harness.scenario.thresholds import METRICS, parse_threshold
 from harness.walks.verdict.answer import at_mem
@@ -54,7 +54,7 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
 
 def record(walk, published: Path | None = None) -> list[tuple[str, float, str]]:
     """(date, service p50 ms, source) of every sitting on record at the walk's profile: decision.yaml's, and the
-    reference cells of each verdict published under docs/results/."""
+    reference cells of each verdict published under docs/results/ and of each sitting that reproduced one."""
     ref = walk.tree.reference
     out = [(s.date, s.service_p50_ms, s.source) for s in ref.record if s.profile == walk.opts.profile]
     for f in sorted((published or PUBLISHED).glob("*/verdict.json")):
@@ -64,6 +64,10 @@ def record(walk, published: Path | None = None) -> list[tuple[str, float, str]]:
         for r in v.reference:
             if r.service_p50_ms:
                 out.append(((r.started_utc or "")[:10], r.service_p50_ms, f"{f.parent.name}, reference cell ({r.at})"))
+        for s in sorted((f.parent / "sittings").glob("*/reproduce.json")):
+            rf = load_reproduce(s)
+            out += [((r.started_utc or "")[:10], r.service_p50_ms, f"{f.parent.name}, sitting {rf.date}, reference "
+                     f"cell ({r.at})") for r in (rf.reference if rf else []) if r.service_p50_ms]
     return out
 
 

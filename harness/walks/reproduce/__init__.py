@@ -1,0 +1,151 @@
+"""`make reproduce RUN=docs/results/<dir>`: a published verdict's answers measured again in this sitting, on this
+machine (issue 77). A verdict is a claim about the next day, and the variance that reverses one lives between
+sittings (Kalibera & Jones), so a published answer counts for as many sittings as it held in. It walks the published
+decision file at the published profile, levels and durability, with the reference cell at its start, between levels
+and at its end, and runs only the targets targets.py reads from the published verdict: each level's answer as the
+walk measured it and the rejected alternative closest to its line. Per level: agreed, disagreed (which label, on
+which figure) or disturbed; each figure beside the published one (judge.py). The sitting is kept under the published
+folder and its README says "held in k of n sittings" (sittings.py). Resumable: the same command the same day goes on
+from the cells it has; exit 0 every level agreed, 1 one disagreed, 3 one disturbed or unmeasured, 2 not a verdict."""
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from harness.environment import utc_now
+from harness.errors import EXIT_RUN_FAILED, ConfigError
+from harness.provenance import code_digest, git_commit
+from harness.results import VerdictFile, load_result, load_verdict
+from harness.results.reproduce import ReproduceFile, Target
+from harness.scenario.decision import DECISION_FILE
+from harness.walks.reproduce import judge
+from harness.walks.reproduce.measure import measure
+from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme
+from harness.walks.reproduce.targets import targets
+from harness.walks.sweep import CellOptions, SweepInterrupted
+from harness.walks.verdict import fit_disk, pinned_runtime, prepare
+from harness.walks.verdict.headroom import reference_cell
+from harness.walks.verdict.walk import Walk
+
+BAND_WITHOUT_REFERENCE = 1.15      # a decision file with no reference: the band decision.yaml's reference gives
+
+
+def log(msg: str) -> None:
+    print(f"[reproduce] {msg}", file=sys.stderr, flush=True)
+
+
+def published_verdict(folder: Path) -> VerdictFile:
+    """The published verdict in `folder`, or a one-line refusal (exit 2)."""
+    path = folder / "verdict.json"
+    if not path.is_file():
+        raise ConfigError(f"{folder}: not a published verdict (no verdict.json): RUN= must be a folder `make publish` "
+                          "wrote under docs/results/")
+    v = load_verdict(path)
+    if v is None or v.verdict is None or not v.answers:
+        raise ConfigError(f"{path}: a verdict with no answers (its walk had not ended): nothing to reproduce")
+    return v
+
+
+def differences(folder: Path, v: VerdictFile) -> list[str]:
+    """What this sitting runs that the published walk did not: its commit and measuring code, its decision file."""
+    out = []
+    then = (folder / "commit").read_text().strip() if (folder / "commit").is_file() else None
+    now = git_commit()
+    if then and now and then != now:
+        digests = {r.engine: r.code_digest for r in v.cells if r.code_digest}
+        moved = [f"{e} ({d} then, {code_digest(e)} now)" for e, d in sorted(digests.items()) if code_digest(e) != d]
+        out.append(f"the code: this sitting runs {now[:12]}, the walk ran {then[:12]}; "
+                   + (f"the measuring code differs for {', '.join(moved)}" if moved else
+                      "the measuring code is the same (every engine's digest matches): only walks, report or docs"))
+    published = folder / "decision.yaml"
+    if not published.is_file():
+        out.append(f"no decision file was published: this sitting walks {DECISION_FILE.name} as it is now")
+    elif published.read_text() != DECISION_FILE.read_text():
+        a, b = yaml.safe_load(published.read_text()) or {}, yaml.safe_load(DECISION_FILE.read_text()) or {}
+        keys = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+        out.append(f"scenarios/decision.yaml differs from the published one ({', '.join(keys) or 'comments only'}): "
+                   "this sitting walks the published one")
+    return out
+
+
+def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
+    started = time.monotonic()
+    v = published_verdict(folder)
+    differs = differences(folder, v)
+    for d in differs:
+        log(f"differs: {d}")
+    decision = folder / "decision.yaml" if (folder / "decision.yaml").is_file() else DECISION_FILE
+    opts = replace(opts, duration_s=v.asked.get("duration_s"), early_abort=v.asked.get("early_abort", True))
+    if not v.asked:
+        log("the walk's cell options were not recorded (verdict.json before v8): its profile's phases, early abort on")
+    pre = prepare(v.profile, v.mems, opts, results_root, decision_path=decision, durability=v.durability, here=False)
+    date = utc_now()[:10]
+    root = (results_root / f"reproduce-{folder.name}-{date}").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    todo = targets(v)
+    engines = {t.engine for t in todo} | ({pre.tree.reference.engine} if pre.tree.reference else set())
+    plans = [p for (_, engine), p in pre.plans.items() if engine in engines]     # only the states it will clone
+    run_opts = pinned_runtime(pre.opts, plans[0], root)
+    if fit_disk(plans, False):          # said there: where no clone fits beside its state, a cell moves it in
+        run_opts = replace(run_opts, take_states=True)
+    walk = Walk(pre.tree, pre.mems, pre.criteria, run_opts, root, started=started)
+    log(f"{root}: reproducing {folder.name} ({len(todo)} targets: "
+        + "; ".join(f"{t.level} {t.role} {t.says} at {t.mem}" for t in todo) + ")")
+    try:
+        done = _run(walk, todo, v)
+    except SweepInterrupted as e:
+        print(f"[reproduce] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    rf = _judged(folder, v, walk, done, differs, date, started)
+    dest = keep(folder, rf, root, walk.records)
+    update_readme(folder, v)
+    print("\n".join(header(rf)), file=sys.stderr)
+    for mem, outcome, says, moved in agreement_rows(rf):
+        print(f"{mem}: {outcome.upper()}: {says}" + (f"\n  moved: {moved}" if moved != "-" else ""), file=sys.stderr)
+    print(dest / "reproduce.json")
+    return judge.exit_code(rf.levels)
+
+
+def _run(walk: Walk, todo: list[Target], v: VerdictFile) -> list[Target]:
+    """The targets level by level, a reference cell at the start, between levels and at the end."""
+    on = walk.tree.reference is not None
+    if on:
+        reference_cell(walk, "start")
+    levels = list(dict.fromkeys(t.level for t in todo))
+    cache: dict = {}
+    out = []
+    for i, mem in enumerate(levels):
+        for t in (t for t in todo if t.level == mem):
+            log(f"{mem}: {t.role}, {t.says} at {t.mem} (published: {t.published})")
+            out.append(measure(walk, t, cache, v))
+            log(f"{mem}: {t.role}, {t.says} at {t.mem}: {out[-1].reproduced} (published: {t.published})")
+        if on and i < len(levels) - 1:
+            reference_cell(walk, f"after {mem}")
+    if on:
+        reference_cell(walk, "end")
+    return out
+
+
+def _judged(folder: Path, v: VerdictFile, walk: Walk, done: list[Target], differs: list[str], date: str,
+            started: float) -> ReproduceFile:
+    within = walk.tree.reference.within_sitting if walk.tree.reference else BAND_WITHOUT_REFERENCE
+    speed = judge.speed(walk.reference, v.reference)
+    band, basis = judge.spread(within, walk.reference, v.reference)
+    done = [t.model_copy(update={"figures": [judge.compared(f, speed, band) for f in t.figures]}) for t in done]
+    levels = [judge.level(a.mem, a.decision, [t for t in done if t.level == a.mem]) for a in v.answers]
+    first = next((load_result(walk.root / c.scenario / c.dir / "result.json") for t in done for c in t.cells), None)
+    env = first.environment if first is not None else {}
+    commit_file = folder / "commit"
+    return ReproduceFile(
+        published=folder.name, run_id=hashlib.sha256(str(walk.root).encode()).hexdigest()[:8],
+        published_commit=commit_file.read_text().strip() if commit_file.is_file() else None,
+        commit=git_commit(), differs=differs, date=date,
+        published_date=(v.updated_utc or "")[:10] or None,
+        machine={k: env.get(k) for k in ("cpu_model", "cpus_usable", "ram_bytes", "kernel")},
+        reference=walk.reference, published_reference=v.reference, speed=speed, spread=band, spread_basis=basis,
+        targets=done, levels=levels, walk_s=round(time.monotonic() - started, 1), updated_utc=utc_now())

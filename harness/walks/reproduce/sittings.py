@@ -1,0 +1,115 @@
+"""Where a reproduction is kept: docs/results/<published>/sittings/<date>/ (reproduce.json, every cell's result
+gzipped, a README with the agreement table), and the published README's "held in k of n sittings" per level, where
+n counts the original walk and every sitting that measured the level (a disturbed or unmeasured one says nothing)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.report.publish import scrubber, write_cells
+from harness.results import VerdictFile, load_reproduce, write_json
+from harness.results.reproduce import ReproduceFile
+
+BEGIN = "<!-- sittings: `make reproduce` writes this section -->"
+END = "<!-- /sittings -->"
+HEADERS = ("level", "outcome", "what was measured", "figures past the spread")
+
+
+def sitting_dir(published: Path, rf: ReproduceFile) -> Path:
+    """sittings/<date>, or <date>-2, -3 for another sitting that day; a resumed sitting keeps its own."""
+    for n in range(1, 100):
+        dest = published / "sittings" / (rf.date if n == 1 else f"{rf.date}-{n}")
+        kept = load_reproduce(dest / "reproduce.json") if (dest / "reproduce.json").is_file() else None
+        if kept is None or kept.run_id == rf.run_id:
+            return dest
+    raise ConfigError(f"{published / 'sittings'}: 99 sittings on {rf.date} already")
+
+
+def keep(published: Path, rf: ReproduceFile, run_root: Path, records: list) -> Path:
+    dest = sitting_dir(published, rf)
+    dest.mkdir(parents=True, exist_ok=True)
+    scrub = scrubber(run_root)
+    write_json(dest / "reproduce.json", rf)
+    (dest / "reproduce.json").write_text(scrub((dest / "reproduce.json").read_text()))
+    write_cells(run_root, dest, records, scrub)
+    (dest / "README.md").write_text(sitting_readme(rf))
+    return dest
+
+
+def sittings(published: Path) -> list[ReproduceFile]:
+    """Every sitting kept under the published folder, oldest first."""
+    return [rf for f in sorted((published / "sittings").glob("*/reproduce.json")) if (rf := load_reproduce(f))]
+
+
+def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[tuple[str, str, int, int, str]]:
+    """(level, answer, k, n, each sitting's word) per published level: the walk itself holds its answer."""
+    out = []
+    for a in v.answers:
+        words, k, n = [f"{(v.updated_utc or '?')[:10]} walked"], 1, 1
+        for rf in kept:
+            x = next((x for x in rf.levels if x.mem == a.mem), None)
+            if x is None:
+                continue
+            words.append(f"{rf.date} {x.outcome}")
+            if x.outcome in ("agreed", "disagreed"):
+                n += 1
+                k += x.outcome == "agreed"
+        out.append((a.mem, a.decision, k, n, "; ".join(words)))
+    return out
+
+
+def update_readme(published: Path, v: VerdictFile) -> None:
+    """The published README's section of sittings, written again from every sitting kept."""
+    readme = published / "README.md"
+    text = readme.read_text() if readme.is_file() else ""
+    rows = held(v, sittings(published))
+    section = [BEGIN, "## Held in k of n sittings", "",
+               "Each later sitting ran `make reproduce` on this folder: the level's answer and its closest alternative "
+               "again, with the reference cell at the start, between levels and at the end. n counts the walk and each "
+               "sitting that measured the level; [sittings/](sittings) holds each one.", "",
+               "| level | answer | held | sittings |", "| --- | --- | --- | --- |",
+               *[f"| {mem} | {answer} | {k} of {n} | {words} |" for mem, answer, k, n, words in rows], END]
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + "\n".join(section) + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
+    readme.write_text(text)
+
+
+def agreement_rows(rf: ReproduceFile) -> list[tuple[str, str, str, str]]:
+    return [(x.mem, x.outcome, x.says, "; ".join(x.moved) or "-") for x in rf.levels]
+
+
+def figure_rows(rf: ReproduceFile) -> list[tuple[str, ...]]:
+    fmt = lambda v: "-" if v is None else f"{v:,.3g}" if abs(v) < 10 else f"{v:,.0f}"      # noqa: E731
+    return [(t.level, f"{t.role}: {t.says} at {t.mem}", f.name, fmt(f.published), fmt(f.reproduced),
+             fmt(f.raw), fmt(f.normalised), "moved" if f.moved else "")
+            for t in rf.targets for f in t.figures]
+
+
+def header(rf: ReproduceFile) -> list[str]:
+    """The sitting's first lines: when, where, against what, and what differs from the published walk."""
+    m = rf.machine
+    refs = ", ".join(f"{r.at} {r.service_p50_ms:,.0f} ms" if r.service_p50_ms else f"{r.at} -" for r in rf.reference)
+    then = ", ".join(f"{r.at} {r.service_p50_ms:,.0f} ms" for r in rf.published_reference if r.service_p50_ms)
+    return [f"- Sitting: {rf.date}, walked {rf.published_date or '?'}; machine {m.get('cpu_model', '?')}, "
+            f"{m.get('cpus_usable', '?')} usable cores, {(m.get('ram_bytes') or 0) / 2**30:.0f} GiB",
+            f"- Commit: `{rf.commit or '?'}` (published `{rf.published_commit or '?'}`)",
+            *[f"- Differs: {d}" for d in rf.differs],
+            f"- Reference cells: this sitting {refs or '-'}; the published sitting {then or '-'}"
+            + (f"; speed {rf.speed:.2f}x the published" if rf.speed else "; no speed to normalise by"),
+            f"- Spread between sittings: {rf.spread:g} ({rf.spread_basis})"
+            + (f"; {rf.walk_s / 60:.0f} min" if rf.walk_s else "")]
+
+
+def sitting_readme(rf: ReproduceFile) -> str:
+    lines = [f"# {rf.published}, reproduced {rf.date}", "", *header(rf), "",
+             "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS),
+             *["| " + " | ".join(r) + " |" for r in agreement_rows(rf)], "",
+             "Each figure beside the published one: raw is reproduced ÷ published; normalised divides a time by "
+             "the sittings' speed (their reference cells); moved: normalised outside the spread.", "",
+             "| level | target | figure | published | reproduced | raw | normalised | |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |",
+             *["| " + " | ".join(r) + " |" for r in figure_rows(rf)]]
+    return "\n".join(lines) + "\n"

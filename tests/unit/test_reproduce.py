@@ -1,0 +1,199 @@
+"""`make reproduce` (issue 77): a published verdict's answers measured again in another sitting. The published verdict
+here is one the walk's own code wrote (harness/walks/verdict/ over fake cells); its reproduction runs through the same
+code, with its cells faked the same way, so these tests are about which cells run and how they are judged. A real
+reproduction of a real walk: tests/cli/test_reproduce_cli.py."""
+import subprocess
+import sys
+
+import pytest
+
+from harness.results import CellRecord, ThresholdResult, Verdict, VerdictFile, write_json
+from harness.results.reproduce import LevelAgreement, ReproduceFile
+from harness.scenario.decision import Sitting, load_decision
+from harness.scenario.thresholds import parse_threshold
+from harness.walks import reproduce as rp
+from harness.walks.reproduce import judge, sittings
+from harness.walks.reproduce.targets import targets
+from harness.walks.sweep import CellOptions
+from harness.walks.verdict import answer, headroom
+from harness.walks.verdict.controls import implication_controls, with_controls
+from harness.walks.verdict.leaf import run_leaf, with_leaf
+from harness.walks.verdict.plan import criterion_plans
+from harness.walks.verdict.walk import CANDIDATE, Walk
+from tests.unit.test_verdict_walk import MEMS
+
+BL, CHBL = "leaf-block_log", "leaf-current_history_block_log"
+
+
+def _tree():
+    tree = load_decision()
+    ref = tree.reference.model_copy(update={"record": [Sitting(date="2026-11-28", profile="ratio",
+                                                               service_p50_ms=3000, source="a test")]})
+    return tree.model_copy(update={"reference": ref, "steps": [s.model_copy(update={"tune": []}) for s in tree.steps]})
+
+
+def _walk(root, outcomes: dict, p99: dict) -> Walk:
+    """A walk whose cells are fakes named as real ones are: (engine, tag, mem) -> 'passed' | 'failed' | 'error'
+    (anything else fails), each criterion's thresholds at p99 ms (p99[(engine, tag, mem)], else 300 when it passed,
+    900 when not). walk.ran lists (engine, tag, mem, label) in order."""
+    tree = _tree()
+    walk = Walk(tree, MEMS, criterion_plans(tree, lambda sc: 3600), CellOptions(profile="ratio"), root)
+    walk.ran = []
+
+    def engine_at(engine, settings, tag, mem, option=None, role=CANDIDATE):
+        walk.ran.append((engine, tag, mem, role.label))
+        status = "passed" if tag.startswith("reference") else outcomes.get((engine, tag, mem), "failed")
+        value = p99.get((engine, tag, mem), 300.0 if status == "passed" else 900.0)
+        recs = []
+        for cp in walk.criteria[:role.criteria]:
+            ths = [ThresholdResult(expr=e, value=value if "commit_ms" in e else 6000.0,
+                                   passed=parse_threshold(e).passes(value if "commit_ms" in e else 6000.0))
+                   for e in cp.criterion.thresholds]
+            recs.append(CellRecord(
+                cell_id="x", scenario=cp.criterion.scenario, engine=engine, mem=mem, data_limit_bytes=None, scale=1.0,
+                runtime="local", dir=f"{engine}{'-' + tag if tag else ''}-{mem}-s1", state="complete", status=status,
+                label=role.label, criterion=cp.criterion.name, thresholds=ths,
+                error=status if status == "error" else None))
+            if status != "passed":
+                break
+        walk.records += recs
+        return recs
+    walk.engine_at = engine_at
+    return walk
+
+
+# every engine fails everywhere; SQLite's block log passes at 1x but not at m (its screen fails); current ∪ history
+# behind a block log passes with headroom: the answer at 1g, implied above
+PUBLISHED = {**{("sqlite", t, m): "passed" for m in MEMS for t in (BL, CHBL, f"{CHBL}-headroom")},
+             **{("sqlite", "implied-current_history_block_log", m): "passed" for m in MEMS}}
+
+
+@pytest.fixture
+def quiet_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
+    monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
+
+
+def _published(root, outcomes=PUBLISHED, p99=None) -> VerdictFile:
+    """What `make verdict` writes, from the walk's own code."""
+    walk = _walk(root, outcomes, p99 or {})
+    steps = walk.run()
+    leaf = run_leaf(walk)
+    controls = implication_controls(walk, leaf)
+    headroom.reference_cell(walk, "end")
+    answers = with_controls(with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf), controls)
+    return VerdictFile(decision_file="d", profile="ratio", mems=MEMS, repeats=1, dir=".", criteria=[], steps=steps,
+                       matrix=walk.matrix, leaf=leaf, implication_controls=controls, cells=walk.records,
+                       reference=walk.reference, answers=answers, updated_utc="2026-12-01T00:00:00Z",
+                       verdict=Verdict(engine=None, decision="-", path=[]))
+
+
+def _again(root, v, outcomes=PUBLISHED, p99=None):
+    walk = _walk(root, outcomes, p99 or {})
+    done = rp._run(walk, targets(v), v)
+    return walk, done
+
+
+def test_a_reproduction_runs_its_answers_their_closest_alternatives_and_the_reference_cells_only(tmp_path,
+                                                                                                 quiet_record):
+    v = _published(tmp_path / "walk")
+    assert all(a.design == "sqlite: current_history_block_log" for a in v.answers)
+    walk, done = _again(tmp_path / "again", v)
+    ran = [(e, t, m) for e, t, m, _ in walk.ran]
+    refs = [r for r in ran if r[1].startswith("reference")]
+    assert [r[1] for r in refs] == ["reference-1", "reference-2", "reference-3", "reference-4"], \
+        "at its start, between its three levels and at its end"
+    rest = [r for r in ran if r not in refs]
+    # the answer's cells once, at 1g where it was measured (every criterion, then its headroom screen); above, the
+    # implication control's screen; at each level the alternative closest to its line, and nothing else
+    assert rest.count(("sqlite", CHBL, "1g")) == 1 and ("sqlite", f"{CHBL}-headroom", "1g") in rest
+    controls = [(e, t, m) for e, t, m, label in walk.ran if label.startswith("control")]
+    # the walk's pass-above control screened the block log (the first implied pass), not the answer: so the answer
+    # implied at 2g and 4g is measured where the walk measured it, at 1g, and nowhere else
+    assert [c.what for c in v.implication_controls if c.cells and c.direction == "pass implies above"] == ["block_log"]
+    assert controls == [] and not [r for r in rest if r[1] == CHBL and r[2] != "1g"]
+    alternatives = [t for t in done if t.role == "alternative"]
+    assert [(t.level, t.engine, t.tag) for t in alternatives][-1] == ("1g", "sqlite", BL), "passed, closest"
+    expected = {(t.engine, t.tag, t.mem) for t in targets(v) if t.role != "control"}
+    others = {(e, t.removesuffix("-headroom"), m) for e, t, m in rest} - expected - set(controls)
+    assert not others, f"cells no target asked for: {others}"
+    assert len(walk.ran) < len(v.cells), "far fewer cells than the walk"
+    assert {t.reproduced for t in done} <= {"passed with headroom", "passes today only", "passes", "fails"}
+    levels = [judge.level(a.mem, a.decision, [t for t in done if t.level == a.mem]) for a in v.answers]
+    assert [x.outcome for x in levels] == ["agreed"] * 3 and judge.exit_code(levels) == 0
+
+
+def test_a_label_that_changes_is_disagreed_and_names_the_figure_it_changed_on(tmp_path, quiet_record):
+    v = _published(tmp_path / "walk")
+    now = {**PUBLISHED, ("sqlite", f"{BL}-headroom", "1g"): "passed"}      # the block log now has headroom at 1g
+    _, done = _again(tmp_path / "again", v, now)
+    level = judge.level("1g", "-", [t for t in done if t.level == "1g"])
+    assert level.outcome == "disagreed" and judge.exit_code([level]) == 1
+    assert "passes today only, now passed with headroom" in level.says
+    assert "(on headroom screen, p99_5x: p99(commit_ms) < 500: failed, now passed)" in level.says, level.says
+
+
+def test_a_figure_past_the_spread_with_the_same_label_is_agreed_and_moved(tmp_path, quiet_record):
+    v = _published(tmp_path / "walk")
+    # 300 ms published; faster now (slower, x m = 1.5, would cross its line and lose the headroom: a label change)
+    _, done = _again(tmp_path / "again", v, p99={("sqlite", CHBL, "1g"): 200.0})
+    band, _ = judge.spread(1.15, [], [])
+    done = [t.model_copy(update={"figures": [judge.compared(f, 1.0, band) for f in t.figures]}) for t in done]
+    level = judge.level("1g", "-", [t for t in done if t.level == "1g"])
+    assert level.outcome == "agreed" and judge.exit_code([level]) == 0
+    assert level.moved and all("x0.667" in m for m in level.moved if "p99(commit_ms) < 500" in m), level.moved
+    # the same figure in a sitting 1.5x as fast (its reference cells) moved with the machine, not on its own
+    slow = [f for t in done for f in t.figures if f.moved]
+    assert all(not judge.compared(f.model_copy(update={"moved": False}), 0.667, band).moved
+               for f in slow if f.timed)
+
+
+def test_a_cell_measured_beside_other_load_twice_makes_its_level_disturbed(tmp_path, quiet_record):
+    v = _published(tmp_path / "walk")
+    walk, _ = _again(tmp_path / "again", v)
+    walk = _walk(tmp_path / "third", PUBLISHED, {})
+    inner = walk.engine_at
+
+    def beside_a_burner(engine, settings, tag, mem, option=None, role=CANDIDATE):
+        recs = inner(engine, settings, tag, mem, option, role)
+        if tag == BL and mem == "1g":           # what walk/watch.py makes of a cell disturbed on its rerun too
+            recs = [r.model_copy(update={"status": "error", "error": "disturbed: other processes used 0.93 of a "
+                                         "core while it ran"}) for r in recs]
+        return recs
+    walk.engine_at = beside_a_burner
+    done = rp._run(walk, targets(v), v)
+    level = judge.level("1g", "-", [t for t in done if t.level == "1g"])
+    assert level.outcome == "disturbed" and "0.93 of a core" in level.says and judge.exit_code([level]) == 3
+
+
+def test_a_folder_that_is_not_a_verdict_is_refused_in_one_line_with_exit_2(tmp_path):
+    (tmp_path / "result.json").write_text("{}")
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "reproduce", str(tmp_path)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "not a published verdict (no verdict.json)" in p.stderr and str(tmp_path) in p.stderr
+
+
+def _sitting(date: str, outcomes: dict) -> ReproduceFile:
+    return ReproduceFile(published="p", date=date, spread=1.15, spread_basis="b",
+                         levels=[LevelAgreement(mem=m, answer="-", outcome=o, says="-") for m, o in outcomes.items()])
+
+
+def test_the_published_readme_counts_the_walk_and_each_sitting_that_measured_the_level(tmp_path, quiet_record):
+    v = _published(tmp_path / "walk")
+    pub = tmp_path / "pub"
+    (pub / "sittings").mkdir(parents=True)
+    (pub / "README.md").write_text("# The verdict\n\nits answer\n")
+    kept = {"2026-12-02": {"4g": "agreed", "2g": "disagreed", "1g": "agreed"},
+            "2026-12-03": {"4g": "agreed", "2g": "agreed", "1g": "disturbed"}}
+    for date, outcomes in kept.items():
+        (pub / "sittings" / date).mkdir()
+        write_json(pub / "sittings" / date / "reproduce.json", _sitting(date, outcomes))
+    sittings.update_readme(pub, v)
+    sittings.update_readme(pub, v)          # written again, not appended
+    text = (pub / "README.md").read_text()
+    assert text.startswith("# The verdict\n\nits answer\n") and text.count("## Held in k of n sittings") == 1
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[2] for line in text.splitlines()
+            if line.startswith("| ") and "g |" in line.split(" | ")[0] + " |"}
+    assert rows == {"4g": "3 of 3", "2g": "2 of 3", "1g": "2 of 2"}, rows
+    assert "2026-12-03 disturbed" in text
