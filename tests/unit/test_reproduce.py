@@ -197,3 +197,20 @@ def test_the_published_readme_counts_the_walk_and_each_sitting_that_measured_the
             if line.startswith("| ") and "g |" in line.split(" | ")[0] + " |"}
     assert rows == {"4g": "3 of 3", "2g": "2 of 3", "1g": "2 of 2"}, rows
     assert "2026-12-03 disturbed" in text
+
+
+def test_a_reproduction_runs_where_every_published_cell_ran_and_chooses_nothing_where_they_differ(tmp_path):
+    import gzip
+    import json
+
+    def cell(name, runtime):
+        f = tmp_path / "cells" / "p99_5x" / name / "result.json.gz"
+        f.parent.mkdir(parents=True)
+        f.write_bytes(gzip.compress(json.dumps({"environment": {"runtime": runtime}}).encode()))
+
+    assert rp.published_runtime(tmp_path) is None, "no cell kept: nothing to follow"
+    cell("a", "local")
+    cell("b", "local")
+    assert rp.published_runtime(tmp_path) == "local"
+    cell("c", "docker")
+    assert rp.published_runtime(tmp_path) is None

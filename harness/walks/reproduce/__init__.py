@@ -9,7 +9,9 @@ folder and its README says "held in k of n sittings" (sittings.py). Resumable: t
 from the cells it has; exit 0 every level agreed, 1 one disagreed, 3 one disturbed or unmeasured, 2 not a verdict."""
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import sys
 import time
 from dataclasses import replace
@@ -73,6 +75,14 @@ def differences(folder: Path, v: VerdictFile) -> list[str]:
     return out
 
 
+def published_runtime(folder: Path) -> str | None:
+    """The runtime every published cell ran in (local or docker), or None where they differ or none was kept: a
+    reproduction measures the same process layout unless told otherwise."""
+    seen = {json.loads(gzip.decompress(f.read_bytes())).get("environment", {}).get("runtime")
+            for f in (folder / "cells").glob("*/*/result.json.gz")}
+    return seen.pop() if len(seen) == 1 and None not in seen else None
+
+
 def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     started = time.monotonic()
     v = published_verdict(folder)
@@ -81,6 +91,9 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
         log(f"differs: {d}")
     decision = folder / "decision.yaml" if (folder / "decision.yaml").is_file() else DECISION_FILE
     opts = replace(opts, duration_s=v.asked.get("duration_s"), early_abort=v.asked.get("early_abort", True))
+    if opts.runtime == "auto" and (ran := published_runtime(folder)):
+        log(f"RUNTIME={ran}: where every published cell ran (RUNTIME= to choose)")
+        opts = replace(opts, runtime=ran)
     if not v.asked:
         log("the walk's cell options were not recorded (verdict.json before v8): its profile's phases, early abort on")
     pre = prepare(v.profile, v.mems, opts, results_root, decision_path=decision, durability=v.durability, here=False)
