@@ -32,6 +32,7 @@ from harness.walks.reproduce.targets import targets
 from harness.walks.sweep import CellOptions, SweepInterrupted
 from harness.walks.verdict import fit_disk, pinned_runtime, prepare
 from harness.walks.verdict.headroom import reference_cell
+from harness.walks.verdict.states import drop_new_states, state_ids
 from harness.walks.verdict.walk import Walk
 
 BAND_WITHOUT_REFERENCE = 1.15      # a decision file with no reference: the band decision.yaml's reference gives
@@ -104,8 +105,9 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     engines = {t.engine for t in todo} | ({pre.tree.reference.engine} if pre.tree.reference else set())
     plans = [p for (_, engine), p in pre.plans.items() if engine in engines]     # only the states it will clone
     run_opts = pinned_runtime(pre.opts, plans[0], root)
-    if fit_disk(plans, False):          # said there: where no clone fits beside its state, a cell moves it in
-        run_opts = replace(run_opts, take_states=True)
+    # where the disk cannot hold every state it may build, those it built go at its end (said there); each cell
+    # still clones its state where a clone fits when it starts, and moves it in only where none does (cell.py)
+    drop, before = fit_disk(plans, False), state_ids()
     walk = Walk(pre.tree, pre.mems, pre.criteria, run_opts, root, started=started)
     log(f"{root}: reproducing {folder.name} ({len(todo)} targets: "
         + "; ".join(f"{t.level} {t.role} {t.says} at {t.mem}" for t in todo) + ")")
@@ -114,6 +116,8 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     except SweepInterrupted as e:
         print(f"[reproduce] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
+    if drop:
+        drop_new_states(before)
     rf = _judged(folder, v, walk, done, differs, date, started)
     dest = keep(folder, rf, root, walk.records)
     update_readme(folder, v)
