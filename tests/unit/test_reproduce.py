@@ -109,9 +109,13 @@ def test_a_reproduction_runs_its_answers_their_closest_alternatives_and_the_refe
     assert rest.count(("sqlite", CHBL, "1g")) == 1 and ("sqlite", f"{CHBL}-headroom", "1g") in rest
     controls = [(e, t, m) for e, t, m, label in walk.ran if label.startswith("control")]
     # the walk's pass-above control screened the block log (the first implied pass), not the answer: so the answer
-    # implied at 2g and 4g is measured where the walk measured it, at 1g, and nowhere else
+    # implied at 2g and 4g is measured where the walk measured it, at 1g, and at the largest level, 4g, screened as a
+    # control (the walk implied it there and never measured it); not at 2g
     assert [c.what for c in v.implication_controls if c.cells and c.direction == "pass implies above"] == ["block_log"]
-    assert controls == [] and not [r for r in rest if r[1] == CHBL and r[2] != "1g"]
+    assert controls == [("sqlite", "implied-current_history_block_log", "4g")]
+    assert not [r for r in rest if r[1] == CHBL and r[2] != "1g"]
+    (largest,) = [t for t in done if t.role == "control"]
+    assert largest.level == "4g" and largest.published == "passes" and largest.reproduced == "passes"
     alternatives = [t for t in done if t.role == "alternative"]
     assert [(t.level, t.engine, t.tag) for t in alternatives][-1] == ("1g", "sqlite", BL), "passed, closest"
     expected = {(t.engine, t.tag, t.mem) for t in targets(v) if t.role != "control"}

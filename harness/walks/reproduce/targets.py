@@ -1,14 +1,15 @@
 """What a reproduction measures, read from the published verdict alone: at each level its answer (as the walk measured
 it: every criterion and its headroom screen; an answer implied from another level at the level it was measured at,
-and at its own where the walk's implication control screened it there), and the rejected alternative closest to its
-line. Each
-target keeps the published cells' tag, so its cells carry the published cells' names."""
+and at its own where the walk's implication control screened it there, or where that is the largest level, which
+the walk implied and never measured), and the rejected alternative closest to its line. Each target keeps the
+published cells' tag, so its cells carry the published cells' names."""
 from __future__ import annotations
 
 from harness.results import CellRecord, VerdictFile
 from harness.results.reproduce import Figure, Label, Target
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import METRICS, parse_threshold
+from harness.units import parse_size_bytes
 from harness.walks.verdict.answer import at_mem
 from harness.walks.verdict.roles import headroom_tag
 
@@ -126,8 +127,12 @@ def _implied(v: VerdictFile, engine: str, tag: str, source: str, mem: str, here:
                       figures=figures([], screen), published_cells=[f"{r.scenario}/{r.dir}" for r in screen])
     control = next((c for c in v.implication_controls if c.mem == mem and c.cells and c.engine == engine
                     and LEAF + (c.what or "") == tag), None)
-    if control is None:
-        return None
+    if control is None:     # implied at the largest level and never measured there: screened as a control is
+        largest = max(v.mems, key=parse_size_bytes)
+        if mem != largest:
+            return None
+        return Target(mem=mem, level=mem, role="control", engine=engine, tag=tag, says=says(engine, tag),
+                      published="passes", figures=[], published_cells=[])
     return Target(mem=mem, level=mem, role="control", engine=engine, tag=tag, says=says(engine, tag),
                   published=label_of(control.cells, [], None), figures=figures(control.cells, []),
                   published_cells=[f"{r.scenario}/{r.dir}" for r in control.cells])
