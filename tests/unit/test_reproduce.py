@@ -218,3 +218,25 @@ def test_a_reproduction_runs_where_every_published_cell_ran_and_chooses_nothing_
     assert rp.published_runtime(tmp_path) == "local"
     cell("c", "docker")
     assert rp.published_runtime(tmp_path) is None
+
+
+def test_what_differs_from_the_published_walk_is_said_the_code_by_engine_and_the_decision_file_by_key(tmp_path):
+    import yaml
+    from harness.provenance import code_digest
+    from harness.scenario.decision import DECISION_FILE
+    published = yaml.safe_load(DECISION_FILE.read_text())
+    published["screen_blocks"] = published.get("screen_blocks", 60) + 1
+    (tmp_path / "decision.yaml").write_text(yaml.safe_dump(published))
+    (tmp_path / "commit").write_text("0" * 40 + "\n")           # a commit git does not know: no file list
+    cell = lambda engine, digest: CellRecord(  # noqa: E731
+        cell_id="x", scenario="p99_5x", engine=engine, mem="1g", data_limit_bytes=None, scale=1.0, runtime="local",
+        dir=f"{engine}-1g-s1", state="complete", status="passed", code_digest=digest)
+    v = VerdictFile(decision_file="d", profile="ratio", mems=["1g"], repeats=1, dir=".", criteria=[], steps=[],
+                    cells=[cell("sqlite", "0" * 16), cell("postgres", code_digest("postgres"))])
+    said = rp.differences(tmp_path, v)
+    assert len(said) == 2, said
+    assert "the measuring code differs for sqlite" in said[0] and "postgres" not in said[0]
+    assert said[1].startswith("scenarios/decision.yaml differs from the published one (screen_blocks)")
+    (tmp_path / "decision.yaml").write_text(DECISION_FILE.read_text())
+    (tmp_path / "commit").write_text(rp.git_commit() or "")
+    assert rp.differences(tmp_path, v.model_copy(update={"cells": v.cells[1:]})) == []

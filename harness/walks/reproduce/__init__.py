@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -21,7 +22,7 @@ import yaml
 
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
-from harness.provenance import code_digest, git_commit
+from harness.provenance import PROJECT_DIR, code_digest, git_commit, measuring_files
 from harness.results import VerdictFile, load_result, load_verdict
 from harness.results.reproduce import ReproduceFile, Target
 from harness.scenario.decision import DECISION_FILE
@@ -61,9 +62,11 @@ def differences(folder: Path, v: VerdictFile) -> list[str]:
     now = git_commit()
     if then and now and then != now:
         digests = {r.engine: r.code_digest for r in v.cells if r.code_digest}
-        moved = [f"{e} ({d} then, {code_digest(e)} now)" for e, d in sorted(digests.items()) if code_digest(e) != d]
+        moved = [e for e, d in sorted(digests.items()) if code_digest(e) != d]
+        files = _changed_measuring(then, moved)
         out.append(f"the code: this sitting runs {now[:12]}, the walk ran {then[:12]}; "
-                   + (f"the measuring code differs for {', '.join(moved)}" if moved else
+                   + (f"the measuring code differs for {', '.join(moved)}"
+                      + (f" ({', '.join(files)})" if files else "") if moved else
                       "the measuring code is the same (every engine's digest matches): only walks, report or docs"))
     published = folder / "decision.yaml"
     if not published.is_file():
@@ -82,6 +85,18 @@ def published_runtime(folder: Path) -> str | None:
     seen = {json.loads(gzip.decompress(f.read_bytes())).get("environment", {}).get("runtime")
             for f in (folder / "cells").glob("*/*/result.json.gz")}
     return seen.pop() if len(seen) == 1 and None not in seen else None
+
+
+def _changed_measuring(then: str, engines: list[str]) -> list[str]:
+    """The measuring files of `engines` that changed since the published commit (git), so a reader sees whether
+    the digests moved with what a cell measures or with a result file's schema; [] where git cannot say."""
+    mine = {f.relative_to(PROJECT_DIR).as_posix() for e in engines for f in measuring_files(e)}
+    try:
+        out = subprocess.run(["git", "-C", str(PROJECT_DIR), "diff", "--name-only", then.removesuffix("-dirty"),
+                              "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(set(out.stdout.split()) & mine) if out.returncode == 0 else []
 
 
 def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
