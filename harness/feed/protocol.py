@@ -53,6 +53,7 @@ class Spooled:
     bytes: int
     seconds: float
     reused: bool = False   # an earlier cell's, copied (feed/spool_cache.py)
+    short_of: str = ""     # why it holds fewer blocks than asked (the disk's room), "" when it holds them all
 
 
 @dataclass(frozen=True)

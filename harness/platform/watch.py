@@ -26,6 +26,12 @@ def _stat(pid: str) -> tuple[int, float] | None:
     return int(rest[1]), sum(int(x) for x in rest[11:15]) / CLK_TCK
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """One process's CPU seconds so far (its reaped children's included), None if it is gone or not visible."""
+    st = _stat(str(pid))
+    return st[1] if st else None
+
+
 def _in_docker(pid: str) -> bool:
     try:
         return "docker" in Path(f"/proc/{pid}/cgroup").read_text()

@@ -12,7 +12,7 @@ from harness.results.trend import TrendResult
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 16
+RESULT_VERSION = 17
 
 
 class ThresholdResult(Model):
@@ -42,6 +42,7 @@ class Spool(Model):
     seconds: float
     live_blocks: Optional[int] = None    # blocks of warmup + measure generated while the engine worked
     reused: Optional[bool] = None        # v13: an earlier cell's spool over the same state, copied (feed/spool_cache.py)
+    short_of: Optional[str] = None       # v17: why it holds fewer blocks than planned (the disk's room)
 
 
 class ReaderShare(Model):
@@ -81,6 +82,10 @@ class HarnessShare(Model):
     latency_values_clamped: int = 0
     spool: Optional[Spool] = None
     readers: Optional[ReaderShare] = None
+    # v17: the feed's CPU over the measured phase (outside MEM, on the engine's machine): ~0 where every block was
+    # spooled; the live generation's cost beside the engine where not. None where a container hides the feed
+    feed_cpu_s: Optional[float] = None
+    feed_cores: Optional[float] = None
 
 
 class EngineCounterFigures(Model):
@@ -277,7 +282,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

@@ -39,6 +39,8 @@ class RunState:
     rows_in_window: int = 0           # rows of measured blocks committed before window_end_ns
     rss_at_measure_start: int | None = None   # the runner's RSS: its share of an embedded engine's limit
     rss_at_measure_end: int | None = None
+    feed_cpu: object | None = None    # () -> the feed's CPU seconds so far, or None (runner/feed_client.BlockFeed)
+    feed_cpu_s_at: list = field(default_factory=lambda: [None, None])   # at the measured phase's start and end
     counters_at_measure_start: EngineCounters | None = None   # engine.counters(), see EngineBase
     counters_at_measure_end: EngineCounters | None = None
     io_watch: object | None = None    # runner/io_watch.IoWatch: device and cell I/O counters at both ends
@@ -73,6 +75,7 @@ class RunState:
         self.phase = "measure"
         self.measure_start_ns = now_ns
         self.rss_at_measure_start = cgroup.process_rss_bytes()
+        self.feed_cpu_s_at = [self.feed_cpu() if self.feed_cpu else None, None]
         if self.io_watch is not None:
             self.io_watch.counters_start = self.io_watch.counters()
         self.logical_bytes_written = 0
@@ -90,6 +93,7 @@ class RunState:
     def end_measure(self) -> None:
         self.measure_end_ns = time.monotonic_ns()
         self.rss_at_measure_end = cgroup.process_rss_bytes()
+        self.feed_cpu_s_at[1] = self.feed_cpu() if self.feed_cpu else None
         if self.io_watch is not None:
             self.io_watch.counters_end = self.io_watch.counters()
 

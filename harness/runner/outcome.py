@@ -47,6 +47,13 @@ class Outcome:
     io: IoFigures | None = None
 
 
+def _feed_cpu(state: RunState, secs: float) -> dict:
+    a, b = state.feed_cpu_s_at
+    if a is None or b is None or not secs:
+        return {}
+    return {"feed_cpu_s": round(b - a, 3), "feed_cores": round((b - a) / secs, 4)}
+
+
 def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
     """What the harness holds inside MEM: an embedded engine's runner (its RSS includes the engine's own
     heap); nothing for a server engine, whose runner is its client, outside MEM."""
@@ -54,7 +61,7 @@ def harness_share(plan, state: RunState, spool: Spool | None) -> HarnessShare:
     common = {"generator_wait_s": round(state.generator_wait_s, 4),
               "generator_wait_share": round(state.generator_wait_s / secs, 5) if secs else None,
               "latency_values_clamped": state.commit.clamped + state.read.clamped, "spool": spool,
-              "readers": state.readers}
+              "readers": state.readers, **_feed_cpu(state, secs)}
     if plan.memory.runner_is_client:
         return HarnessShare(inside_limit_bytes=0, inside_limit_bytes_end=0, inside_limit_bytes_max=0, **common)
     known = [v for v in (state.rss_at_measure_start, state.rss_at_measure_end, state.peak("rss_bytes"))
@@ -134,8 +141,10 @@ def warnings_for(plan, m: Metrics, status: str, state: RunState | None, sampler_
     spool = m.harness.spool
     if spool and spool.live_blocks:
         out.append(f"{spool.live_blocks} blocks of warmup + measure ran past the {spool.blocks}-block "
-                   "spool and were generated during the run, taking CPU from the engine (the spool is capped "
-                   "in bytes; an unthrottled run sizes it from the load's rate)")
+                   "spool and were generated during the run, beside the engine ("
+                   + (spool.short_of if spool.short_of else "an unthrottled run sizes its spool from the load's rate")
+                   + (f"; the feed took {m.harness.feed_cores:.2f} of a core over the measured phase)"
+                      if m.harness.feed_cores is not None else ")"))
     share = m.harness.generator_wait_share
     if share and share > GENERATOR_WAIT_WARN_SHARE:
         out.append(f"the block generator made the writer late for {share:.1%} of the measured phase: "

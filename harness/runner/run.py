@@ -163,7 +163,10 @@ def spool_phase(feed: BlockFeed, plan: RunPlan, load_rows_per_s: float | None) -
     sp = feed.spool(want, progress=lambda s: log(plan, f"spooling: {s:.0f} s"))
     if sp.reused:
         log(plan, f"spool: {sp.blocks} blocks an earlier cell generated from the same state, copied in {sp.seconds:.1f} s")
-    return Spool(planned_blocks=want, blocks=sp.blocks, bytes=sp.bytes, seconds=sp.seconds, reused=sp.reused or None)
+    if sp.short_of:
+        log(plan, f"spool: {sp.blocks} of {want} blocks, the rest generated live beside the engine: {sp.short_of}")
+    return Spool(planned_blocks=want, blocks=sp.blocks, bytes=sp.bytes, seconds=sp.seconds, reused=sp.reused or None,
+                 short_of=sp.short_of or None)
 
 
 def timed_phase(engine, feed: BlockFeed, plan: RunPlan, state: RunState, readers: ReaderPool,
@@ -244,6 +247,7 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     out.engine = engine.info()
     check_server_limit(plan, out.engine)
     feed = BlockFeed(run_dir, Path(plan.data_dir)).start()
+    state.feed_cpu = feed.cpu_s
     state.io_watch = watch = IoWatch.for_plan(plan, data_memory_dir(plan))
     state.cpu_probe = CpuProbe(data_memory_dir(plan), plan.capabilities.server)
     sampler = Sampler(state, engine, plan.capabilities, run_dir, f"{plan.scenario}/{plan.engine}",

@@ -100,20 +100,24 @@ def dc_seed_entities(inputs: StateInputs) -> int:
 
 
 UNTHROTTLED_BLOCK_MS = 100       # an unthrottled block's time for the headroom's guess (none faster here)
+# The feed's spool of warmup + measure, per offered row: 158-352 B at p99_5x on 2026-12-02 (SQLite 164, DuckDB's
+# Arrow batches 352, a block log's records 314-327; reorg's small blocks 560, a few MB in all). Above p99_5x's
+# highest, not far: at 5x for an hour the spool is ~8 GB of a disk the state's 52 GiB leaves ~25 GiB of
+SPOOL_BYTES_PER_ROW = 400
 
 
 def growth_bytes(plan, state_bytes: int) -> int:
     """About what a cell writes on the data mount beyond its starting state: the rows it offers over warm-up and
-    the measured phase at the state's own bytes per row. It errs high (deletes and expiries give pages back);
-    the WAL is left out, kept small by checkpoints."""
+    the measured phase at the state's own bytes per row, and the feed's spool of them. It errs high (deletes and
+    expiries give pages back); the WAL is left out, kept small by checkpoints."""
     inputs = store.inputs_for(plan)
     load_rows = (_versions(inputs) * store.SHAPES[inputs.shape].rows_per_entity
                  + dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY)      # a DC state: its seed's rows
     if not load_rows:
         return 0
     interval_s = (plan.workload.block_interval_ms or UNTHROTTLED_BLOCK_MS) / 1000
-    blocks = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s
-    return int(state_bytes * blocks * plan.workload.rows_per_block / load_rows)
+    rows = (plan.phases.warmup_s + plan.phases.measure_s) / interval_s * plan.workload.rows_per_block
+    return int(state_bytes * rows / load_rows + rows * SPOOL_BYTES_PER_ROW)
 
 
 def clone_fits(plan, state_bytes: int, data_dir: Path) -> bool:

@@ -149,14 +149,16 @@ def test_a_walk_where_not_every_clone_fits_is_said_and_refused_only_where_not_on
     assert not (tmp_path / "states").exists() or not any((tmp_path / "states").iterdir()), "nothing built"
 
 
-def test_a_cells_writes_are_reckoned_from_its_rows_and_the_states_bytes_per_row():
+def test_a_cells_writes_are_reckoned_from_its_rows_the_states_bytes_per_row_and_its_spool():
     from harness import cell_states as cs
     from harness.scenario.plan import resolve_plan
     plan = resolve_plan("p99_5x", "sqlite", profile="ratio")
     inputs = store.inputs_for(plan)
     rows = inputs.entities * store.SHAPES[inputs.shape].rows_per_entity
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / plan.workload.block_interval_ms
-    assert cs.sizes.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+    offered = blocks * plan.workload.rows_per_block         # and the feed's spool of them, outside the state
+    want = (100 + cs.sizes.SPOOL_BYTES_PER_ROW) * offered
+    assert cs.sizes.growth_bytes(plan, rows * 100) == pytest.approx(want, abs=1)
 
 
 def test_a_verdict_goes_on_without_a_later_engine_whose_state_cannot_fit(tmp_path, monkeypatch, capsys):
@@ -225,7 +227,9 @@ def test_a_data_centre_states_writes_are_reckoned_from_its_seeds_rows():
     rows = sizes.dc_seed_entities(inputs) * DC_ROWS_PER_ENTITY
     interval_ms = plan.workload.block_interval_ms or cs.sizes.UNTHROTTLED_BLOCK_MS
     blocks = (plan.phases.warmup_s + plan.phases.measure_s) * 1000 / interval_ms
-    assert cs.sizes.growth_bytes(plan, rows * 100) == int(100 * blocks * plan.workload.rows_per_block)
+    offered = blocks * plan.workload.rows_per_block         # and the feed's spool of them, outside the state
+    want = (100 + cs.sizes.SPOOL_BYTES_PER_ROW) * offered
+    assert cs.sizes.growth_bytes(plan, rows * 100) == pytest.approx(want, abs=1)
 
 
 @pytest.mark.slow

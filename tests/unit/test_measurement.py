@@ -298,6 +298,25 @@ def test_spooled_blocks_come_back_in_order_and_the_stream_goes_on_live_after_the
         assert not (tmp_path / "data" / SPOOL_NAME).exists()
 
 
+def test_spool_pages_leave_the_cache_once_the_runner_has_read_them(tmp_path):
+    """An hour's spool is GBs of cache; a page evicted and read again would be charged inside MEM."""
+    from harness.environment import filesystem
+    from harness.feed.protocol import SPOOL_NAME
+    from harness.runner.feed_client import SPOOL_DROP_EVERY_BLOCKS
+    if filesystem(tmp_path)["fstype"] == "tmpfs":
+        pytest.skip("tmpfs pages are always resident")
+    spec = mixed_spec(reorg=0.0)
+    with feed_pair(spec, LoadArgs(30, 400, 10), root=tmp_path) as feed:
+        for _ in feed.load_blocks():
+            pass
+        path = tmp_path / "data" / SPOOL_NAME
+        sp = feed.spool(12 * SPOOL_DROP_EVERY_BLOCKS)
+        for _ in range(8 * SPOOL_DROP_EVERY_BLOCKS):
+            feed.get()
+        resident = int(subprocess.check_output(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)]))
+        assert resident < sp.bytes * 0.5, (resident, sp.bytes)
+
+
 def test_a_zero_spool_leaves_the_whole_stream_live(tmp_path):
     from harness.workload.generator import BlockGenerator
     spec = mixed_spec(reorg=0.0)
@@ -311,6 +330,47 @@ def test_a_zero_spool_leaves_the_whole_stream_live(tmp_path):
         for _ in range(3):
             assert feed.get().block == gen.next_block()
         assert not any((tmp_path / "data").iterdir())
+
+
+def test_the_runner_sees_the_feeds_cpu_so_a_result_can_say_what_generating_took_beside_the_engine(tmp_path):
+    """The feed is outside the cell's watch (its own tree) and outside MEM: the runner reads its pid from the socket
+    and its CPU from /proc, and blocks generated live cost CPU there."""
+    with feed_pair(mixed_spec(reorg=0.0), LoadArgs(200, 500, 10), root=tmp_path) as feed:
+        (child,) = [c for c in mp.active_children() if c.name == "block-feed"]
+        assert feed.pid == child.pid
+        for _ in feed.load_blocks():
+            pass
+        before = feed.cpu_s()
+        feed.spool(0)                           # every block after the load generated live
+        for _ in range(200):
+            feed.get()
+        assert before is not None and feed.cpu_s() > before
+
+
+def test_a_spool_holds_every_block_asked_and_stops_short_only_of_the_disks_reserve(tmp_path):
+    """No cap of its own (an hour of p99_5x spools ~3.6 GB, a block log's ~7 GB): only the disk's room, said."""
+    import shutil
+    from harness.feed.server import spool
+    path = tmp_path / "spool.bin"
+    assert spool(path, iter(lambda: b"x" * (1 << 20), None), 64, reserve_bytes=0).blocks == 64
+    free = shutil.disk_usage(tmp_path).free
+    short = spool(path, iter(lambda: b"x" * (1 << 20), None), 4096, reserve_bytes=free - (40 << 20))
+    assert 0 < short.blocks < 40 and "GiB free after" in short.short_of and short.bytes == path.stat().st_size
+
+
+@pytest.mark.slow
+def test_a_spool_past_two_gib_holds_every_block_asked(tmp_path):
+    """The spool was capped at 2 GiB: an hour's blocks past it were generated live beside the engine."""
+    import shutil
+    from harness.feed.server import SPOOL_DISK_RESERVE_BYTES, spool
+    if shutil.disk_usage(tmp_path).free < SPOOL_DISK_RESERVE_BYTES + (6 << 30):
+        pytest.skip("needs ~2.2 GiB beyond the spool's reserve")
+    path = tmp_path / "spool.bin"
+    try:
+        sp = spool(path, iter(lambda: bytes(32 << 20), None), 70)
+        assert sp.blocks == 70 and sp.bytes > 2 << 30 and not sp.short_of
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def test_the_feed_runs_outside_the_runners_process_and_cgroup(tmp_path):
