@@ -91,7 +91,8 @@ def disk_scale_bound(probe, taking: bool = False) -> float:
     free = shutil.disk_usage(".").free      # states, clones and results share it here (docs/states.md)
     per_1x = man.data_bytes / probe.scale
     if taking:
-        return DISK_HEADROOM * (free + man.data_bytes) / (per_1x + growth_bytes(probe, man.data_bytes) / probe.scale)
+        # at one cadence a cell's writes (its rows, the feed's spool of them) do not grow with the scale
+        return max(0.0, (DISK_HEADROOM * (free + man.data_bytes) - growth_bytes(probe, man.data_bytes)) / per_1x)
     return DISK_HEADROOM * (free + man.data_bytes) / (2 * per_1x)
 
 

@@ -525,7 +525,7 @@ def test_a_walk_whose_states_do_not_all_fit_drops_them_after_each_step_on_its_ow
     unless DROP_STATES=1 was given; it now drops each engine's states after its step, and says so."""
     from harness import cell_states
     from harness.errors import ConfigError
-    from harness.walks.verdict import _disk
+    from harness.walks.verdict import fit_disk
     asked = []
 
     def check(plans, drop, who, skip_later=False):
@@ -533,9 +533,9 @@ def test_a_walk_whose_states_do_not_all_fit_drops_them_after_each_step_on_its_ow
         if not drop:
             raise ConfigError("the verdict needs about 161.2 GiB and 52.0 GiB are free")
     monkeypatch.setattr(cell_states, "check_walk_disk", check)
-    assert _disk([], False) is True and asked == [False, True]
+    assert fit_disk([], False) is True and asked == [False, True]
     monkeypatch.setattr(cell_states, "check_walk_disk", lambda *a, **k: None)
-    assert _disk([], False) is False and _disk([], True) is True
+    assert fit_disk([], False) is False and fit_disk([], True) is True
 
 
 def test_the_estimate_says_what_it_cannot_foresee_at_its_own_minutes(tmp_path):
