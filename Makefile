@@ -91,8 +91,8 @@ matrix: $(STAMP) ## the optimisation matrix at one MEM, resumable: ENGINE=sqlite
 experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratios; resumable: [PROFILE=quick] [ONLY="insert_mode batch_size"]
 	@$(HARNESS) experiments --profile $(if $(PROFILE),$(PROFILE),quick) $(if $(ONLY),--only $(ONLY)) $(CELL_ARGS)
 
-compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file]
-	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD))
+compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file] [WINDOW=0:600 [WINDOW_B=0:]]
+	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD)) $(if $(WINDOW),--window $(WINDOW)) $(if $(WINDOW_B),--window-b $(WINDOW_B))
 
 reproduce: $(STAMP) ## a published verdict's answers measured again in this sitting, level by level (exit 0 agreed, 1 disagreed, 3 disturbed), resumable: RUN=docs/results/<dir>
 	@$(if $(RUN),,echo "RUN=<dir> is required: a published verdict's folder under docs/results/" >&2; exit 2)

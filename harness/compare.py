@@ -103,7 +103,7 @@ def _verdict(f: Figure, a: list[float], b: list[float]) -> str:
     return ("faster" if better else "slower") if f.latency else ("better" if better else "worse")
 
 
-def _fmt(v: float | None, unit: str) -> str:
+def fmt_figure(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "B":
@@ -146,13 +146,13 @@ def render(cmp: list[dict], a_name: str, b_name: str, markdown: bool) -> str:
             lines += [f"### {c['cell']}", "", f"A: {a_name} ({len(c['a_runs'])} run(s)); "
                       f"B: {b_name} ({len(c['b_runs'])} run(s)); medians, B/A, Welch's t-test at 95%", "",
                       "| figure | A | B | B/A | verdict |", "|---|---:|---:|---:|---|"]
-            lines += [f"| {r['figure']} | {_fmt(r['a'], r['unit'])} | {_fmt(r['b'], r['unit'])} | "
+            lines += [f"| {r['figure']} | {fmt_figure(r['a'], r['unit'])} | {fmt_figure(r['b'], r['unit'])} | "
                       f"{'-' if r['ratio'] is None else format(r['ratio'], '.3f') + 'x'} | {r['verdict']} |"
                       for r in c["figures"]]
             lines.append("")
         else:
             lines.append(f"{c['cell']}: A {len(c['a_runs'])} run(s), B {len(c['b_runs'])} run(s)")
-            lines += [f"  {r['figure']:26s} {_fmt(r['a'], r['unit']):>14s} -> {_fmt(r['b'], r['unit']):>14s}  "
+            lines += [f"  {r['figure']:26s} {fmt_figure(r['a'], r['unit']):>14s} -> {fmt_figure(r['b'], r['unit']):>14s}  "
                       f"{'-' if r['ratio'] is None else format(r['ratio'], '.3f') + 'x':>8s}  {r['verdict']}"
                       for r in c["figures"]]
     return "\n".join(lines) + "\n"
@@ -164,13 +164,29 @@ def add_command(sub) -> None:
     c.add_argument("b", help="the same for B")
     c.add_argument("--markdown", type=Path, help="also write the comparison as Markdown to this file")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON instead")
+    c.add_argument("--window", help="two runs over START:END seconds of their measured phases (0:600; 3000: to "
+                   "the end), from their per-block files, each figure with its trend")
+    c.add_argument("--window-b", help="B's window where it differs from A's (0: for the whole phase)")
     c.set_defaults(func=_command)
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.window or args.window_b:
+        return _windows_command(args)
     a, b = ([Path(x) for x in arg.split(",") if x] for arg in (args.a, args.b))
     cmp = compare(a, b)
     print(json.dumps(cmp, indent=2) if args.json else render(cmp, args.a, args.b, markdown=False), end="")
     if args.markdown:
         args.markdown.write_text(render(cmp, args.a, args.b, markdown=True))
+    return 0
+
+
+def _windows_command(args: argparse.Namespace) -> int:
+    from harness.compare_window import compare_windows, render_windows
+    from harness.windows import parse_window
+    window_a = parse_window(args.window or "0:")
+    cmp = compare_windows(Path(args.a), Path(args.b), window_a, parse_window(args.window_b or args.window or "0:"))
+    print(json.dumps(cmp, indent=2) if args.json else render_windows(cmp, markdown=False), end="")
+    if args.markdown:
+        args.markdown.write_text(render_windows(cmp, markdown=True))
     return 0
