@@ -142,6 +142,10 @@ def build(data: ReportData) -> list[Block]:
         for c in cells:
             body.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",
                                     f"{c.label}: every measured block, checkpoint events, WAL size."))
+            if c.design_points():         # a design's deciding figures per minute: an hour's trend at a glance
+                body.append(plots_block(plots.answer_over_minutes(c), f"{scenario}-{c.run_dir.name}-minutes",
+                                        f"{c.label}: acknowledgement p99, apply lag p99 and the applier's busy "
+                                        "share, minute by minute."))
     if noisy:
         doc.append(Block("alarm", f"noisy results (repeat spread ≥ {NOISY_SPREAD:.0%}): " + "; ".join(noisy)))
     doc += body
