@@ -13,7 +13,7 @@ from harness.windows import Window, series, trend_per_h
 def _run_dir(path: Path) -> Path:
     path = path.resolve()
     path = path.parent if path.name == "result.json" else path
-    if not (path / "blocks.csv").exists():
+    if not any((path / f).exists() for f in ("blocks.csv", "blocks.csv.gz")):
         raise ConfigError(f"{path}: --window reads one run's folder (its blocks.csv); a sweep's holds many")
     return path
 

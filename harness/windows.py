@@ -9,12 +9,13 @@ at the phase's two ends) is left to the whole run's result.json: a window says s
 from __future__ import annotations
 
 import csv
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from harness.errors import ConfigError
-from harness.results import load_result
+from harness.results import RunResult, load_result
 from harness.trend import aggregate, fit, windowed
 
 TREND_WINDOW_S = 30.0
@@ -61,11 +62,24 @@ class Series:
 
 
 def _csv(path: Path) -> list[dict]:
+    """A run's file, or its gzipped copy where the run was published (report/publish_run.py)."""
     try:
         with open(path, newline="") as f:
             return list(csv.DictReader(f))
     except FileNotFoundError:
+        pass
+    try:
+        with gzip.open(path.with_name(path.name + ".gz"), "rt", newline="") as f:
+            return list(csv.DictReader(f))
+    except FileNotFoundError:
         return []
+
+
+def _result(run_dir: Path) -> RunResult | None:
+    gz = run_dir / "result.json.gz"
+    if not (run_dir / "result.json").exists() and gz.exists():
+        return RunResult.model_validate_json(gzip.decompress(gz.read_bytes()))
+    return load_result(run_dir / "result.json")
 
 
 def _num(v: str | None) -> float | None:
@@ -79,7 +93,7 @@ def series(run_dir: Path, window: Window) -> tuple[list[Series], float]:
     """(every figure over the window, the window's length in s, clipped to the phase)."""
     blocks = _csv(run_dir / "blocks.csv")
     if not blocks:
-        raise ConfigError(f"{run_dir / 'blocks.csv'}: missing or empty, so no window of it can be read")
+        raise ConfigError(f"{run_dir / 'blocks.csv'}: missing or empty (nor gzipped), so no window of it can be read")
     t0 = float(blocks[0]["due_s"])        # the measured phase starts with its first block's due time
     mine = [(float(b["due_s"]) - t0, b) for b in blocks if window.holds(float(b["due_s"]) - t0)]
     if not mine:
@@ -158,7 +172,7 @@ def _second_series(run_dir: Path, window: Window, t0: float) -> list[Series]:
 def _write_amplification(run_dir: Path, window: Window, t0: float, rows: int) -> list[Series]:
     """Device bytes written over the window per logical byte its rows wrote, at the run's own logical bytes per
     row (result.json: io.logical_bytes_written over the rows the phase committed)."""
-    r = load_result(run_dir / "result.json")
+    r = _result(run_dir)
     io = r.metrics.io if r else None
     if not io or not io.logical_bytes_written or not r.metrics.rows or not rows:
         return []

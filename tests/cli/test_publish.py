@@ -78,3 +78,31 @@ def test_make_publish_names_the_folder_only_when_as_is_given(extra, named):
                          capture_output=True, text=True, timeout=60)
     line = next(ln for ln in out.stdout.splitlines() if " publish results/verdict-x" in ln)
     assert ("--name" in line) == (named is not None) and (named is None or named in line), line
+
+
+def test_a_run_is_published_with_its_files_and_read_back_by_compare_window(tmp_path):
+    """One cell (the 5x hour is one): its README names the machine, the commit and every threshold beside its
+    value; its per-block files, gzipped, read by `compare --window` as the run's own."""
+    import gzip
+    from tests.cli.test_cli_run import run_scenario
+    from harness.compare_window import compare_windows
+    from harness.windows import parse_window
+    rc, r, run_dir, err = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--set",
+                                       "block_log.group_blocks=1")
+    assert rc in (0, 1), err[-2000:]
+    assert subprocess.run(harness_cmd() + ["report", str(run_dir)], cwd=ROOT, capture_output=True,
+                          timeout=120).returncode == 0
+    out = publish(run_dir, tmp_path / "docs", "--name", "hour")
+    assert out.returncode == 0, out.stderr
+    dest = tmp_path / "docs" / "hour" / "runs" / r["run_id"]
+    assert out.stdout.strip() == str(dest)
+    for f in ("result.json.gz", "blocks.csv.gz", "design.csv.gz", "timeseries.csv.gz", "plan.yaml", "report.md"):
+        assert (dest / f).is_file(), f
+    assert str(tmp_path) not in gzip.decompress((dest / "result.json.gz").read_bytes()).decode(), "no machine paths"
+    readme = (dest / "README.md").read_text()
+    assert r["environment"]["git_commit"] in readme and r["environment"]["cpu_model"] in readme
+    for t in r["thresholds"]:
+        assert f"| `{t['expr']}` |" in readme, t["expr"]
+    assert "behind a block log (1 block(s) a transaction)" in readme and "cores of CPU outside the cell" in readme
+    same = compare_windows(run_dir, dest, parse_window("0:"), parse_window("0:"))
+    assert same["figures"] and all(f["ratio"] in (None, 1.0) for f in same["figures"]), same["figures"]
