@@ -54,7 +54,6 @@ class Series:
     unit: str
     agg: str                       # p99, p50, max, mean
     points: list[tuple[float, float]]
-    lower_is_better: bool = True
 
     @property
     def value(self) -> float | None:
@@ -109,7 +108,7 @@ def series(run_dir: Path, window: Window) -> tuple[list[Series], float]:
     out += _second_series(run_dir, window, t0)
     rows = sum(int(b["rows"]) for _, b in mine)
     out.append(Series("committed rows/s", "", "mean", [(rel(t), int(b["rows"]) / _cadence_s(blocks))
-                                                      for t, b in mine], lower_is_better=False))
+                                                      for t, b in mine]))
     out += _write_amplification(run_dir, window, t0, rows)
     return out, length
 
@@ -165,7 +164,7 @@ def _second_series(run_dir: Path, window: Window, t0: float) -> list[Series]:
         else:
             pts = [(rel(r), v) for r in secs if (v := _num(r.get(col))) is not None]
         if pts:
-            out.append(Series(name, unit, agg, pts, lower_is_better=col != "mem_bytes"))
+            out.append(Series(name, unit, agg, pts))
     return out
 
 
