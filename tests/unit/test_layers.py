@@ -19,7 +19,7 @@ FLOORS = [
     {"crash"},
     {"cell", "records"},
     {"place", "cell_states"},
-    {"walks.sweep", "bench", "compare"},
+    {"walks.sweep", "bench", "compare", "compare_window", "windows"},
     {"walks.knee"},
     {"walks.verdict", "walks.ceiling", "walks.matrix", "walks.experiments"},
     {"walks.v1", "walks.matrices", "walks.reproduce"},
