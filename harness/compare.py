@@ -14,6 +14,7 @@ from typing import Callable
 from harness.errors import ConfigError
 from harness.results import RunResult, load_result, read_json
 from harness.stats import significant
+from harness.units import format_figure
 
 
 @dataclass(frozen=True)
@@ -103,17 +104,6 @@ def _verdict(f: Figure, a: list[float], b: list[float]) -> str:
     return ("faster" if better else "slower") if f.latency else ("better" if better else "worse")
 
 
-def fmt_figure(v: float | None, unit: str) -> str:
-    if v is None:
-        return "-"
-    if unit == "B":
-        return f"{v / 2**20:,.1f} MiB"
-    if unit == "%":
-        return f"{v:.1%}"
-    sep = "" if unit in ("", "x") else " "
-    return f"{v:,.3g}{sep}{unit}" if abs(v) < 10 else f"{v:,.0f}{sep}{unit}"
-
-
 def compare(a_paths: list[Path], b_paths: list[Path]) -> list[dict]:
     """One entry per cell both sides have (or the two runs, when each side is one cell)."""
     a, b = side(a_paths), side(b_paths)
@@ -146,13 +136,13 @@ def render(cmp: list[dict], a_name: str, b_name: str, markdown: bool) -> str:
             lines += [f"### {c['cell']}", "", f"A: {a_name} ({len(c['a_runs'])} run(s)); "
                       f"B: {b_name} ({len(c['b_runs'])} run(s)); medians, B/A, Welch's t-test at 95%", "",
                       "| figure | A | B | B/A | verdict |", "|---|---:|---:|---:|---|"]
-            lines += [f"| {r['figure']} | {fmt_figure(r['a'], r['unit'])} | {fmt_figure(r['b'], r['unit'])} | "
+            lines += [f"| {r['figure']} | {format_figure(r['a'], r['unit'])} | {format_figure(r['b'], r['unit'])} | "
                       f"{'-' if r['ratio'] is None else format(r['ratio'], '.3f') + 'x'} | {r['verdict']} |"
                       for r in c["figures"]]
             lines.append("")
         else:
             lines.append(f"{c['cell']}: A {len(c['a_runs'])} run(s), B {len(c['b_runs'])} run(s)")
-            lines += [f"  {r['figure']:26s} {fmt_figure(r['a'], r['unit']):>14s} -> {fmt_figure(r['b'], r['unit']):>14s}  "
+            lines += [f"  {r['figure']:26s} {format_figure(r['a'], r['unit']):>14s} -> {format_figure(r['b'], r['unit']):>14s}  "
                       f"{'-' if r['ratio'] is None else format(r['ratio'], '.3f') + 'x':>8s}  {r['verdict']}"
                       for r in c["figures"]]
     return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.compare import fmt_figure as _fmt
+from harness.units import format_figure as _fmt
 from harness.errors import ConfigError
 from harness.windows import Window, series, trend_per_h
 

@@ -23,3 +23,14 @@ def format_bytes(n: float | None) -> str:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
     return f"{n}"
+
+
+def format_figure(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "B":
+        return f"{v / 2**20:,.1f} MiB"
+    if unit == "%":
+        return f"{v:.1%}"
+    sep = "" if unit in ("", "x") else " "
+    return f"{v:,.3g}{sep}{unit}" if abs(v) < 10 else f"{v:,.0f}{sep}{unit}"

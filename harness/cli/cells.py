@@ -234,5 +234,7 @@ def _cmd_report(args) -> int:
 
 def _cmd_publish(args) -> int:
     from harness.report.publish import publish
-    print(publish(args.run, args.to, args.name))
+    from harness.report.publish_run import publish_run
+    one_run = not (args.run / "verdict.json").exists() and (args.run / "result.json").exists()
+    print((publish_run if one_run else publish)(args.run, args.to, args.name))     # a run's folder: one run
     return 0

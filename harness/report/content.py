@@ -138,14 +138,7 @@ def build(data: ReportData) -> list[Block]:
             body.append(plots_block(plots.reads_vs_size(cells, f"{scenario}: reads against database size"),
                                     f"{scenario}-reads-vs-size", "Read p99 and reads per second per engine "
                                     "against the database's size at the run's end: the degradation curve."))
-        body.append(Block("h3", "Commit latency over time"))
-        for c in cells:
-            body.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",
-                                    f"{c.label}: every measured block, checkpoint events, WAL size."))
-            if c.design_points():         # a design's deciding figures per minute: an hour's trend at a glance
-                body.append(plots_block(plots.answer_over_minutes(c), f"{scenario}-{c.run_dir.name}-minutes",
-                                        f"{c.label}: acknowledgement p99, apply lag p99 and the applier's busy "
-                                        "share, minute by minute."))
+        body += _over_time(scenario, cells)
     if noisy:
         doc.append(Block("alarm", f"noisy results (repeat spread ≥ {NOISY_SPREAD:.0%}): " + "; ".join(noisy)))
     doc += body
@@ -196,4 +189,17 @@ def crash_blocks(cells: list[CellData], scenario: str) -> list[Block]:
         if c.result.crash and c.result.crash.kills:
             headers, rows = kills_table(c.result.crash)
             out += [Block("h3", f"Kills of {c.label}"), Block("table", headers=headers, rows=rows)]
+    return out
+
+
+def _over_time(scenario: str, cells: list) -> list[Block]:
+    """Each cell's latency over time, and a design's deciding figures per minute: an hour's trend at a glance."""
+    out = [Block("h3", "Commit latency over time")]
+    for c in cells:
+        out.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",
+                               f"{c.label}: every measured block, checkpoint events, WAL size."))
+        if c.design_points():
+            out.append(plots_block(plots.answer_over_minutes(c), f"{scenario}-{c.run_dir.name}-minutes",
+                                   f"{c.label}: acknowledgement p99, apply lag p99 and the applier's busy share, "
+                                   "minute by minute."))
     return out

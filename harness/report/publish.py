@@ -20,11 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
-    """Refuses a walk that has not ended (no verdict yet) or whose report was never written. A run's folder (no
-    verdict.json, a result.json) is published as one run (publish_run.py)."""
-    if not (run / "verdict.json").exists() and (run / "result.json").exists():
-        from harness.report.publish_run import publish_run
-        return publish_run(run, dest_root, name)
+    """Refuses a walk that has not ended (no verdict yet) or whose report was never written."""
     verdict = _finished(run)
     env = _environment(run, verdict)
     name = name or f"{(verdict.updated_utc or '')[:10]}-{verdict.profile}"

@@ -11,13 +11,13 @@ import shutil
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.report.publish import scrubber, take_screenshot
 from harness.results import RunResult, load_result
 
 DATA_FILES = ("blocks.csv", "design.csv", "timeseries.csv")
 
 
 def publish_run(run: Path, dest_root: Path, name: str | None) -> Path:
-    from harness.report.publish import scrubber, take_screenshot
     r = _finished(run)
     dest = dest_root / (name or f"{r.environment.get('started_utc', '')[:10]}-{r.scenario}-{r.profile}") \
         / "runs" / r.run_id

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import sys
 
-from harness.cell import uses_state
 from harness.state import sizes, store
 
 
@@ -19,10 +18,10 @@ def _probe_plan(plan):
 
 
 def guessed(plans: list) -> list:
-    """One plan per base state whose size is the shape's guess (no build of its layout near its size), DC states
-    aside (their seed is sized apart)."""
+    """Of plans that start from a state (cell.uses_state), one per base state whose size is the shape's guess (no
+    build of its layout near its size), DC states aside (their seed is sized apart)."""
     root, seen, out = store.root_dir(), set(), []
-    for plan in filter(uses_state, plans):
+    for plan in plans:
         inputs = store.inputs_for(plan)
         if inputs.dc or inputs.entities < sizes.NEAR_SHARE or inputs.id in seen:
             continue

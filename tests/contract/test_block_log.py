@@ -228,6 +228,7 @@ def test_a_passive_checkpoint_that_a_reader_holds_back_releases_nothing(open_tmp
         design.close()
 
 
+@pytest.mark.serial      # the background checkpoint keeps pace with the applier only where no neighbour takes a core
 def test_background_checkpoints_release_records_and_the_log_stays_bounded(open_tmp):
     """SQLite's background checkpointer (checkpoint_background) runs no checkpoint in the writer's commits: the
     log learns from its completed checkpoints what is durable, and releases it, so the log's bytes stay within a
