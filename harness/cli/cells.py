@@ -217,10 +217,11 @@ def add_report(sub) -> None:
     rp.add_argument("--mixed-nodes", action="store_true",
                     help="put cells from unlike nodes in one table anyway (the report says so)")
     rp.set_defaults(func=_cmd_report)
-    pb = sub.add_parser("publish", help="a finished verdict's report.md, verdict.json, plots and a screenshot under "
-                                        "docs/results/<name>/, with the machine, date and commit")
+    pb = sub.add_parser("publish", help="a finished verdict's, read ceiling's or run's report.md, its figures' files, "
+                                        "plots and a screenshot under docs/results/<name>/, with the machine, date "
+                                        "and commit")
     pb.add_argument("run", type=Path)
-    pb.add_argument("--to", type=Path, default=Path("docs/results"), help="the folder the verdict's folder goes in")
+    pb.add_argument("--to", type=Path, default=Path("docs/results"), help="the folder the published folder goes in")
     pb.add_argument("--name", help="its folder's name (default: <date>-<profile>)")
     pb.set_defaults(func=_cmd_publish)
 
@@ -234,7 +235,10 @@ def _cmd_report(args) -> int:
 
 def _cmd_publish(args) -> int:
     from harness.report.publish import publish
+    from harness.report.publish_ceiling import publish_ceiling
     from harness.report.publish_run import publish_run
-    one_run = not (args.run / "verdict.json").exists() and (args.run / "result.json").exists()
-    print((publish_run if one_run else publish)(args.run, args.to, args.name))     # a run's folder: one run
+    # what the folder holds says what it is: a walk's verdict, a read ceiling's search, or one run
+    kind = next((how for f, how in (("verdict.json", publish), ("ceiling.json", publish_ceiling),
+                                    ("result.json", publish_run)) if (args.run / f).exists()), publish)
+    print(kind(args.run, args.to, args.name))
     return 0

@@ -29,8 +29,14 @@ def start_text(load: dict) -> str:
 
 
 def durability_text(plan: dict) -> str:
-    """What a commit guarantees at the run's settings (engine.toml [durability]), its first clause."""
-    return (plan.get("durability") or "-").split(":")[0]
+    """What a commit guarantees at the run's settings (engine.toml [durability]), its first clause: up to its
+    first colon outside parentheses (a design's text holds its engine's, colon and all, in parentheses)."""
+    text, depth = plan.get("durability") or "-", 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ":" and depth == 0:
+            return text[:i]
+    return text
 
 
 def harness_share(c: CellData) -> str:

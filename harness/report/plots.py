@@ -47,8 +47,22 @@ def _latency_axis(ax, values) -> None:
         ax.set_ylim(bottom=0)
 
 
+DENSE_CHECKPOINT_SECONDS = 60   # past this many, lines would paint the plot over: ticks along the bottom instead
+
+
+def _checkpoint_marks(ax, at_s: list[float]) -> None:
+    """The seconds a checkpoint ran in: vertical lines when few; when many (a log's applier checkpoints every
+    block), ticks on the bottom edge, so the latency points stay visible."""
+    if len(at_s) > DENSE_CHECKPOINT_SECONDS:
+        ax.plot(at_s, [0.0] * len(at_s), "|", color="tab:orange", ms=8, alpha=0.6, clip_on=False,
+                transform=ax.get_xaxis_transform(), label=f"checkpoint(s) in this second ({len(at_s):,})")
+        return
+    for i, x in enumerate(at_s):
+        ax.axvline(x, color="tab:orange", lw=0.6, alpha=0.6, label=None if i else "checkpoint(s) in this second")
+
+
 def latency_over_time(cell: CellData) -> str:
-    """Every measured block's commit latency, checkpoints as vertical lines, WAL size on the right axis."""
+    """Every measured block's commit latency, the seconds checkpoints ran in, WAL size on the right axis."""
     blocks, ts = cell.blocks(), cell.timeseries()
     fig, ax = plt.subplots(figsize=(8, 3.2))
     t0 = blocks[0]["due_s"] if blocks else 0.0
@@ -61,13 +75,9 @@ def latency_over_time(cell: CellData) -> str:
         ax.axhline(limit, color="tab:red", lw=1, ls="--", label=f"threshold {limit:g} ms")
     t_end = blocks[-1]["end_s"] + 1 if blocks else float("inf")
     timed = [r for r in ts if r.get("phase") in ("warmup", "measure") and r["t_s"] <= t_end]
-    first_ck = True
-    for prev, cur in zip(timed, timed[1:]):
-        if cur.get("checkpoints") is not None and prev.get("checkpoints") is not None \
-                and cur["checkpoints"] > prev["checkpoints"] and cur["t_s"] - t0 >= 0:
-            ax.axvline(cur["t_s"] - t0, color="tab:orange", lw=0.6, alpha=0.6,
-                       label="checkpoint(s) in this second" if first_ck else None)
-            first_ck = False
+    _checkpoint_marks(ax, [cur["t_s"] - t0 for prev, cur in zip(timed, timed[1:])
+                           if cur.get("checkpoints") is not None and prev.get("checkpoints") is not None
+                           and cur["checkpoints"] > prev["checkpoints"] and cur["t_s"] - t0 >= 0])
     ax.set_xlabel("seconds since the measured phase began")
     ax.set_ylabel("commit latency (ms)")
     _latency_axis(ax, y + ([limit] if limit else []))

@@ -56,13 +56,14 @@ def scrubber(run: Path):
     return scrub
 
 
-def write_cells(run: Path, dest: Path, records: list, scrub) -> None:
+def write_cells(run: Path, dest: Path, records: list, scrub, under: str = "cells") -> None:
     """Every cell's result.json the walk (or a sitting) ran: answers, alternatives, controls, reference cells,
-    gzipped under cells/<scenario>/<dir>/: what a reader checks a figure against and a reproduction compares with."""
+    gzipped under cells/<scenario>/<dir>/: what a reader checks a figure against and a reproduction compares with.
+    records: anything with .scenario and .dir."""
     for rec in records:
         src = run / rec.scenario / rec.dir / "result.json"
         if src.is_file():
-            out = dest / "cells" / rec.scenario / rec.dir / "result.json.gz"
+            out = dest / under / rec.scenario / rec.dir / "result.json.gz"
             out.parent.mkdir(parents=True, exist_ok=True)
             text = scrub(src.read_text())
             data_dir = (json.loads(text).get("plan") or {}).get("data_dir")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.report import plots
 from harness.report.blocks import Block, _f, plots_block
-from harness.report.cell_tables import reads_by_kind_table
+from harness.report.cell_tables import pct, reads_by_kind_table
 from harness.report.collect import ReportData
 from harness.scenario.thresholds import parse_threshold
 from harness.units import format_bytes
@@ -24,11 +24,12 @@ def ceiling_blocks(data: ReportData) -> list[Block]:
                                         for t in meta["threshold_results"]]))
     rows = [[i, f"{s['offered_qps']:,.0f}", s["repeat"], s["status"], _f(s["achieved_qps"]), _f(s["read_p50_ms"], 3),
              _f(s["read_p99_ms"], 3), _f(s["write_p99_ms"]), _f(s["write_rows_per_s"], 0),
-             format_bytes(s["db_bytes"]), s["reads_empty"], s.get("reads_late", "-"),
+             pct(s.get("apply_busy_share")), format_bytes(s["db_bytes"]), s["reads_empty"], s.get("reads_late", "-"),
              "; ".join(s.get("failed_on") or []) or "-"] for i, s in enumerate(meta["steps"], 1)]
     doc += [Block("h2", "Steps"), Block("table", headers=["step", "offered QPS", "run", "status", "achieved QPS",
                                                          "read p50 ms", "read p99 ms", "write p99 ms", "rows/s written",
-                                                         "db size at end", "empty reads", "late reads", "failed on"],
+                                                         "applier busy", "db size at end", "empty reads", "late reads",
+                                                         "failed on"],
                                         rows=rows)]
     knee = (meta.get("knee") or {}).get("knee_read_qps")
     limits = [parse_threshold(t).limit for t in meta["criteria"] if parse_threshold(t).metric == "commit_ms"]

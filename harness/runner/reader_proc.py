@@ -205,5 +205,16 @@ def _send(conn: Connection, msg) -> None:
         pass
 
 
+def _orphaned(fd: int) -> int:
+    """main, but a runner gone (OOM-killed with the cell, say) ends the reader in one line, not four
+    tracebacks: the cell's own status says what happened to it."""
+    try:
+        main(fd)
+    except (ConnectionError, EOFError) as e:
+        print(f"[reader {os.getpid()}] the runner's end closed ({type(e).__name__}): stopping", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    sys.exit(_orphaned(int(sys.argv[1])))

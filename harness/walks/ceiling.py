@@ -22,7 +22,8 @@ from harness.scenario.plan import resolve_plan
 from harness.scenario.thresholds import judge_knee, parse_knee_threshold
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
-CEILING_VERSION = 2      # 2: steps' failed_on and reads_late, the knee's reached, bounded_at_qps, bounded_by
+CEILING_VERSION = 3      # 2: steps' failed_on and reads_late, the knee's reached, bounded_at_qps, bounded_by;
+                         # 3: steps' and the knee's apply_busy_share (a design's applier), an oom said as one
 CEILING_FILE = "ceiling.json"
 MAX_STEPS = 24           # a search that has not converged by then stops, and says so (converged: false)
 def _log(msg: str) -> None:
@@ -44,6 +45,8 @@ def step_figures(cr: CellRun, offered_qps: float, repeat: int) -> dict:
             "reads_late": m.reads_late if m else None,
             "db_bytes": m.db_bytes_final if m else None,
             "readers_cpu_share": m.harness.readers.cpu_share if m and m.harness.readers else None,
+            # behind a block log: how much of the window its applier spent applying (the room the reads leave)
+            "apply_busy_share": m.block_log.apply_utilisation if m and m.block_log else None,
             # what failed it: the criteria it missed, or the run itself (its integrity, an error, an oom)
             "failed_on": _failed_on(r, cr.record.status if cr.record else "error"),
             "thresholds": [t.model_dump() for t in r.thresholds] if r else [],
@@ -51,13 +54,17 @@ def step_figures(cr: CellRun, offered_qps: float, repeat: int) -> dict:
 
 
 def _failed_on(r, status: str) -> list[str]:
+    """The criteria a step missed; a run that never finished (an oom, an error) is said as that first, its
+    integrity unchecked rather than lost."""
     if status == "passed":
         return []
+    ended = [] if status == "failed" else \
+        [f"the run: {status}" + (f" ({r.error})" if r is not None and r.error else "")]
     missed = [f"{t.expr} (measured {t.value:g})" if t.value is not None else t.expr
               for t in (r.thresholds if r else []) if not t.passed]
-    if r is not None and not r.integrity.ok:
+    if r is not None and r.integrity.ok is False:
         missed.append("integrity")
-    return missed or [f"the run: {status}" + (f" ({r.error})" if r is not None and r.error else "")]
+    return ended + missed or [f"the run: {status}"]
 
 
 def ceiling_bracket(steps_qps: list[float], max_qps: float, resolution: float) -> Bracket:
@@ -155,6 +162,8 @@ def knee_figures(steps: list[dict], knee: float | None) -> dict | None:
             "knee_write_p99_ms": max(s["write_p99_ms"] for s in runs) if runs[0]["write_p99_ms"] is not None else None,
             "write_rows_per_s": min((s["write_rows_per_s"] for s in runs if s["write_rows_per_s"]), default=None),
             "readers_cpu_share": max((s["readers_cpu_share"] for s in runs if s.get("readers_cpu_share")), default=None),
+            "apply_busy_share": max((s["apply_busy_share"] for s in runs if s.get("apply_busy_share") is not None),
+                                    default=None),
             "runs": len(runs)}
 
 
@@ -170,7 +179,8 @@ def sentence(out: dict) -> str:
         return f"{where}: no read rate passed, not even {lowest:g} QPS beside the writes"
     writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
     figures = (f"{k['achieved_qps']:,.0f} achieved), read p99 {k['knee_read_p99_ms']:g} ms"
-               + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else ""))
+               + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else "")
+               + (f", the applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else ""))
     if not k.get("reached", True):
         return (f"{where}: knee not reached, ≥ {k['knee_read_qps']:,.0f} reads/s: every rate up to ceiling.max_qps "
                 f"passed ({writes}{k['knee_read_qps']:,.0f} offered, {figures}); raise max_qps to search on")

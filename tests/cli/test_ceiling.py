@@ -56,6 +56,17 @@ def test_the_knee_says_what_bounded_it_or_that_it_was_not_reached():
     assert not k["reached"] and k["bounded_by"] == [] and "knee not reached, ≥ 200 reads/s" in sentence(out)
 
 
+def test_an_oom_step_is_said_as_one_not_as_lost_data():
+    """The 5,000 QPS step of 2026-12-02 was OOM-killed mid-warm-up; ceiling.json said it failed on 'integrity'."""
+    from types import SimpleNamespace
+    from harness.walks.ceiling import _failed_on
+    oom = SimpleNamespace(thresholds=[], integrity=SimpleNamespace(ok=None), error="OOM-killed at the 1 GiB limit")
+    assert _failed_on(oom, "oom") == ["the run: oom (OOM-killed at the 1 GiB limit)"]
+    lost = SimpleNamespace(thresholds=[SimpleNamespace(expr="p99(read_ms) < 100ms", value=105.6, passed=False)],
+                           integrity=SimpleNamespace(ok=False), error=None)
+    assert _failed_on(lost, "failed") == ["p99(read_ms) < 100ms (measured 105.6)", "integrity"]
+
+
 @pytest.mark.serial
 @pytest.mark.slow
 def test_ceiling_smoke_finds_and_confirms_its_knee(tmp_path):
@@ -73,8 +84,28 @@ def test_ceiling_smoke_finds_and_confirms_its_knee(tmp_path):
     assert [(s["offered_qps"], s["repeat"]) for s in c["steps"]] == [(200, 1), (400, 1), (400, 2)]
     assert all(s["passed"] and s["db_bytes"] > 0 and s["write_p99_ms"] > 0 for s in c["steps"])
     assert c["knee"]["knee_read_qps"] == 400 and c["knee"]["runs"] == 2 and c["complete"]
+    assert c["knee"]["apply_busy_share"] is None, "no block log in front of the engine: no applier"
     assert c["threshold_results"] == [{"expr": "knee_read_qps >= 400", "value": 400, "passed": True}]
     assert all(s["failed_on"] == [] and s["reads_late"] is not None for s in c["steps"])
     assert not c["knee"]["reached"]          # max_qps passed: a floor, said so
     assert "knee not reached, ≥ 400 reads/s" in c["sentence"] and "rows/s written" in c["sentence"]
     assert "Reads at the knee, by query kind" in Path(html).read_text()
+    # published as a reader gets it: the knee's sentence, every step in the README, every step's result gzipped
+    root, docs = Path(ceiling_json).parent, tmp_path / "docs"
+    out = subprocess.run(harness_cmd() + ["publish", str(root), "--to", str(docs), "--name", "day/ceiling"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    dest = docs / "day" / "ceiling"
+    assert out.stdout.strip() == str(dest)
+    readme = (dest / "README.md").read_text()
+    assert c["sentence"] in readme and "| 3 (repeat) | 400 |" in readme
+    assert len(list((dest / "steps").glob("*/*/result.json.gz"))) == 3 and (dest / "report.md").is_file()
+    assert str(tmp_path) not in (dest / "ceiling.json").read_text(), "no machine paths"
+
+
+def test_an_unfinished_ceiling_is_refused_naming_its_file(tmp_path):
+    from harness.errors import ConfigError
+    from harness.report.publish_ceiling import publish_ceiling
+    (tmp_path / "ceiling.json").write_text(json.dumps({"complete": False, "steps": []}))
+    with pytest.raises(ConfigError, match=r"ceiling.json: complete is false"):
+        publish_ceiling(tmp_path, tmp_path / "docs", None)

@@ -294,3 +294,20 @@ def test_reader_processes_read_a_real_sqlite_and_stay_small(tmp_path):
     assert 300 <= state.reads + state.reads_empty <= 400 * elapsed_s + 50, (state.reads, elapsed_s)
     assert state.readers["mode"] == "processes" and state.readers["count"] == 2
     assert 0 < state.readers["rss_bytes_end_max"] < 200 << 20
+
+
+def test_a_reader_whose_runner_is_gone_stops_in_one_line():
+    """The 5,000 QPS ceiling step of 2026-12-02 was OOM-killed; its four readers each printed two tracebacks.
+    A reader whose runner's end closes says so once and exits 1."""
+    import socket
+    import subprocess
+    import sys
+    from harness.runner.reader_proc import PROJECT_ROOT
+    ours, theirs = socket.socketpair()
+    p = subprocess.Popen([sys.executable, "-m", "harness.runner.reader_proc", str(theirs.fileno())],
+                         pass_fds=[theirs.fileno()], cwd=PROJECT_ROOT, stderr=subprocess.PIPE, text=True)
+    theirs.close()
+    ours.close()                      # the runner gone before its spec arrived
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "Traceback" not in err
+    assert "the runner's end closed (EOFError): stopping" in err

@@ -1,0 +1,93 @@
+"""A finished read ceiling made readable without the code (`make publish RUN=results/ceiling-...`): its report.md
+and plots, a screenshot of report.html, ceiling.json, and every step's result.json gzipped under
+steps/<scenario>/<cell>/ (what a reader checks a step's figure against), beside a README with the machine, the
+commit, the knee in one sentence and every step in a table."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.errors import ConfigError
+from harness.report.publish import scrubber, take_screenshot, write_cells
+from harness.results import load_result
+
+
+def publish_ceiling(run: Path, dest_root: Path, name: str | None) -> Path:
+    c = _finished(run)
+    dest = dest_root / (name or f"{c['started_utc'][:10]}-ceiling-{c['scenario']}-{c['profile']}")
+    dest.mkdir(parents=True, exist_ok=True)
+    scrub = scrubber(run)
+    md = (run / "report.md").read_text()
+    (dest / "report.md").write_text(md)
+    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
+        (dest / plot).parent.mkdir(exist_ok=True)
+        shutil.copy2(run / plot, dest / plot)
+    (dest / "ceiling.json").write_text(scrub((run / "ceiling.json").read_text()))
+    cells = [SimpleNamespace(scenario=s["cell"].split("/", 1)[0], dir=s["cell"].split("/", 1)[1]) for s in c["steps"]]
+    write_cells(run, dest, cells, scrub, under="steps")
+    results = [load_result(run / cell.scenario / cell.dir / "result.json") for cell in cells]
+    first = next((r for r in results if r is not None), None)
+    shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
+    (dest / "README.md").write_text(readme(c, first.environment if first else {}, [_checked(r) for r in results],
+                                           shot))
+    return dest
+
+
+def _finished(run: Path) -> dict:
+    path = run / "ceiling.json"
+    c = json.loads(path.read_text())
+    if not c.get("complete"):
+        raise ConfigError(f"{path}: complete is false: the search has not ended; run the same `make ceiling` again "
+                          "to resume it")
+    if not (run / "report.md").is_file():
+        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+    return c
+
+
+def _checked(r) -> str:
+    """A step's reads checked against the model, right of checked; a mix with no checked kind (only the Data
+    Center's queries have a model answer: engines/queries.yaml `check`) says so rather than print a zero."""
+    kinds = (r.metrics.reads_by_kind or {}).values() if r is not None and r.metrics else []
+    checked = [k for k in kinds if k.checked is not None]
+    if not checked:
+        return "not checkable"
+    n, wrong = sum(k.checked for k in checked), sum(k.wrong or 0 for k in checked)
+    return f"{n - wrong:,}/{n:,} right"
+
+
+def _fig(v, fmt: str = ",.4g") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def readme(c: dict, env: dict, checked: list[str], shot: Path | None) -> str:
+    gib = (env.get("ram_bytes") or 0) / 2**30
+    w = c.get("writes") or {}
+    lines = [
+        f"# The read ceiling of {c['engine']} beside {c['scenario']}'s writes (`{c['profile']}`)", "",
+        f"- Machine: {env.get('cpu_model', '?')}, {env.get('cpus_usable', '?')} usable cores, {gib:.0f} GiB RAM, "
+        f"kernel {env.get('kernel', '?')}",
+        f"- Commit: `{env.get('git_commit') or '?'}` (arkbench {env.get('harness_version', '?')}); "
+        f"{c['started_utc']} to {c.get('finished_utc', '?')}",
+        f"- Scale {c['scale']:g}, MEM {c.get('mem') or 'none'}, {c['readers']} reader processes outside the limit, "
+        f"mix `{c['mix']}`; writes every {_fig(w.get('block_interval_ms'))} ms x {_fig(w.get('rows_per_block'))} rows",
+        f"- Every step's criteria: {', '.join(f'`{t}`' for t in c['criteria'])}", "",
+        f"**{c['sentence']}**", "",
+        "| step | offered QPS | achieved QPS | read p50 ms | read p99 ms | empty answers | answers checked | "
+        "write p99 ms | rows/s | applier busy | readers' CPU share | passed | failed on |",
+        "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
+    for i, (s, ck) in enumerate(zip(c["steps"], checked), 1):
+        lines.append(f"| {i}{' (repeat)' if s['repeat'] > 1 else ''} | {s['offered_qps']:,.0f} | "
+                     f"{_fig(s['achieved_qps'], ',.0f')} | {_fig(s['read_p50_ms'])} | {_fig(s['read_p99_ms'])} | "
+                     f"{_fig(s['reads_empty'], ',')} | {ck} | {_fig(s['write_p99_ms'])} | "
+                     f"{_fig(s['write_rows_per_s'], ',.0f')} | {_fig(s.get('apply_busy_share'), '.0%')} | "
+                     f"{_fig(s.get('readers_cpu_share'), '.2f')} | {'yes' if s['passed'] else 'NO'} | "
+                     f"{'; '.join(s['failed_on']) or '-'} |")
+    lines += ["", "[report.md](report.md) (every step, the reads by query kind at the knee), "
+              "[ceiling.json](ceiling.json) (what a script reads), every step's result under [steps/](steps) "
+              "(gzipped)."]
+    if shot:
+        lines += ["", f"report.html as headless Chromium draws it: [{shot.name}]({shot.name})."]
+    return "\n".join(lines) + "\n"
