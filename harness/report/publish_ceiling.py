@@ -31,8 +31,7 @@ def publish_ceiling(run: Path, dest_root: Path, name: str | None) -> Path:
     results = [load_result(run / cell.scenario / cell.dir / "result.json") for cell in cells]
     first = next((r for r in results if r is not None), None)
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
-    (dest / "README.md").write_text(readme(c, first.environment if first else {}, [_checked(r) for r in results],
-                                           shot))
+    (dest / "README.md").write_text(readme(c, first, [_checked(r) for r in results], shot))
     return dest
 
 
@@ -62,7 +61,15 @@ def _fig(v, fmt: str = ",.4g") -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def readme(c: dict, env: dict, checked: list[str], shot: Path | None) -> str:
+def _readers_where(r) -> str:
+    """An embedded engine's readers are the application's: the runner's processes, inside the limit with it."""
+    if r is None or r.memory.enforcement == "none":
+        return ""
+    return " inside the limit" if r.memory.runner_limit_bytes else " outside the limit"
+
+
+def readme(c: dict, first, checked: list[str], shot: Path | None) -> str:
+    env = first.environment if first is not None else {}
     gib = (env.get("ram_bytes") or 0) / 2**30
     w = c.get("writes") or {}
     lines = [
@@ -71,8 +78,9 @@ def readme(c: dict, env: dict, checked: list[str], shot: Path | None) -> str:
         f"kernel {env.get('kernel', '?')}",
         f"- Commit: `{env.get('git_commit') or '?'}` (arkbench {env.get('harness_version', '?')}); "
         f"{c['started_utc']} to {c.get('finished_utc', '?')}",
-        f"- Scale {c['scale']:g}, MEM {c.get('mem') or 'none'}, {c['readers']} reader processes outside the limit, "
-        f"mix `{c['mix']}`; writes every {_fig(w.get('block_interval_ms'))} ms x {_fig(w.get('rows_per_block'))} rows",
+        f"- Scale {c['scale']:g}, MEM {c.get('mem') or 'none'}, {c['readers']} readers{_readers_where(first)}, "
+        f"mix `{c['mix']}`; writes every {_fig(w.get('block_interval_ms'), ',.0f')} ms x "
+        f"{_fig(w.get('rows_per_block'), ',.0f')} rows",
         f"- Every step's criteria: {', '.join(f'`{t}`' for t in c['criteria'])}", "",
         f"**{c['sentence']}**", "",
         "| step | offered QPS | achieved QPS | read p50 ms | read p99 ms | empty answers | answers checked | "

@@ -98,7 +98,8 @@ def test_ceiling_smoke_finds_and_confirms_its_knee(tmp_path):
     dest = docs / "day" / "ceiling"
     assert out.stdout.strip() == str(dest)
     readme = (dest / "README.md").read_text()
-    assert c["sentence"] in readme and "| 3 (repeat) | 400 |" in readme
+    assert c["sentence"] in readme and "| 3 (repeat) | 400 |" in readme and "not checkable" in readme
+    assert "2 readers" in readme
     assert len(list((dest / "steps").glob("*/*/result.json.gz"))) == 3 and (dest / "report.md").is_file()
     assert str(tmp_path) not in (dest / "ceiling.json").read_text(), "no machine paths"
 
