@@ -173,9 +173,10 @@ def sizes_over_time(cells: list[CellData], title: str) -> str:
 
 
 
-def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float | None, title: str) -> str:
-    """Read and write p99 against the offered read rate, each step a point (a repeat too); the knee and the
-    write criterion as lines. A failed step is an open marker."""
+def ceiling_curve(steps: list[dict], knee: float | None, limits: dict[str, float], title: str) -> str:
+    """Read and write p99 against the offered read rate, each step a point (a repeat too), and the share of the
+    offered rate achieved; the knee and the criteria (limits: write_ms, read_ms, read_share_pct) as lines. A
+    failed step is an open marker."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
     for key, label, color in (("read_p99_ms", "read p99", "tab:blue"), ("write_p99_ms", "write (commit) p99", "tab:red")):
         pts = sorted((s["offered_qps"], s[key], s["passed"]) for s in steps if s.get(key) is not None)
@@ -185,13 +186,18 @@ def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float |
         ax.scatter([p[0] for p in pts if p[2]], [p[1] for p in pts if p[2]], color=color, s=18)
         ax.scatter([p[0] for p in pts if not p[2]], [p[1] for p in pts if not p[2]], facecolors="none",
                    edgecolors=color, s=30)
-    if write_limit_ms:
-        ax.axhline(write_limit_ms, color="tab:red", ls=":", lw=1, label=f"write criterion {write_limit_ms:g} ms")
-    pts = sorted((s["offered_qps"], s["achieved_qps"]) for s in steps if s.get("achieved_qps") is not None)
+    for key, what, color in (("write_ms", "write", "tab:red"), ("read_ms", "read", "tab:blue")):
+        if limits.get(key):
+            ax.axhline(limits[key], color=color, ls=":", lw=1, label=f"{what} criterion {limits[key]:g} ms")
+    # a share, not reads/s against a y = x line: on a log axis two points' straight segment is no y = x
+    pts = sorted((s["offered_qps"], 100 * s["achieved_qps"] / s["offered_qps"], s["passed"]) for s in steps
+                 if s.get("achieved_qps") is not None)
     if pts:
         ax2.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", lw=1, label="achieved")
-        lim = [min(p[0] for p in pts), max(p[0] for p in pts)]
-        ax2.plot(lim, lim, ls=":", color="gray", lw=1, label="offered")
+    if limits.get("read_share_pct"):
+        ax2.axhline(limits["read_share_pct"], color="tab:blue", ls=":", lw=1,
+                    label=f"criterion {limits['read_share_pct']:g}%")
+    ax2.set_ylim(min([p[1] for p in pts] + [limits.get("read_share_pct") or 100]) - 5, 102)
     for a in (ax, ax2):
         if knee:
             a.axvline(knee, color="green", lw=1, label=f"knee {knee:,.0f} QPS")
@@ -199,11 +205,11 @@ def ceiling_curve(steps: list[dict], knee: float | None, write_limit_ms: float |
         a.set_xlabel("offered read rate (QPS)")
     ax.set_yscale("log")
     ax.set_ylabel("p99 latency (ms, from the intended start)")
-    ax2.set_ylabel("reads per second achieved")
+    ax2.set_ylabel("reads achieved (% of offered)")
     ax.legend(fontsize=7)
     ax2.legend(fontsize=7)
     ax.set_title(title)
-    ax2.set_title("reads achieved against offered")
+    ax2.set_title("reads achieved, share of the rate offered")
     return _svg(fig)
 
 

@@ -32,15 +32,27 @@ def ceiling_blocks(data: ReportData) -> list[Block]:
                                                          "failed on"],
                                         rows=rows)]
     knee = (meta.get("knee") or {}).get("knee_read_qps")
-    limits = [parse_threshold(t).limit for t in meta["criteria"] if parse_threshold(t).metric == "commit_ms"]
-    doc.append(plots_block(plots.ceiling_curve(meta["steps"], knee, min(limits, default=None),
+    doc.append(plots_block(plots.ceiling_curve(meta["steps"], knee, _curve_limits(meta["criteria"]),
                                                f"{meta['engine']}: p99 against the offered read rate"),
                            "ceiling-curve", "Left: read and write p99 per step (open markers: failed steps), the "
-                           "write criterion dotted, the knee in green. Right: reads achieved against offered."))
+                           "criteria dotted, the knee in green. Right: the share of the offered rate read, and its "
+                           "criterion."))
     at_knee = [c for c in data.cells if knee and c.result.plan.get("readers", {}).get("rate_per_s") == knee]
     if (t := reads_by_kind_table(at_knee)) is not None:
         doc += [Block("h2", "Reads at the knee, by query kind"), t]
     return doc
+
+
+def _curve_limits(criteria: list[str]) -> dict[str, float]:
+    """The lines a ceiling's curve draws: the tightest write and read p99 bounds and the read-rate floor."""
+    parsed = [parse_threshold(t) for t in criteria]
+    out = {}
+    for key, metric, pick in (("write_ms", "commit_ms", min), ("read_ms", "read_ms", min),
+                              ("read_share_pct", "reads", max)):
+        found = [t.limit for t in parsed if t.metric == metric and (t.of_offered or metric != "reads")]
+        if found:
+            out[key] = pick(found)
+    return out
 
 
 def _writes_text(meta) -> str:
