@@ -26,13 +26,9 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     name = name or f"{(verdict.updated_utc or '')[:10]}-{verdict.profile}"
     dest = dest_root / name
     dest.mkdir(parents=True, exist_ok=True)
-    md = (run / "report.md").read_text()
     scrub = scrubber(run)
     (dest / "verdict.json").write_text(scrub((run / "verdict.json").read_text()))
-    (dest / "report.md").write_text(md)
-    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
-        (dest / plot).parent.mkdir(exist_ok=True)
-        shutil.copy2(run / plot, dest / plot)
+    copy_report(run, dest)
     write_cells(run, dest, verdict.cells, scrub)
     decision = Path(verdict.decision_file)
     if decision.is_file():
@@ -41,6 +37,15 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
     (dest / "README.md").write_text(_readme(verdict, env, shot))
     return dest
+
+
+def copy_report(run: Path, dest: Path) -> None:
+    """report.md and the plots it links to: what a reader of the published folder sees without the HTML."""
+    md = (run / "report.md").read_text()
+    (dest / "report.md").write_text(md)
+    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
+        (dest / plot).parent.mkdir(exist_ok=True)
+        shutil.copy2(run / plot, dest / plot)
 
 
 def scrubber(run: Path):

@@ -5,13 +5,11 @@ commit, the knee in one sentence and every step in a table."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 from harness.errors import ConfigError
-from harness.report.publish import scrubber, take_screenshot, write_cells
+from harness.report.publish import copy_report, scrubber, take_screenshot, write_cells
 from harness.results import load_result
 
 
@@ -20,11 +18,7 @@ def publish_ceiling(run: Path, dest_root: Path, name: str | None) -> Path:
     dest = dest_root / (name or f"{c['started_utc'][:10]}-ceiling-{c['scenario']}-{c['profile']}")
     dest.mkdir(parents=True, exist_ok=True)
     scrub = scrubber(run)
-    md = (run / "report.md").read_text()
-    (dest / "report.md").write_text(md)
-    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
-        (dest / plot).parent.mkdir(exist_ok=True)
-        shutil.copy2(run / plot, dest / plot)
+    copy_report(run, dest)
     (dest / "ceiling.json").write_text(scrub((run / "ceiling.json").read_text()))
     cells = [SimpleNamespace(scenario=s["cell"].split("/", 1)[0], dir=s["cell"].split("/", 1)[1]) for s in c["steps"]]
     write_cells(run, dest, cells, scrub, under="steps")

@@ -6,12 +6,10 @@ the folder's own README (the answer they make together) is the author's."""
 from __future__ import annotations
 
 import gzip
-import re
-import shutil
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.report.publish import scrubber, take_screenshot
+from harness.report.publish import copy_report, scrubber, take_screenshot
 from harness.results import RunResult, load_result
 
 DATA_FILES = ("blocks.csv", "design.csv", "timeseries.csv")
@@ -23,11 +21,7 @@ def publish_run(run: Path, dest_root: Path, name: str | None) -> Path:
         / "runs" / r.run_id
     dest.mkdir(parents=True, exist_ok=True)
     scrub = scrubber(run)
-    md = (run / "report.md").read_text()
-    (dest / "report.md").write_text(md)
-    for plot in sorted(set(re.findall(r"\]\((plots/[^)\s]+)\)", md))):
-        (dest / plot).parent.mkdir(exist_ok=True)
-        shutil.copy2(run / plot, dest / plot)
+    copy_report(run, dest)
     text = scrub((run / "result.json").read_text())
     data_dir = r.plan.get("data_dir")
     if data_dir and Path(data_dir).is_absolute():
