@@ -147,8 +147,8 @@ def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool =
     least = need.taking if drop_states else need.cloning
     # Refused on the shape's guess, which errs high (2.4x for a 1x current ∪ history state), where the state at
     # its logical bytes may fit: its size measured first (probe.py); what no measure could fit is refused as is.
-    guessed = probe.guessed(list(filter(uses_state, plans))) if free < least + MARGIN <= free + least * (1 - 1 / sizes.GUESS_BYTES_PER_LOGICAL) \
-        else []
+    could_fit = free < least + MARGIN <= free + least * (1 - 1 / sizes.GUESS_BYTES_PER_LOGICAL)
+    guessed = probe.guessed(list(filter(uses_state, plans))) if could_fit else []
     for plan in guessed:
         probe.measure(plan, who)
     if guessed:

@@ -53,11 +53,8 @@ def _at_target(cells: list[CellData]) -> bool:
     criterion names: the reference's headline, the first criterion's)."""
     from harness.scenario.decision import load_decision
     criteria = load_decision().criteria
-    for c in cells:
-        t = next((k.target for k in criteria if k.scenario == c.result.scenario), criteria[0].target)
-        if c.result.scale < t.scale or (t.measure_s and c.measure_s < t.measure_s):
-            return False
-    return True
+    return all(next((k.target for k in criteria if k.scenario == c.result.scenario), criteria[0].target)
+               .met_by(c.result.scale, c.measure_s) for c in cells)
 
 
 def scenario_table(data: ReportData, scenario: str) -> tuple[Block, list[str]]:

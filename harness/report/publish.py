@@ -39,6 +39,12 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     return dest
 
 
+def require_report(run: Path) -> None:
+    """Publishing copies report.md: refused, with the command that writes it, where there is none."""
+    if not (run / "report.md").is_file():
+        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+
+
 def copy_report(run: Path, dest: Path) -> None:
     """report.md and the plots it links to: what a reader of the published folder sees without the HTML."""
     md = (run / "report.md").read_text()
@@ -84,8 +90,7 @@ def _finished(run: Path) -> VerdictFile:
     verdict = VerdictFile.model_validate_json(path.read_text())
     if verdict.verdict is None:
         raise ConfigError(f"{path}: the walk has not ended (no 'verdict' yet): run `make verdict` to its end first")
-    if not (run / "report.md").is_file():
-        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+    require_report(run)
     return verdict
 
 

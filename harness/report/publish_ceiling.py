@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.errors import ConfigError
-from harness.report.publish import copy_report, scrubber, take_screenshot, write_cells
+from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.results import load_result
 
 
@@ -20,7 +20,8 @@ def publish_ceiling(run: Path, dest_root: Path, name: str | None) -> Path:
     scrub = scrubber(run)
     copy_report(run, dest)
     (dest / "ceiling.json").write_text(scrub((run / "ceiling.json").read_text()))
-    cells = [SimpleNamespace(scenario=s["cell"].split("/", 1)[0], dir=s["cell"].split("/", 1)[1]) for s in c["steps"]]
+    cells = [SimpleNamespace(scenario=scenario, dir=cell)      # a step's cell is "<scenario>/<cell dir>"
+             for scenario, _, cell in (s["cell"].partition("/") for s in c["steps"])]
     write_cells(run, dest, cells, scrub, under="steps")
     results = [load_result(run / cell.scenario / cell.dir / "result.json") for cell in cells]
     first = next((r for r in results if r is not None), None)
@@ -35,8 +36,7 @@ def _finished(run: Path) -> dict:
     if not c.get("complete"):
         raise ConfigError(f"{path}: complete is false: the search has not ended; run the same `make ceiling` again "
                           "to resume it")
-    if not (run / "report.md").is_file():
-        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+    require_report(run)
     return c
 
 

@@ -9,7 +9,7 @@ import gzip
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.report.publish import copy_report, scrubber, take_screenshot
+from harness.report.publish import copy_report, require_report, scrubber, take_screenshot
 from harness.results import RunResult, load_result
 
 DATA_FILES = ("blocks.csv", "design.csv", "timeseries.csv")
@@ -41,8 +41,7 @@ def _finished(run: Path) -> RunResult:
     if r is None:
         raise ConfigError(f"{run / 'result.json'}: missing or unreadable: RUN= must be a run's or a verdict's "
                           "directory")
-    if not (run / "report.md").is_file():
-        raise ConfigError(f"{run / 'report.md'}: missing: write it with `make report RUN={run}`")
+    require_report(run)
     return r
 
 

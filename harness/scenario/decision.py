@@ -20,6 +20,10 @@ class Target(Strict):
     scale: float = Field(gt=0)
     measure_s: Optional[float] = Field(None, gt=0, description="none: the scenario is not timed (a crash run's kills)")
 
+    def met_by(self, scale: float, measure_s: float | None) -> bool:
+        """A cell of this scale measured this long answers the criterion as it is asked, not a stand-in of it."""
+        return scale >= self.scale and (not self.measure_s or (measure_s or 0) >= self.measure_s)
+
 
 class Criterion(Strict):
     name: str

@@ -74,7 +74,7 @@ def caveats(tree: DecisionTree, records: list[CellRecord], memory_basis: str | N
         scale = max(r.scale for r in cells)
         measure_s = max(r.measure_s or 0 for r in cells)
         want_s = crit.target.measure_s
-        if scale < crit.target.scale or (want_s and measure_s < want_s):
+        if not crit.target.met_by(scale, measure_s):
             out.append(f"{crit.scenario} ran at scale {scale:g}" + (f" for {measure_s:g} s measured" if want_s else "")
                        + f"; the criterion asks for scale {crit.target.scale:g}" + (f" for {want_s:g} s" if want_s else "")
                        + ("; every figure that can accumulate over a phase of 300 s or more was carried to that hour by "
