@@ -15,6 +15,7 @@ import yaml
 from harness.environment import utc_now
 from harness.provenance import code_digest
 from harness.results import CellRecord, load_result, read_json, write_json
+from harness.results.design import queryable_p99_ms
 from harness.scenario.plan import RunPlan
 
 
@@ -136,4 +137,4 @@ def cell_summary(run_dir: Path) -> dict:
             "wal_bytes_max": m.wal_bytes_max, "checkpoints": m.checkpoints, "integrity_ok": r.integrity.ok,
             "thresholds": r.thresholds, "early_abort": r.early_abort,
             "load_digest": (r.load or {}).get("digest"), "load_row_counts": (r.load or {}).get("row_counts"),
-            "code_digest": r.environment.get("code_digest")}
+            "code_digest": r.environment.get("code_digest"), "queryable_p99_ms": queryable_p99_ms(m)}

@@ -48,6 +48,8 @@ class BlockLogEngine:
         self.applied_is_durable = applied_is_durable
         self._applied_through = 0
         self.phase_hook: Callable[[str, int], None] | None = None    # a crash life's status while a group applies
+        # the due time of the block being acknowledged (the runner's schedule): a block is queryable from it
+        self.due_clock: Callable[[], int] | None = None
         self.applied: list[Applied] = []
         self.transactions: list[Transaction] = []
         self.acks: list[tuple[int, float, float, int]] = []   # (ack_ns, write ms, sync ms, log bytes) per block
@@ -134,8 +136,9 @@ class BlockLogEngine:
             behind = self._acked - self._applied_count     # the engine's lag behind the head, in blocks
             self._acked += 1
         self._behind = behind
+        due = self.due_clock() if self.due_clock else None
         self._q.put(Pending(rec.number, rec.rows_written, t1, (seg, at),
-                            rec.payload if behind < MEMORY_BLOCKS else None, behind))
+                            rec.payload if behind < MEMORY_BLOCKS else None, behind, due or None))
         self.acks.append((t1, (t1 - t0 - sync_ns) / 1e6, sync_ns / 1e6, self.log.bytes_on_disk()))
 
     def block_phases(self) -> dict[str, float] | None:
@@ -207,7 +210,7 @@ class BlockLogEngine:
         self.transactions.append(Transaction(len(group), t0, t1, phases))
         # the lag as each block's acknowledgement found it: sampled on the writer's clock, so the drain after the
         # measured phase (no new blocks, the backlog shrinking) does not read as a lag that fell
-        self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, p.lag_blocks) for p in group]
+        self.applied += [Applied(p.number, p.rows, p.ack_ns, t1, p.lag_blocks, p.due_ns) for p in group]
         self._applied_through = last
         self._release()
         with self._done:             # last: a drain returns on a group wholly done, its records let go

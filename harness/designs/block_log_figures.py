@@ -16,6 +16,7 @@ class Pending:
     where: tuple[int, int]      # (segment, offset) in the log
     payload: bytes | None       # its record, held in memory; None: read back from the log
     lag_blocks: int             # blocks acknowledged before it and not yet applied when it was acknowledged
+    due_ns: int | None = None   # when it fell due (the writer's schedule), where the runner said
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Applied:
     ack_ns: int
     applied_ns: int             # its transaction's commit end
     lag_blocks: int             # how far the engine trailed the log's head when it was acknowledged
+    due_ns: int | None = None   # when it fell due: queryable from then at applied_ns
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ def window_figures(design, start_ns: int, end_ns: int,
     window_s = max(1e-9, (end_ns - start_ns) / 1e9)
     applied_rows = sum(a.rows for a in measured if a.applied_ns <= end_ns)
     lag_ms = [(a.applied_ns - a.ack_ns) / 1e6 for a in measured]
+    # when a reader can see the block, from its due time: its apply's commit (the acknowledgement is the log's)
+    queryable_ms = [(a.applied_ns - a.due_ns) / 1e6 for a in measured if a.due_ns is not None]
     lag_blocks = [float(a.lag_blocks) for a in measured]
     first_apply = min((a.applied_ns for a in measured), default=end_ns + 1)
     last_apply = max((a.applied_ns for a in measured), default=0)
@@ -76,6 +80,7 @@ def window_figures(design, start_ns: int, end_ns: int,
         group_blocks=design.group_blocks, lag_bound_blocks=design.lag_bound_blocks, synced=design.sync,
         acknowledged_blocks=len(measured), applied_rows=applied_rows,
         applied_rows_per_s=round(applied_rows / window_s, 1),
+        lag_at_start_blocks=measured[0].lag_blocks if measured else None,
         lag_growth_blocks=trend([((a.ack_ns - start_ns) / 1e9, a.lag_blocks) for a in measured]),
         transactions=len(txs), blocks_per_transaction=round(fmean(t.blocks for t in txs), 2) if txs else None,
         apply_phases_ms={k: round(fmean(t.phases.get(k, 0.0) for t in txs), 3) for k in phase_names},
@@ -87,7 +92,7 @@ def window_figures(design, start_ns: int, end_ns: int,
         segment_bytes=seg, log_bytes_end=acks[-1][3] if acks else None, log_bytes_peak=design.log.peak_bytes,
         log_growth_segments=trend([((a[0] - start_ns) / 1e9, a[3] / seg) for a in acks]),
         log_rotations=design.log.rotations)
-    return figures, {"apply_lag_ms": lag_ms, "apply_lag_blocks": lag_blocks,
+    return figures, {"apply_lag_ms": lag_ms, "apply_lag_blocks": lag_blocks, "queryable_ms": queryable_ms,
                      "apply_ms": [(t.end_ns - t.start_ns) / 1e6 for t in txs]}
 
 

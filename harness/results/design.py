@@ -19,6 +19,9 @@ class BlockLogFigures(Model):
     apply_lag_blocks: LatencySummary = LatencySummary()     # blocks the engine trailed the head by at each
                                                             # acknowledgement (a count, not ms)
     lag_growth_blocks: Optional[float] = None        # the lag's least-squares trend over the measured phase
+    # v18: what a reader sees, and whether the phase began steady
+    queryable_ms: LatencySummary = LatencySummary()  # apply commit end - due time, per block: when a reader sees it
+    lag_at_start_blocks: Optional[int] = None        # the backlog the first measured block found (a warm-up's)
     transactions: int = 0                            # apply transactions that held a measured block
     blocks_per_transaction: Optional[float] = None
     apply_ms: LatencySummary = LatencySummary()      # one apply transaction
@@ -35,6 +38,15 @@ class BlockLogFigures(Model):
     log_bytes_peak: Optional[int] = None             # the most on disk at any acknowledgement since open
     log_growth_segments: Optional[float] = None      # the log's bytes' least-squares trend over the window, in segments
     log_rotations: int = 0                           # segments opened since open
+
+
+def queryable_p99_ms(metrics) -> float | None:
+    """When a reader can see a block, p99 from its due time (result metrics): an engine in place at its commit;
+    behind a block log at its apply. A block log's result before v18 has no such figure: None, never its ack's."""
+    bl = metrics.block_log
+    if bl is None:
+        return metrics.commit_latency_ms.p99
+    return bl.queryable_ms.p99
 
 
 def block_log_line(b: BlockLogFigures) -> str:

@@ -10,7 +10,7 @@ from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 8
+VERDICT_VERSION = 9
 
 
 class CellRecord(Model):
@@ -45,6 +45,7 @@ class CellRecord(Model):
     error: Optional[str] = None
     p50_ms: Optional[float] = None
     p99_ms: Optional[float] = None
+    queryable_p99_ms: Optional[float] = None    # v9: when a reader can see a block, from its due time (p99)
     max_ms: Optional[float] = None
     blocks: Optional[int] = None
     rows_per_s: Optional[float] = None
@@ -234,7 +235,7 @@ class Estimate(Model):
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str

@@ -209,6 +209,8 @@ def run(plan: RunPlan) -> int:
         log(plan, f"refusing: a {own}-byte limit was asked but this process sees {seen}")
         return EXIT_BAD_INPUT
     engine = designs.engine_for(plan)
+    if plan.design:         # a block is queryable from its due time at its apply: the writer's schedule says when
+        engine.due_clock = lambda: state.next_due_ns
     try:
         return _run(plan, engine, state, out)
     except LimitNotEnforced as e:

@@ -34,6 +34,7 @@ METRICS: dict[str, str] = {
     "lost_acked_blocks": "counter",      # acknowledged blocks missing after the restarts
     # a block log's (harness/designs/block_log.py): commit_ms is then its acknowledgement
     "apply_lag_ms": "latency",           # a block's apply commit end - its acknowledgement
+    "queryable_ms": "latency",           # a block's apply commit end - its due time: when a reader can see it
     "apply_lag_blocks": "latency",       # blocks acknowledged and not yet applied, at each acknowledgement (a count)
     "applied_rows": "counter",           # rows of the measured phase's blocks applied to the engine
     "apply_lag_growth_blocks": "figure",  # the lag's least-squares trend over the measured phase, in blocks

@@ -1,13 +1,16 @@
-"""An answer that holds on another day (issue 76): a candidate that passed must pass again at m times the load, m
-from the reference cell's record; one that does not "passes today only" and the walk goes on until one does. The
+"""An answer that holds on another day (issues 76, 84): a candidate that passed has its capacity measured on itself;
+under the within-sitting band it "passes today only" and the walk goes on until one holds; its label is the smallest
+capacity on record, of its own runtime. The
 cells are fakes (run_cells or engine_at replaced); the plans they are handed are the walk's real ones."""
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from harness.results import CellRecord, ThresholdResult, VerdictFile, write_json
-from harness.results.headroom import ReferenceRun
-from harness.scenario.decision import Sitting, load_decision
+from harness.results import LeafCell
+from harness.results.headroom import Capacity, Host, ReferenceRun
+from harness.scenario.decision import load_decision
 from harness.walks.sweep import CellOptions
 from harness.walks.verdict import answer, headroom, walk as walk_module
 from harness.walks.verdict.leaf import run_leaf, with_leaf
@@ -16,76 +19,81 @@ from harness.walks.verdict.walk import Walk
 from tests.unit.test_verdict_walk import MEMS, fake_walk
 
 
-def _tree(slowest_ms: float, **update):
-    tree = load_decision()
-    ref = tree.reference.model_copy(update={"record": [Sitting(date="2026-11-28", profile="ratio",
-                                                               service_p50_ms=slowest_ms, source="a test")]})
-    return tree.model_copy(update={"reference": ref, **update})
+def _capacity(of: str, mem: str, multiple: float, sitting: str, runtime: str = "local", fails_at=None):
+    return Capacity(of=of, mem=mem, multiple=multiple, fails_at=fails_at or round(multiple * 1.09, 3), ceiling=2.5,
+                    resolution=0.1, sitting=sitting, host=Host(runtime=runtime, cpu_model="a CPU"))
 
 
-@pytest.mark.parametrize("slowest_ms,now_ms,m", [(2000, 2000, 1.15), (2000, 1000, 2.0), (2000, 2100, 1.15)])
-def test_m_comes_from_the_reference_cells_record(tmp_path, monkeypatch, slowest_ms, now_ms, m):
-    """A sitting as slow as the slowest on record asks 1.15 (the within-sitting band); one twice as fast asks 2."""
-    monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
-    walk = Walk(_tree(slowest_ms), MEMS, [], CellOptions(profile="ratio"), tmp_path)
-    walk.reference = [ReferenceRun(at="start", cell="x", service_p50_ms=now_ms)]
-    got, basis = headroom.multiple(walk)
-    assert got == pytest.approx(m) and f"{slowest_ms:,.0f} ms" in basis
+def _published(pub, name: str, caps: list, runtime_of_reference: str = "docker") -> None:
+    (pub / name).mkdir(parents=True)
+    leaf = [LeafCell(engine="sqlite", design="chbl", says="d", mem=c.mem, outcome="pass",
+                     headroom=headroom.judged(c, 1.15, [])) for c in caps]
+    write_json(pub / name / "verdict.json", VerdictFile(
+        decision_file="d", profile="ratio", mems=["1g"], repeats=1, dir="d", criteria=[], steps=[], leaf=leaf,
+        reference=[ReferenceRun(at="start", cell="x", started_utc="2026-11-28T10:00:00Z", service_p50_ms=2660,
+                                runtime=runtime_of_reference)]))
 
 
-def test_a_published_verdicts_reference_cells_are_on_record(tmp_path, monkeypatch):
+def test_a_faster_sitting_leaves_the_label_of_a_design_that_carries_the_band_in_both(tmp_path):
+    """Published: capacity 1.33x (64% busy). Today, on a host twice as fast as the slowest on record, 2.0x. The label
+    stays 'holds with headroom', its smallest on record the published 1.33x; the reference's 2,660 ms (docker) enters
+    no figure of a local sitting."""
     pub = tmp_path / "pub"
-    (pub / "2026-12-02-ratio").mkdir(parents=True)
-    write_json(pub / "2026-12-02-ratio" / "verdict.json", VerdictFile(
-        decision_file="d", profile="ratio", mems=["1g"], repeats=1, dir="d", criteria=[], steps=[],
-        reference=[ReferenceRun(at="start", cell="x", started_utc="2026-12-02T10:00:00Z", service_p50_ms=3000)]))
-    monkeypatch.setattr(headroom, "PUBLISHED", pub)
-    walk = Walk(_tree(2000), MEMS, [], CellOptions(profile="ratio"), tmp_path)
-    walk.reference = [ReferenceRun(at="start", cell="x", service_p50_ms=1000)]
-    m, basis = headroom.multiple(walk)
-    assert m == 3.0 and "2026-12-02" in basis
+    of = "sqlite/leaf-chbl"
+    _published(pub, "2026-12-02-ratio", [_capacity(of, "1g", 1.33, "2026-12-02")])
+    record = headroom.on_record(of, "1g", "ratio", "local", pub)
+    assert [c.multiple for c in record] == [1.33]
+    today = _capacity(of, "1g", 2.0, "2026-12-05")
+    h = headroom.judged(today, 1.15, record)
+    assert h.passed and h.smallest == 1.33 and h.smallest_from == "2026-12-02" and h.sittings == 2
+    assert h.says().startswith("holds with headroom: carries 2.00x the load") and "2026-12-02" in h.says()
+    assert headroom.on_record(of, "1g", "ratio", "docker", pub) == [], "another runtime's capacity enters nothing"
+    slower = headroom.judged(_capacity(of, "1g", 1.1, "2026-12-06"), 1.15, record)
+    assert not slower.passed and slower.smallest == 1.1, "a slower sitting lowers it, by a measured figure"
 
 
 def test_a_design_that_passes_today_only_is_not_the_answer_while_one_with_headroom_passes(tmp_path, monkeypatch):
-    """Every engine fails everywhere. SQLite's block log passes at 1x at every level (its applier 84% busy) and
-    fails its screen at m = 1.5; current ∪ history behind a block log (40% busy) passes at 1x and at 1.5x: it is
-    the answer at every level, and the block log is said to pass today only (it implies nothing above it)."""
+    """Every engine fails everywhere. SQLite's block log passes at 1x at every level and carries 1.05x (under the
+    1.15 band); current ∪ history behind a block log carries 1.9x: it is the answer at every level, and the block log
+    is said to pass today only (it implies nothing above it)."""
     monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
     monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS}
     bl, chbl = "leaf-block_log", "leaf-current_history_block_log"
-    outcomes = {**fails, **{("sqlite", m, t): "passed" for m in MEMS for t in (bl, chbl, f"{chbl}-headroom")},
-                **{("sqlite", m, f"{bl}-headroom"): "failed" for m in MEMS}}
-    tree = _tree(3000, steps=[s.model_copy(update={"tune": []}) for s in load_decision().steps])
+    outcomes = {**fails, **{("sqlite", m, t): "passed" for m in MEMS for t in (bl, chbl)},
+                **{("sqlite", m, bl, "capacity"): 1.05 for m in MEMS},
+                **{("sqlite", m, chbl, "capacity"): 1.9 for m in MEMS}}
+    tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})
+                                                        for s in load_decision().steps]})
     walk = fake_walk(tmp_path, outcomes, tree=tree, headroom=True)
     walk.opts = CellOptions(profile="ratio")
     walk.run()
     leaf = run_leaf(walk)
-    screens = [(e, m, t, label) for e, m, t, label in walk.labels if t.endswith("headroom")]
-    assert screens and all(label == "headroom screen at 1.50x the load, over 60 blocks" for *_, label in screens)
+    steps = [(e, m, t, label) for e, m, t, label in walk.labels if "-at-" in t]
+    assert steps and all(label.startswith("capacity step at ") for *_, label in steps)
     block_log = [c for c in leaf if c.design == "block_log"]
     assert [c.mem for c in block_log] == ["1g", "2g", "4g"], "a pass today only implies no level above it"
     full = [(m, label) for e, m, t, label in walk.labels if t == bl]
-    assert full == [("1g", "candidate")], "above it, its pass is implied: only its headroom is measured"
+    assert full == [("1g", "candidate")], "above it, its pass is implied: only its capacity is measured"
     assert [c.implied_from for c in block_log] == [None, "1g", "1g"] and all(c.headroom_here for c in block_log[1:])
-    assert all(c.headroom.says().startswith("passes today only") for c in block_log)
+    assert all(re.match(r"passes today only: carries (0\.9|1\.0)\dx", c.headroom.says()) for c in block_log)
     ans = with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf)
     assert all(a.design == "sqlite: current_history_block_log" and not a.fragile for a in ans)
-    assert all("passes with headroom at 1.50x the load" in a.in_full() for a in ans)
+    assert all(re.search(r"holds with headroom: carries 1\.[6-8]\dx", a.in_full()) for a in ans)
     from harness.report.verdict_blocks import leaf_blocks
     v = VerdictFile(decision_file="d", profile="ratio", mems=MEMS, repeats=1, dir="d", criteria=[], steps=[], leaf=leaf)
     text = " ".join(" ".join(b.items or []) for b in leaf_blocks(v))
-    assert "passes today only: not at 1.50x the load" in text
+    assert re.search(r"passes today only: carries (0\.9|1\.0)\dx", text)
 
 
 def test_where_nothing_has_headroom_the_best_pass_today_is_the_answer_labelled_fragile(tmp_path, monkeypatch):
     monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
     monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
     outcomes = {("sqlite", m): "passed" for m in MEMS}
-    outcomes.update({("sqlite", m, "headroom"): "failed" for m in MEMS})
-    tree = _tree(3000, steps=[s.model_copy(update={"tune": []}) for s in load_decision().steps], leaf=None)
-    walk = fake_walk(tmp_path, {**outcomes, **{(e, m, "headroom"): "failed" for e in ("libsql", "postgres", "duckdb")
-                                               for m in MEMS}}, tree=tree, headroom=True)
+    outcomes.update({(e, m, "", "capacity"): 1.05 for m in MEMS for e in ("sqlite", "libsql", "postgres", "duckdb")})
+    tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})
+                                                        for s in load_decision().steps], "leaf": None})
+    walk = fake_walk(tmp_path, outcomes, tree=tree, headroom=True)
     walk.opts = CellOptions(profile="ratio")
     walk.run()
     assert [m for e, m in walk.ran if e == "libsql"] == MEMS, "a pass today only leaves its level open"
@@ -100,14 +108,15 @@ def _rec(status, p99_ms, dir, scenario, bounds=None) -> CellRecord:
                       runtime="local", dir=dir, state="complete", status=status, thresholds=[t])
 
 
-def test_a_candidate_that_passes_its_headroom_screen_runs_no_same_sitting_confirmation(tmp_path, monkeypatch):
+def test_a_candidate_that_passed_has_its_capacity_measured_and_no_same_sitting_confirmation(tmp_path, monkeypatch):
     """SQLite passes at 4g with a p99 whose bounds straddle the line (a close call: a walk without a reference runs
-    it twice). With a reference, its screen runs instead, with its blocks due m times as often and the absolute
-    rate's line raised with them; no second run."""
+    it twice). With a reference, its capacity steps run instead, with its blocks due m times as often and the
+    absolute rate's line raised with them; no second run."""
     monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
     monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
-    tree = _tree(3000, steps=[s.model_copy(update={"tune": [], "control": None}) for s in load_decision().steps],
-                 criteria=load_decision().criteria[:1], leaf=None)
+    tree = load_decision()
+    tree = tree.model_copy(update={"steps": [s.model_copy(update={"tune": [], "control": None}) for s in tree.steps],
+                                   "criteria": tree.criteria[:1], "leaf": None})
     mems = order_mems(["4g"])
     walk = Walk(tree, mems, criterion_plans(tree, lambda sc: 3600), CellOptions(runtime="local", profile="ratio"),
                 tmp_path)
@@ -123,11 +132,12 @@ def test_a_candidate_that_passes_its_headroom_screen_runs_no_same_sitting_confir
     walk.run()
     candidate = [r for r in ran if r[0] == ""]
     assert [r[1] for r in candidate] == [1], "one run: no confirmation"
-    (screen,) = [r for r in ran if r[0] == "headroom"]
-    assert screen[2] == pytest.approx(candidate[0][2] / 1.5, abs=0.01)
-    assert "rate(rows) > 8550" in screen[3] and "rate(rows) > 5700" in candidate[0][3]
-    assert walk.matrix[0].headroom.passed and [r.label for r in walk.records if r.dir.startswith("sqlite-4g")][:1] == \
-        ["candidate"]
+    first = next(r for r in ran if r[0] == "at-1.15x")
+    assert first[2] == pytest.approx(candidate[0][2] / 1.15, abs=0.01)
+    assert "rate(rows) > 6555" in first[3] and "rate(rows) > 5700" in candidate[0][3]
+    h = walk.matrix[0].headroom
+    assert h.passed and h.capacity.at_least and h.capacity.of == "sqlite" and h.capacity.mem == "4g"
+    assert [r.label for r in walk.records if r.dir.startswith("sqlite-4g")][:1] == ["candidate"]
 
 
 def test_the_answer_table_puts_each_deciding_figure_beside_its_line():

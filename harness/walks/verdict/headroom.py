@@ -1,22 +1,21 @@
-"""An answer that holds on another day (issue 76). The same cell moved 1.6-2.2x between sittings here and 15%
-within one, so a pass that confirms itself twice in one sitting says little about the next. The variance lives
-between sittings (Kalibera & Jones, ISMM 2013), so the walk measures the sitting's speed with a fixed reference cell
-(decision.yaml's `reference`, run at the walk's start, between steps and at its end, as Chromium's perf bots run a
-reference build beside the one under test) and asks each candidate that passed to pass again at m times the load:
-m = max(the within-sitting band, the slowest sitting on record / this one). Its deciding latencies times m must stay
-under their lines, and a screen of the first criterion with the same blocks due m times as often must pass (near
-full utilisation a small loss of capacity multiplies the wait, M/D/1). That screen replaces a same-sitting
-confirmation. A candidate without it "passes today only"; the walk goes on until something with headroom passes."""
+"""An answer that holds on another day (issues 76, 84). The same cell moved 1.6-2.2x between sittings here and 15%
+within one. A multiple asked of a candidate from another cell's speed (the reference cell's) does not track it: the
+reference moved 1.89x between two sittings where the design's busy share moved 1.53x. So each candidate that passed
+is measured on itself: its capacity, the largest multiple of the offered load (the same blocks due more often) at
+which every line of its criterion holds (walks/capacity.py). It "holds with headroom" in a sitting where its
+capacity is at least the within-sitting band (decision.yaml's reference.within_sitting, 1.15); its label is the
+smallest capacity on record for it (this sitting's and the published ones', of the same runtime and profile), so a
+faster host cannot flip it and a slower one lowers it by a measured figure. The reference cell stays as the
+sitting's speed, for the record and the report: the same cell, its full blocks, in every sitting."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.environment import utc_now
-from harness.results import CellRecord, VerdictFile, load_reproduce, load_result, load_verdict
-from harness.results.headroom import Headroom, ReferenceRun
-from harness.scenario.thresholds import METRICS, parse_threshold
-from harness.walks.verdict.answer import at_mem
-from harness.walks.verdict.roles import at_load, headroom_tag, log, reference_role
+from harness.results import CellRecord, RunResult, VerdictFile, load_reproduce, load_result, load_verdict
+from harness.results.headroom import Capacity, Headroom, Host, ReferenceRun
+from harness.walks import capacity as cap
+from harness.walks.verdict.roles import at_load, load_tag, log, reference_role
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "docs" / "results"
 
@@ -36,7 +35,7 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
     step = next((s for s in walk.tree.steps if s.engine == ref.engine), None)
     n = len(walk.reference) + 1
     log(f"reference cell {n} ({at}): {ref.engine} at its own settings, {walk.criteria[0].criterion.scenario} at "
-        f"{walk.mems[0]}, at most {ref.blocks} blocks")
+        f"{walk.mems[0]}, its {ref.blocks} blocks")
     started = utc_now()
     recs = walk.engine_at(ref.engine, step.set if step else {}, f"reference-{n}", walk.mems[0],
                           role=reference_role(ref.blocks))
@@ -44,7 +43,8 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
     measured = rec is not None and rec.status in ("passed", "failed")     # not an error, nor disturbed twice
     figure = reference_figure(walk.root, rec) if measured else None
     run = ReferenceRun(at=at, cell=f"{rec.scenario}/{rec.dir}" if rec else "-", started_utc=started,
-                       service_p50_ms=figure, status=rec.status if rec else None)
+                       service_p50_ms=figure, status=rec.status if rec else None,
+                       runtime=rec.runtime if rec else None)
     walk.reference.append(run)
     walk.cells_at_reference = walk.cells_run
     log(f"reference cell {n} ({at}): service p50 {figure:,.0f} ms" if figure is not None else
@@ -52,73 +52,76 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
     return run
 
 
-def record(walk, published: Path | None = None) -> list[tuple[str, float, str]]:
-    """(date, service p50 ms, source) of every sitting on record at the walk's profile: decision.yaml's, and the
-    reference cells of each verdict published under docs/results/ and of each sitting that reproduced one."""
-    ref = walk.tree.reference
-    out = [(s.date, s.service_p50_ms, s.source) for s in ref.record if s.profile == walk.opts.profile]
+def host_of(r: RunResult | None, runtime: str | None = None) -> Host:
+    """The host a cell ran on, from its environment."""
+    env = r.environment if r is not None else {}
+    return Host(cpu_model=env.get("cpu_model"), kernel=env.get("kernel"), runtime=env.get("runtime") or runtime,
+                disk_write_mib_per_s=(env.get("disk_write") or {}).get("sequential_write_mib_per_s"),
+                fsync_p50_us=(env.get("fsync_floor") or {}).get("p50_us"))
+
+
+def on_record(of: str, mem: str, profile: str, runtime: str | None, published: Path | None = None) -> list[Capacity]:
+    """Every capacity on record for `of` at `mem`: each published verdict's (its matrix and leaf) and each sitting
+    that reproduced one, at the same profile and runtime (a figure of another runtime measures another process
+    layout, and enters no figure of this one)."""
+    out: list[Capacity] = []
     for f in sorted((published or PUBLISHED).glob("*/verdict.json")):
         v: VerdictFile | None = load_verdict(f)
-        if v is None or v.profile != walk.opts.profile:
+        if v is None or v.profile != profile:
             continue
-        for r in v.reference:
-            if r.service_p50_ms:
-                out.append(((r.started_utc or "")[:10], r.service_p50_ms, f"{f.parent.name}, reference cell ({r.at})"))
+        out += [c.headroom.capacity for c in [*v.matrix, *v.leaf] if c.headroom and c.headroom.capacity]
         for s in sorted((f.parent / "sittings").glob("*/reproduce.json")):
             rf = load_reproduce(s)
-            out += [((r.started_utc or "")[:10], r.service_p50_ms, f"{f.parent.name}, sitting {rf.date}, reference "
-                     f"cell ({r.at})") for r in (rf.reference if rf else []) if r.service_p50_ms]
-    return out
+            out += [t.capacity for t in (rf.targets if rf else []) if t.capacity is not None]
+    return [c for c in out if c.of == of and c.mem == mem and (runtime is None or c.host.runtime == runtime)]
 
 
-def sitting_figure(walk) -> float | None:
-    """This sitting's speed: its latest reference cell's figure (ms), None before one was measured."""
-    return next((r.service_p50_ms for r in reversed(walk.reference) if r.service_p50_ms), None)
+def judged(capacity: Capacity, band: float, record: list[Capacity]) -> Headroom:
+    """Its headroom: held in this sitting where its capacity is at least the band; labelled by the smallest capacity
+    on record (this sitting's included), and the sitting it came from."""
+    every = [capacity, *[c for c in record if c is not capacity]]
+    low = min(every, key=lambda c: c.multiple if c.multiple is not None else 0.0)
+    held = capacity.multiple is not None and capacity.multiple >= band
+    return Headroom(multiple=band, basis=f"its capacity measured on itself against the within-sitting band {band:g}"
+                    f" ({len(every)} sitting{'s' if len(every) > 1 else ''} on record)", passed=held,
+                    screen="passed" if held else "failed", capacity=capacity, smallest=low.multiple,
+                    smallest_from=low.sitting, sittings=len(every),
+                    screen_cells=[s.cell for s in capacity.steps if s.cell])
 
 
-def multiple(walk) -> tuple[float, str]:
-    """(m, where it comes from): the slowest sitting on record over this sitting's latest reference figure."""
-    ref = walk.tree.reference
-    now = sitting_figure(walk)
-    on_record = record(walk)
-    if now is None or not on_record:
-        why = "no reference figure in this sitting" if now is None else \
-            f"no sitting on record at profile {walk.opts.profile}"
-        return ref.within_sitting, f"{ref.within_sitting:g}, the within-sitting band ({why})"
-    date, slowest, _ = max(on_record, key=lambda x: x[1])
-    m = max(ref.within_sitting, slowest / now)
-    return round(m, 3), (f"{m:.2f} = max({ref.within_sitting:g}, the slowest sitting on record, {date}'s "
-                         f"{slowest:,.0f} ms, / this sitting's {now:,.0f} ms)")
+def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord]) -> Capacity:
+    """The candidate's capacity in this sitting: steps of its first criterion at multiples of the load, each a
+    screen over the tree's screen blocks, led by its busy share at 1x where it has one."""
+    first = load_result(walk.root / recs[0].scenario / recs[0].dir / "result.json") if recs else None
+    bl = first.metrics.block_log if first is not None else None
+    bound = walk.tree.leaf.utilisation_bound if walk.tree.leaf is not None else None
 
-
-def latency_over(recs: list[CellRecord], m: float) -> list[str]:
-    """Each deciding latency of the cells (an upper bound on a time) that times m crosses its line."""
-    out = []
-    for r in recs:
-        for t in r.thresholds:
-            th = parse_threshold(t.expr)
-            if METRICS[th.metric] == "latency" and th.metric != "apply_lag_blocks" and th.op in ("<", "<=") \
-                    and t.value is not None and not th.passes(t.value * m):
-                out.append(f"{r.scenario}: {t.expr} at {t.value:,.1f} x {m:.2f} = {t.value * m:,.0f}")
-    return out
+    def measure(m: float):
+        screen = walk.engine_at(engine, settings, load_tag(tag, m), mem, option, at_load(walk.tree.screen_blocks, m))
+        rec = screen[0] if screen else None
+        result = load_result(walk.root / rec.scenario / rec.dir / "result.json") if rec else None
+        step = cap.step_of(m, result, f"{rec.scenario}/{rec.dir}" if rec else None)
+        if result is None and rec is not None:          # no result to read: its record's word
+            ok = rec.status == "passed"
+            step = step.model_copy(update={"passed": ok, "why": None if ok else rec.diagnosis or rec.status})
+        log(f"{engine}{' ' + tag if tag else ''} at {mem}, {m:.2f}x the load: "
+            f"{'passed' if step.passed else 'failed'}{': ' + step.why if step.why else ''}"
+            + (f" (applier {step.busy:.0%} busy)" if step.busy is not None else ""))
+        return step
+    got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound)
+    return got.model_copy(update={"of": f"{engine}/{tag}" if tag else engine, "mem": mem,
+                                  "sitting": utc_now()[:10], "code": first.environment.get("git_commit")
+                                  if first is not None else None, "host": host_of(first, recs[0].runtime if recs
+                                                                                  else None)})
 
 
 def check(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord]) -> Headroom:
-    """A candidate that passed every criterion, at m times the load: its latencies times m, then its screen."""
-    m, basis = multiple(walk)
-    role = at_load(walk.tree.screen_blocks, m)
-    log(f"{engine}{' ' + tag if tag else ''} at {mem}: passed; its headroom at {m:.2f}x the load ({basis})")
-    screen = walk.engine_at(engine, settings, headroom_tag(tag), mem, option, role)
-    outcome = at_mem(screen)
-    word = {"pass": "passed", "fail": "failed"}.get(outcome, outcome)
-    why = next((r.diagnosis for r in screen if r.diagnosis), None)
-    said = f"{word}: {why}" if why and outcome != "pass" else word
-    over = latency_over(recs, m)
-    first = load_result(walk.root / screen[0].scenario / screen[0].dir / "result.json") if screen else None
-    busy = first.metrics.block_log.apply_utilisation if first is not None and first.metrics.block_log else None
-    h = Headroom(multiple=m, basis=basis, passed=outcome == "pass" and not over, screen=said,
-                 screen_cells=[f"{r.scenario}/{r.dir}" for r in screen], latency_over=over,
-                 screen_p99_ms=screen[0].p99_ms if screen else None, screen_busy=busy,
-                 reference_ms=sitting_figure(walk))
+    """A candidate that passed every criterion: its capacity, measured now, judged with its record."""
+    band = walk.tree.reference.within_sitting
+    log(f"{engine}{' ' + tag if tag else ''} at {mem}: passed; its capacity, measured on itself (line {band:g}x)")
+    got = measure_capacity(walk, engine, settings, tag, mem, option, recs)
+    h = judged(got, band, on_record(got.of, mem, walk.opts.profile, got.host.runtime))
+    h = h.model_copy(update={"reference_ms": next((r.service_p50_ms for r in reversed(walk.reference)
+                                                   if r.service_p50_ms), None)})
     log(f"{engine}{' ' + tag if tag else ''} at {mem}: {h.says()}")
     return h

@@ -1,6 +1,7 @@
 """What a cell is for, and so what it may cost (harness/walks/verdict/walk.py runs them)."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -36,8 +37,8 @@ def screen(blocks: int, what: str = "") -> Role:
 
 
 def at_load(blocks: int, load: float) -> Role:
-    """A candidate's headroom screen: the first criterion with its blocks due `load` times as often."""
-    return Role(f"headroom screen at {load:.2f}x the load, over {blocks} blocks", criteria=1, screen_blocks=blocks,
+    """A step of a candidate's capacity: the first criterion with its blocks due `load` times as often."""
+    return Role(f"capacity step at {load:.2f}x the load, over {blocks} blocks", criteria=1, screen_blocks=blocks,
                 load=load)
 
 
@@ -58,10 +59,18 @@ def scaled_rates(thresholds: tuple[str, ...] | None, load: float) -> tuple[str, 
 
 
 def headroom_tag(tag: str) -> str:
-    """A candidate's headroom screen's tag: apart from the candidate's cells."""
+    """A candidate's headroom screen's tag before verdict v9 (a published walk's screen): apart from its cells."""
     return f"{tag}-headroom" if tag else "headroom"
 
 
+def load_tag(tag: str, load: float) -> str:
+    """A capacity step's tag: apart from the candidate's cells and from its other steps."""
+    return f"{tag}-at-{load:.2f}x" if tag else f"at-{load:.2f}x"
+
+
+_STEP = re.compile(r"(^|-)(headroom|at-\d+\.\d+x)$")
+
+
 def candidate_of(tag: str) -> str:
-    """headroom_tag's inverse: the candidate a headroom screen's tag belongs to (any other tag as it is)."""
-    return "" if tag == "headroom" else tag.removesuffix("-headroom")
+    """headroom_tag's and load_tag's inverse: the candidate a step's tag belongs to (any other tag as it is)."""
+    return _STEP.sub("", tag)

@@ -189,14 +189,15 @@ class Walk:
                        load: float = 1.0, fixed: bool = False) -> list:
         """The cells (sweep CellRuns, planned) of one criterion for one engine at one MEM, a repeat each; a
         screen's measured phase cut to its blocks (never longer than the profile's). load: blocks due that many
-        times as often, an absolute rate's line raised with it, a block log's applier allowed to be busy up to
-        100% (its 85% line is the within-sitting margin the multiple already holds). fixed: the reference cell,
-        at the engine's own durability and with no horizon (the same cell in every sitting)."""
+        times as often (a capacity step), an absolute rate's line raised with it, every other line as it is (a
+        block log's applier busy share included). fixed: the reference cell, at the engine's own durability, with
+        no horizon and never stopped early (the same cell, its full blocks, in every sitting)."""
         repeats = repeats or self.repeats
         opts = replace(self.opts, thresholds=scaled_rates(cp.thresholds, load))
         hour_s = cp.criterion.target.measure_s        # every accumulating figure's trend is carried to it
         if fixed:
-            opts = replace(opts, overrides=tuple(o for o in opts.overrides if not o.startswith("durability=")))
+            opts = replace(opts, overrides=tuple(o for o in opts.overrides if not o.startswith("durability=")),
+                           early_abort=False)
         elif hour_s:        # the walk's, as its durability: no cell's variant
             opts = replace(opts, overrides=(*opts.overrides, f"phases.horizon_s={hour_s:g}"))
         over = as_overrides(engine, settings)
@@ -210,8 +211,6 @@ class Walk:
             or load != 1 else 0
         if load != 1:
             over += (f"workload.block_interval_ms={interval_s * 1000:g}",)
-            if base.block_log is not None or (option is not None and option.logs_blocks):
-                over += ("block_log.utilisation_bound=1",)
         if screen_blocks and interval_s and screen_blocks * interval_s < base.phases.measure_s:
             over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
         cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag) for r in range(1, repeats + 1)]

@@ -1,0 +1,119 @@
+"""How much more than the offered load a candidate carries, measured on itself (issue 84): the largest multiple of
+the load (the same blocks, due more often) at which every line of its criterion holds, the applier's busy share
+line included, up to CEILING, to within RESOLUTION. A multiple measured on another cell (a reference cell's
+speed) does not track the candidate: between sittings the reference moved 1.89x while the design's busy share
+moved 1.53x, and a rule built on it asked more than 1 / busy, which no screen can pass.
+
+The search is the knee's bracket (walks/bracket.py) in the load's multiple, led by the candidate's own figure
+where it has one: a block log's applier busy share is about linear in the load (M/D/1: its apply per block is the
+same work), so the first step is just under where that line predicts the 0.85 bound is met, and the next one
+RESOLUTION above it; two steps settle a design whose busy share is linear. Each step is judged only once steady
+at its own load: a step whose applier was already behind at the clock (a warm-up backlog) failed to carry that
+load, and the blocks it measured before it stopped are not its figure."""
+from __future__ import annotations
+
+from typing import Callable
+
+from harness.results import RunResult
+from harness.results.design import queryable_p99_ms
+from harness.results.headroom import Capacity, CapacityStep
+from harness.scenario.thresholds import parse_threshold
+from harness.walks.bracket import Bracket
+
+CEILING = 2.5              # the search's top: a candidate passing there carries "at least 2.5x"
+FLOOR = 0.25               # below it, a failing alternative is "under 0.25x" (how far it is from the load)
+RESOLUTION = 0.10          # fails_at / multiple once converged
+MAX_STEPS = 6
+UNDER_PREDICTION = 0.95    # the first step this far under the busy share's predicted capacity
+NO_FIGURE_START = 1.15     # where to start without a figure to predict from: the within-sitting band
+
+
+def predicted(multiple: float, busy: float | None, bound: float | None) -> float | None:
+    """The multiple at which a busy share measured at `multiple` reaches `bound`, if it is linear in the load."""
+    if not busy or not bound or busy <= 0:
+        return None
+    return multiple * bound / busy
+
+
+def first_multiple(busy_at_1x: float | None, bound: float | None) -> float:
+    p = predicted(1.0, busy_at_1x, bound)
+    return _clamp(p * UNDER_PREDICTION) if p else NO_FIGURE_START
+
+
+def _clamp(x: float) -> float:
+    return round(min(CEILING, max(FLOOR, x)), 3)
+
+
+def search(measure: Callable[[float], CapacityStep], first: float, bound: float | None = None,
+           max_steps: int = MAX_STEPS) -> Capacity:
+    """Steps (measure(multiple) -> its step) until the bracket closes: a pass and a failure within RESOLUTION, a pass
+    at CEILING, a failure at FLOOR, or max_steps. After the first step, each failure's busy share (where linear)
+    guides the next step under it; otherwise the bracket's doubling and geometric bisection."""
+    # led by a prediction, the step just above it closes the bracket; without one, the bracket's doubling does
+    fixed = [first, _clamp(first * (1 + RESOLUTION * 0.95))] if bound is not None and first != NO_FIGURE_START \
+        else [first]
+    br = Bracket(fixed, FLOOR, CEILING, RESOLUTION)
+    steps: list[CapacityStep] = []
+    while len(steps) < max_steps:
+        x = _next(br, steps, bound)
+        if x is None:
+            break
+        step = measure(x)
+        steps.append(step)
+        br.record(x, step.passed)
+    lo, hi = br.bounds()
+    return Capacity(multiple=lo, fails_at=hi, ceiling=CEILING, resolution=RESOLUTION,
+                    steps=sorted(steps, key=lambda s: s.multiple))
+
+
+def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float | None:
+    x = br.next()
+    if x is None:
+        return None
+    lo, hi = br.bounds()
+    last = steps[-1] if steps else None
+    if last is not None and not last.passed and last.steady and hi == last.multiple:
+        p = predicted(last.multiple, last.busy, bound)      # under a failure: where its own busy share says
+        if p is not None:
+            guess = _clamp(p * UNDER_PREDICTION)
+            if guess < hi / (1 + RESOLUTION) and (lo is None or guess > lo * (1 + RESOLUTION)):
+                return guess
+    return _clamp(x)
+
+
+def step_of(multiple: float, result: RunResult | None, cell: str | None) -> CapacityStep:
+    """A step's judgement from its cell's result: every threshold (the busy share's included), and steady at the
+    clock (a block log's backlog carried from its warm-up, past the lag bound, is no steady state)."""
+    if result is None:
+        return CapacityStep(multiple=multiple, passed=False, why="no result", cell=cell)
+    m, bl = result.metrics, result.metrics.block_log
+    behind = _behind_at_clock(result)
+    if behind is not None:
+        return CapacityStep(multiple=multiple, passed=False, steady=False, cell=cell,
+                            why=f"fell {behind:g} blocks behind in its warm-up (bound {bl.lag_bound_blocks})")
+    failed = [t for t in result.thresholds if not t.passed]
+    why = "; ".join(_crossed(t) for t in failed) if failed else (result.error or None) \
+        if result.status != "passed" else None
+    return CapacityStep(multiple=multiple, passed=result.status == "passed", why=why or (
+        None if result.status == "passed" else result.status), cell=cell,
+        busy=bl.apply_utilisation if bl else None, lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
+        p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
+
+
+def _behind_at_clock(result: RunResult) -> float | None:
+    """The blocks a block log's applier trailed by at the measured phase's first acknowledgement, where past its
+    bound; None where it kept up (or no block log)."""
+    bl = result.metrics.block_log
+    if bl is None:
+        return None
+    at_start = bl.lag_at_start_blocks
+    return at_start if at_start is not None and at_start > bl.lag_bound_blocks else None
+
+
+def _crossed(t) -> str:
+    th = parse_threshold(t.expr)
+    if t.value is None:
+        return f"{t.expr}: {t.error or 'no value'}"
+    if th.metric == "apply_utilisation":
+        return f"applier {t.value:.0%} busy ({th.op} {th.limit:.0%})"
+    return f"{th.agg}({th.metric}) {t.value:,.4g} ({th.op} {th.limit:,.4g})"

@@ -1,0 +1,105 @@
+"""A candidate's capacity, measured on itself (issue 84): the largest multiple of the offered load at which every
+line of its criterion holds, the applier's 0.85 busy share included; a step judged only once steady at its load."""
+import pytest
+
+from harness.results import RunResult
+from harness.results.headroom import CapacityStep
+from harness.scenario.decision import load_decision
+from harness.scenario.matrix import load_matrix
+from harness.walks import capacity as cap
+from harness.walks.sweep import CellOptions
+from harness.walks.verdict.plan import criterion_plans
+from harness.walks.verdict.walk import Walk
+
+BOUND = 0.85
+
+
+def _linear(busy_at_1x: float, seen: list):
+    """A design whose applier's busy share is linear in the load, judged on the 0.85 line at every step."""
+    def measure(m: float) -> CapacityStep:
+        busy = busy_at_1x * m
+        seen.append((m, busy))
+        return CapacityStep(multiple=m, passed=busy < BOUND, busy=busy,
+                            why=None if busy < BOUND else f"applier {busy:.0%} busy (< 85%)")
+    return measure
+
+
+@pytest.mark.parametrize("busy,low,high", [(0.42, 1.8, 2.1), (0.64, 1.2, 1.4)])
+def test_a_designs_capacity_is_where_its_own_busy_share_meets_the_line(busy, low, high):
+    seen = []
+    got = cap.search(_linear(busy, seen), cap.first_multiple(busy, BOUND), BOUND)
+    assert low <= got.multiple <= high and got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9
+    assert all((b < BOUND) == s.passed for (m, b), s in zip(sorted(seen), got.steps)), "the line at every step"
+    assert len(seen) <= 3, "a linear busy share settles in a few steps"
+    assert got.figure() == f"{got.multiple:.2f}x" and "busy" in got.binding()
+
+
+def test_a_candidate_past_the_ceiling_carries_at_least_it_and_one_under_the_load_says_how_far():
+    seen = []
+    light = cap.search(_linear(0.1, seen), cap.first_multiple(0.1, BOUND), BOUND)
+    assert light.at_least and light.multiple == cap.CEILING and light.figure() == "≥ 2.50x"
+    heavy = cap.search(_linear(1.4, []), cap.first_multiple(1.4, BOUND), BOUND)
+    assert heavy.multiple is not None and 0.5 <= heavy.multiple < 0.61, "a failing alternative's capacity under 1"
+
+
+def test_without_a_busy_share_the_search_starts_at_the_band_and_brackets_the_line():
+    """An engine in place: its p99 crosses 500 ms at 1.7x the load; no figure predicts it."""
+    steps = []
+
+    def measure(m):
+        steps.append(m)
+        return CapacityStep(multiple=m, passed=m < 1.7, p99_ms=300 * m)
+    got = cap.search(measure, cap.first_multiple(None, BOUND), BOUND)
+    assert steps[0] == cap.NO_FIGURE_START and got.multiple < 1.7 <= got.fails_at
+    assert got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9
+
+
+def _result(lag_at_start: int, busy: float, status="passed", thresholds=()) -> RunResult:
+    return RunResult.model_validate({
+        "version": 18, "run_id": "r", "engine": "sqlite", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
+        "status": status, "scale": 1.0, "engine_version": "x", "plan": {}, "environment": {},
+        "thresholds": [{"expr": e, "value": v, "passed": p} for e, v, p in thresholds],
+        "metrics": {"commit_latency_ms": {"p99": 9.0}, "block_log": {
+            "group_blocks": 1, "lag_bound_blocks": 5, "synced": True, "acknowledged_blocks": 2, "applied_rows": 10,
+            "apply_utilisation": busy, "lag_at_start_blocks": lag_at_start, "apply_lag_blocks": {"p99": 12},
+            "queryable_ms": {"p99": 1500.0}}}})
+
+
+def test_a_step_that_fell_behind_in_its_warm_up_is_not_judged_on_the_blocks_after_it_stopped():
+    """The reproduction of 12-02: 11 blocks behind at the clock, stopped after 2 blocks (0.84 s), '99.6% busy' over
+    them. That is no steady state at the load: the step failed to carry it, and reports no figure of those blocks."""
+    r = _result(11, 0.996, "failed", [("p99(apply_lag_blocks) < 5", 12, False)])
+    step = cap.step_of(2.39, r, "p99_5x/x")
+    assert not step.passed and not step.steady and "behind in its warm-up" in step.why
+    assert step.busy is None and step.p99_ms is None and step.lag_p99_blocks is None
+    ok = cap.step_of(1.5, _result(0, 0.6, "passed", [("last(apply_utilisation) < 0.85", 0.6, True)]), "p99_5x/y")
+    assert ok.passed and ok.steady and ok.busy == 0.6 and ok.queryable_p99_ms == 1500.0
+    busy = cap.step_of(2.0, _result(1, 0.9, "failed", [("last(apply_utilisation) < 0.85", 0.9, False)]), "p99_5x/z")
+    assert not busy.passed and busy.steady and busy.why == "applier 90% busy (< 85%)"
+
+
+def test_a_capacity_step_keeps_the_busy_share_line_and_raises_only_the_absolute_rate(tmp_path):
+    """Before issue 84 a step at m let the applier be 100% busy: the 0.85 line applies at every step."""
+    tree = load_decision()
+    walk = Walk(tree, ["2g"], criterion_plans(tree, lambda sc: 600), CellOptions(runtime="local", profile="ratio"),
+                tmp_path)
+    design = load_matrix().engines["sqlite"].options["current_history_block_log"]
+    (run,) = walk.criterion_runs(walk.criteria[0], "sqlite", {}, "leaf-x-at-1.90x", "2g", design,
+                                 screen_blocks=60, load=1.9)
+    (one,) = walk.criterion_runs(walk.criteria[0], "sqlite", {}, "leaf-x", "2g", design)
+    assert "last(apply_utilisation) < 0.85" in run.plan.thresholds
+    assert run.plan.block_log.utilisation_bound == 0.85
+    assert run.plan.workload.block_interval_ms == pytest.approx(one.plan.workload.block_interval_ms / 1.9, abs=0.01)
+    assert "rate(rows) > 10830" in run.plan.thresholds
+
+
+def test_the_reference_cell_runs_its_full_blocks_never_stopped_early(tmp_path):
+    from harness.walks.verdict.roles import reference_role
+    tree = load_decision()
+    walk = Walk(tree, ["2g"], criterion_plans(tree, lambda sc: 600),
+                CellOptions(runtime="local", profile="ratio", early_abort=True), tmp_path)
+    role = reference_role(tree.reference.blocks)
+    (ref,) = walk.criterion_runs(walk.criteria[0], "sqlite", {}, "reference-1", "2g",
+                                 screen_blocks=role.screen_blocks, fixed=True)
+    (cand,) = walk.criterion_runs(walk.criteria[0], "sqlite", {}, "", "2g")
+    assert not ref.plan.early_abort and cand.plan.early_abort
