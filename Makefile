@@ -108,6 +108,10 @@ ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCE
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
 
 AXIS ?=
+capacity: $(STAMP) ## the largest multiple of the offered load a configuration carries, measured on itself, resumable: ENGINE= [SCENARIO=p99_5x] [MEM=] [PROFILE=] [SET=]
+	@$(HARNESS) capacity --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+
 knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [PROFILE=] [DROP_STATES=1] [SET=]
 	@$(HARNESS) knee --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
 	  --axis $(AXIS) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))

@@ -146,6 +146,19 @@ def _cmd_ceiling(args) -> int:
     return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
 
 
+def add_capacity(sub) -> None:
+    c = _step_walk(sub, "capacity", "the largest multiple of the offered load at which every line of the scenario "
+                   "holds, measured on the configuration itself; resumable", _cmd_capacity)
+    c.add_argument("--scenario", default="p99_5x")
+
+
+def _cmd_capacity(args) -> int:
+    from harness.walks.capacity_run import run_capacity
+    if args.repeats != 1:
+        raise ConfigError("REPEATS: a capacity search brackets its own steps; give no REPEATS")
+    return run_capacity(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+
+
 def add_knee(sub) -> None:
     c = _step_walk(sub, "knee", "how far from passing: the knee along rows per block, MEM or database size; "
                    "resumable", _cmd_knee)

@@ -21,7 +21,7 @@ FLOORS = [
     {"place", "cell_states", "compare_window"},
     {"walks.sweep", "bench", "compare"},
     {"walks.knee", "walks.capacity"},
-    {"walks.verdict", "walks.ceiling", "walks.matrix", "walks.experiments"},
+    {"walks.verdict", "walks.ceiling", "walks.matrix", "walks.experiments", "walks.capacity_run"},
     {"walks.v1", "walks.matrices", "walks.reproduce"},
     {"cli"},
 ]
