@@ -1,15 +1,16 @@
-"""The answer as a table a team acts on in one read (issue 76): per level, what to deploy, its deciding figures
-beside their lines with the margin, its headroom, what it costs its readers (how far the index trails the
-acknowledgement), and the alternatives with their figures. The summary, report.md/html and a published README
-print this one table."""
+"""The answer as a table a team acts on in one read (issues 76, 84): per level, what to deploy, the deciding figure
+closest to its line, its capacity, when a block is durable and when a reader sees it, and the sittings it held in,
+each cell short (answer_rows, from verdict.json's typed answers); then every deciding figure, the headroom in full
+and the alternatives (full_rows). The summary, report.md/html and a published README print these."""
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, VerdictFile
 from harness.results.headroom import fragile
 from harness.scenario.thresholds import parse_threshold
 
-HEADERS = ["level", "answer", "deciding figures (line; margin)", "headroom", "readers see the index", "alternatives"]
-
+HEADERS = ["level", "do this", "binding figure (line; margin)", "capacity", "durable / queryable p99", "held"]
+FULL_HEADERS = ["level", "answer", "deciding figures (line; margin)", "headroom", "readers see the index",
+                "alternatives"]
 
 def _num(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
@@ -58,7 +59,35 @@ def _alternatives(v: VerdictFile, a, chosen) -> str:
     return "; ".join(out) or "-"
 
 
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f} ms" if v >= 10 else f"{v:.1f} ms"
+
+
 def answer_rows(v: VerdictFile) -> list[list[str]]:
+    """One row per level from its typed answer (verdict v9): what to do, the figure closest to its line, the capacity
+    with its sitting, when a block is durable and when a reader sees it, the sittings it held in. Short cells: the
+    full figures are full_rows'."""
+    rows = []
+    for a in v.answers:
+        what = (a.decision if a.status != "inconclusive" else f"inconclusive: {a.why}") + (" (fragile)" if a.fragile
+                                                                                          else "")
+        if a.measured_at and a.measured_at != a.mem:
+            what += f" (measured at {a.measured_at}, implied here)"
+        cap = "-"
+        if a.capacity is not None:
+            word = "holds" if a.headroom and a.headroom.passed else "passes today only"
+            cap = (f"{'≥ ' if a.capacity_at_least else ''}{a.capacity:.2f}x the load ({a.capacity_sitting}); {word} "
+                   f"(line {a.headroom.multiple:g}x)" if a.headroom else f"{a.capacity:.2f}x")
+        elif a.headroom:
+            cap = a.headroom.says()
+        times = f"{_ms(a.durable_p99_ms)} / {_ms(a.queryable_p99_ms)}" if a.durable_p99_ms is not None else "-"
+        rows.append([a.mem + (f" ({a.at_reference})" if a.at_reference else ""), what, a.binding or "-", cap, times,
+                     a.held or "-"])
+    return rows
+
+
+def full_rows(v: VerdictFile) -> list[list[str]]:
+    """Every deciding figure beside its line, the headroom in full, the readers, the alternatives: report.md's."""
     rows = []
     for a in v.answers:
         cell = answer_cell(v, a)
@@ -68,17 +97,30 @@ def answer_rows(v: VerdictFile) -> list[list[str]]:
         what = (a.decision if a.status != "inconclusive" else f"inconclusive: {a.why}") + (" (fragile)" if a.fragile
                                                                                           else "")
         lag = getattr(cell, "lag_p99_ms", None)
-        readers = f"p99 {lag:,.0f} ms after the acknowledgement" if lag is not None else \
-            ("as committed" if a.engine else "-")
-        room = f"{a.headroom.says()}; m {a.headroom.basis}" if a.headroom else \
+        readers = (f"p99 {a.queryable_p99_ms:,.0f} ms after its due time" if a.queryable_p99_ms is not None else
+                   f"p99 {lag:,.0f} ms after the acknowledgement" if lag is not None else
+                   "as committed" if a.engine else "-")
+        room = f"{a.headroom.says()}; {a.headroom.basis}" if a.headroom else \
             ("no reference cell" if v.reference == [] else "-")
         rows.append([a.mem + (f" ({a.at_reference})" if a.at_reference else ""), what, figures, room, readers,
                      _alternatives(v, a, cell)])
     return rows
 
 
-def as_markdown(v: VerdictFile) -> list[str]:
-    """The table as markdown lines (a published README's)."""
+def readers_line(v: VerdictFile) -> str:
+    """The stricter readers' answer per level, one line (verdict v9's readers)."""
+    if not v.readers:
+        return ""
+    line = v.readers[0].line_ms
+    parts = [f"{r.mem}: {r.what} (p99 {r.queryable_p99_ms:,.0f} ms)" if r.status == "answered" else
+             f"{r.mem}: none" + (f" (closest {r.closest}, p99 {r.closest_ms:,.0f} ms)" if r.closest else "")
+             for r in v.readers]
+    return f"For readers who must see a block within {line:,.0f} ms of its due time: " + "; ".join(parts) + "."
+
+
+def as_markdown(v: VerdictFile, full: bool = False) -> list[str]:
+    """The table as markdown lines (a published README's: the short one; report.md's: both)."""
     esc = lambda s: s.replace("|", "\\|")          # noqa: E731
-    return ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS),
-            *["| " + " | ".join(esc(x) for x in row) + " |" for row in answer_rows(v)]]
+    headers, rows = (FULL_HEADERS, full_rows(v)) if full else (HEADERS, answer_rows(v))
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *["| " + " | ".join(esc(x) for x in row) + " |" for row in rows]]

@@ -10,7 +10,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.report.answer_table import as_markdown
+from harness.report.answer_table import as_markdown, readers_line
 from harness.errors import ConfigError
 from harness.results import load_result
 from harness.results.walks import VerdictFile
@@ -115,8 +115,8 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
         + (f"; expected before its first cell: {est.cells} cells, {est.minutes:.0f} min" if est else ""),
         f"- MEMS: {' '.join(v.mems)}" + (f" ({v.memory_basis})" if v.memory_basis else ""), "",
         "## The answer", "",
-        *[f"- **{a.mem}**{f' ({a.at_reference})' if a.at_reference else ''}: {a.in_full()}" for a in v.answers], "",
         *(as_markdown(v) + [""] if v.answers else []),
+        *([readers_line(v), ""] if v.readers else []),
         *([f"Every cell at durability `{v.durability}`.", ""] if v.durability else []),
         f"[report.md](report.md) (every cell, its label and minutes; the implication controls), "
         f"[verdict.json](verdict.json) (what a script reads), every cell's result under [cells/](cells) (gzipped), "

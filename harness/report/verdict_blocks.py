@@ -2,7 +2,7 @@
 through the decision tree (each step's failing thresholds, its control), then the library each engine ran."""
 from __future__ import annotations
 
-from harness.report.answer_table import HEADERS, answer_rows
+from harness.report.answer_table import FULL_HEADERS, HEADERS, answer_rows, full_rows, readers_line
 from harness.report.blocks import Block, _f
 from harness.report.verdict_cells import cost_blocks
 from harness.results.headroom import fragile
@@ -75,8 +75,12 @@ def answer_blocks(meta) -> list[Block]:
     return [Block("verdict", "Verdict per memory level"), Block("list", items=items),
             *([Block("p", "The answer, level by level" + (f", every cell at durability '{meta.durability}'" if
                                                           meta.durability else "") + ":"),
-               Block("table", headers=HEADERS, rows=answer_rows(meta))] if meta.answers else []),
-            *([Block("p", "The sitting's reference cells (its speed; the headroom's multiple comes from them): "
+               Block("table", headers=HEADERS, rows=answer_rows(meta)),
+               *([Block("p", readers_line(meta))] if meta.readers else []),
+               Block("p", "Every deciding figure beside its line, the headroom in full, the alternatives:"),
+               Block("table", headers=FULL_HEADERS, rows=full_rows(meta))] if meta.answers else []),
+            *([Block("p", "The sitting's reference cells (its speed, for the record: no capacity is a multiple of "
+                          "it): "
                           + "; ".join(f"{r.at} {r.service_p50_ms:,.0f} ms" if r.service_p50_ms else f"{r.at} -"
                                       for r in meta.reference) + ".")] if meta.reference else []),
             Block("table", headers=["engine", *meta.mems], rows=rows),

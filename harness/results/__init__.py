@@ -18,8 +18,9 @@ from harness.results.models import (  # noqa: F401  (the package re-exports its 
                                     ReaderShare, Residency, RunResult, Spool, Status, ThresholdResult)
 from harness.results.walks import (  # noqa: F401
                                    CellRecord, ControlRun, EngineBest, Estimate, ImplicationControl, LibraryVersion, MATRICES_VERSION,
-                                   MATRIX_VERSION, LeafCell, MatricesFile, MatrixCell, MatrixFile, MemAnswer, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
+                                   MATRIX_VERSION, LeafCell, MatricesFile, MatrixCell, MatrixFile, OptionRow, SWEEP_VERSION, SweepFile, VERDICT_VERSION, Verdict,
                                    VerdictFile, VerdictStep)
+from harness.results.answers import MemAnswer, ReaderAnswer  # noqa: F401
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
 from harness.results.reproduce import REPRODUCE_VERSION, ReproduceFile  # noqa: F401
 
@@ -90,7 +91,7 @@ def load_verdict(path: Path) -> VerdictFile | None:
 
 
 def load_reproduce(path: Path) -> ReproduceFile | None:
-    return _load(path, ReproduceFile, REPRODUCE_VERSION)
+    return _load(path, ReproduceFile, REPRODUCE_VERSION, older=(1,))
 
 
 def load_matrix_run(path: Path) -> MatrixFile | None:

@@ -26,6 +26,13 @@ class Host(Model):
     runtime: Optional[str] = None
     kernel: Optional[str] = None
 
+    @classmethod
+    def of(cls, env: dict) -> "Host":
+        """From a run's environment (result.json)."""
+        return cls(cpu_model=env.get("cpu_model"), kernel=env.get("kernel"), runtime=env.get("runtime"),
+                   disk_write_mib_per_s=(env.get("disk_write") or {}).get("sequential_write_mib_per_s"),
+                   fsync_p50_us=(env.get("fsync_floor") or {}).get("p50_us"))
+
     def says(self) -> str:
         disk = f"disk {self.disk_write_mib_per_s:,.0f} MiB/s" if self.disk_write_mib_per_s else "disk -"
         fsync = f"fsync p50 {self.fsync_p50_us:,.0f} µs" if self.fsync_p50_us else "fsync -"
@@ -38,6 +45,7 @@ class CapacityStep(Model):
     multiple: float
     passed: bool
     steady: bool = True                         # False: it fell behind in its warm-up; no figure of it is its own
+    error: bool = False                         # it measured nothing (neither a pass nor a failure)
     why: Optional[str] = None                   # the line it crossed, or why it was not steady
     busy: Optional[float] = None                # a block log's applier busy share
     lag_p99_blocks: Optional[float] = None
@@ -55,6 +63,7 @@ class Capacity(Model):
     ceiling: float                              # the search's top: passing there is "at least" it
     resolution: float                           # fails_at / multiple at most 1 + this, when the search converged
     steps: list[CapacityStep] = []
+    error: Optional[str] = None                 # a step measured nothing (an engine error): the search stopped there
     sitting: Optional[str] = None               # the date (UTC) it was measured
     code: Optional[str] = None                  # the commit
     host: Host = Host()
@@ -112,7 +121,7 @@ class Headroom(Model):
         c = self.capacity
         low = (f"; smallest on record {self.smallest:.2f}x ({self.smallest_from})"
                if self.smallest is not None and self.sittings > 1 else "")
-        stop = f", {c.binding()}" if c.binding() else ""
+        stop = (f", {c.binding()}" if c.binding() else "") + (f"; stopped on {c.error}" if c.error else "")
         if self.passed:
             return f"holds with headroom: carries {c.figure()} the load (line {self.multiple:g}x{stop}){low}"
         return f"passes today only: carries {c.figure()} the load, under the {self.multiple:g}x line{stop}{low}"

@@ -1,14 +1,15 @@
-"""reproduce.json (v1): a published verdict's answers measured again in a later sitting (harness/walks/reproduce/),
-each level agreed, disagreed or disturbed, each figure beside the published one, raw and per the sittings' speed."""
+"""reproduce.json (v2): a published verdict's answers measured again in a later sitting (harness/walks/reproduce/),
+each level agreed, disagreed or disturbed, each figure beside the published one (raw: v1 also divided a time by the
+sittings' speed, a scaling the record refuted), each answer's capacity measured on itself."""
 from __future__ import annotations
 
 from typing import Literal, Optional
 
 from harness.results.base import Model
-from harness.results.headroom import ReferenceRun
+from harness.results.headroom import Capacity, ReferenceRun
 from harness.results.walks import CellRecord
 
-REPRODUCE_VERSION = 1
+REPRODUCE_VERSION = 2
 Label = Literal["passed with headroom", "passes today only", "passes", "fails", "error", "disturbed"]
 
 
@@ -36,6 +37,8 @@ class Target(Model):
     reproduced: Optional[Label] = None
     figures: list[Figure] = []
     changed_on: Optional[str] = None            # the figure whose pass or headroom changed the label
+    capacity: Optional[Capacity] = None         # v2: this sitting's, measured on the target itself
+    published_capacity: Optional[Capacity] = None   # v2: the walk's
     published_cells: list[str] = []
     cells: list[CellRecord] = []
 
@@ -46,16 +49,17 @@ class LevelAgreement(Model):
     outcome: Literal["agreed", "disagreed", "disturbed", "unmeasured"]
     says: str                                   # one line: what changed and on which figure, or what disturbed it
     moved: list[str] = []                       # figures past the spread, whatever the label
+    alternative_moved: list[str] = []           # v2: an alternative whose label changed: said, never a disagreement
 
 
 class ReproduceFile(Model):
-    version: Literal[1] = REPRODUCE_VERSION
+    version: Literal[1, 2] = REPRODUCE_VERSION
     kind: Literal["reproduce"] = "reproduce"
     published: str                              # the published folder's name
     run_id: Optional[str] = None                # its results folder's: a resumed sitting keeps its sitting folder
     published_commit: Optional[str] = None
     commit: Optional[str] = None                # this sitting's
-    differs: list[str] = []                     # the code or the decision file, where they differ from the published
+    differs: list[str] = []                     # the code, the decision file or the host, where they differ
     date: str                                   # this sitting's (UTC)
     published_date: Optional[str] = None
     machine: dict = {}

@@ -6,6 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
+from harness.results.answers import MemAnswer, ReaderAnswer
 from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
@@ -152,46 +153,11 @@ class LeafCell(Model):
     ack_p99_ms: Optional[float] = None          # the first criterion's commit p99: under a block log, its acknowledgement
     lag_p99_blocks: Optional[float] = None      # a block log's apply lag p99
     lag_p99_ms: Optional[float] = None          # v7: how long the index trails the acknowledgement, p99
+    queryable_p99_ms: Optional[float] = None    # v9: when a reader sees a block, p99 from its due time
     closeness: Optional[float] = None           # the largest measured / limit of its '<' thresholds (below 1: passed)
     split: Optional[str] = None                 # where its block went
     headroom: Optional[Headroom] = None         # v7
     headroom_here: bool = False                 # v7: its pass implied from below, its headroom measured at this MEM
-
-
-class MemAnswer(Model):
-    """The tree's answer at one memory level: the first engine that met every criterion there."""
-    mem: str
-    at_reference: Optional[str] = None          # the same ratio at the criterion's scale: "≈ 8.0 GB at 5x"
-    status: Literal["answered", "none", "inconclusive"]
-    engine: Optional[str] = None
-    decision: str
-    why: Optional[str] = None                   # inconclusive: the cell that errored
-    tuned_with: Optional[str] = None            # the answer holds with this option (decision.yaml's tune)
-    trade_offs: list[str] = []                  # what would pass there only by giving something up
-    design: Optional[str] = None                # v4: no engine as deployed; the leaf's design that passed
-    leaf: Optional[str] = None                  # v4: what the leaf measured there, in one sentence
-    unstable: list[str] = []                    # v5: engines whose close calls' runs disagreed there, with them
-    runs: list[str] = []                        # v6: the answer's close calls, k of n: "p99_5x: passed 3 of 3"
-    headroom: Optional[Headroom] = None         # v7: the answer's pass at m times the load
-    fragile: bool = False                       # v7: it passes today only, and nothing with headroom passed here
-
-    def headline(self) -> str:
-        """Its decision (or why it is inconclusive), with its close calls' k of n: the summary's and report's line."""
-        said = self.decision if self.status != "inconclusive" else f"inconclusive: {self.why}"
-        return (said + (f" (a close call: {'; '.join(self.runs)})" if self.runs else "")
-                + (f" (fragile: {self.headroom.says()})" if self.fragile and self.headroom else
-                   f" ({self.headroom.says()})" if self.headroom else ""))
-
-    def in_full(self) -> str:
-        """The headline with what else the level found: trade-offs, unstable engines, the last leaf's design."""
-        return (self.figures()
-                + (f"; only with a trade-off: {'; '.join(self.trade_offs)}" if self.trade_offs else "")
-                + (f"; unstable, so no answer: {'; '.join(self.unstable)}" if self.unstable else "")
-                + (f"; the last leaf, measured: {self.leaf}" if self.leaf and not self.design else ""))
-
-    def figures(self) -> str:
-        """The headline, then a leaf design's figures after a colon (the design is the answer, said first)."""
-        return self.headline() + (f": {self.leaf}" if self.design and self.leaf else "")
 
 
 class ImplicationControl(Model):
@@ -227,7 +193,7 @@ class Estimate(Model):
             return ""
         if self.close_call_minutes is None:         # a walk with a reference cell: headroom, not confirmations
             return (f"a candidate expected to fail that passes costs about {self.unexpected_pass_minutes:.0f} min more "
-                    f"(every criterion in full and its headroom screen); one that passes today only leaves its level "
+                    f"(every criterion in full and its capacity's steps); one that passes today only leaves its level "
                     f"open, and the next step or design runs there")
         return (f"a candidate expected to fail that passes costs about {self.unexpected_pass_minutes:.0f} min more "
                 f"(every criterion in full; what runs below it changes too), a close call about "
@@ -262,6 +228,7 @@ class VerdictFile(Model):
     estimate: Optional[Estimate] = None         # v6: cells and minutes expected before the first cell
     durability: Optional[str] = None            # v7: every cell's (decision.yaml's durability, or DURABILITY=)
     reference: list[ReferenceRun] = []          # v7: the sitting's reference cells, in order
+    readers: list[ReaderAnswer] = []            # v9: the stricter readers' answer per level (decision.yaml readers)
     asked: dict = {}                            # v8: the walk's cell options (DURATION=, early abort, ...): a
                                                 # reproduction runs its cells with them
 

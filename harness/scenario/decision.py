@@ -242,6 +242,14 @@ class Quiet(Strict):
     wait_s: float = Field(300, ge=0, description="how long to wait for a quiet machine before running it again")
 
 
+class Readers(Strict):
+    """When a reader must see a block (issue 84): an engine in place shows it at its commit, a block log at its apply.
+    The answer says both times; a second answer, from the same cells and no others, is for a stricter reader."""
+    see_within_ms: float = Field(10000, gt=0, description="the reader's line, from a block's due time: the block "
+                                 "log's lag bound (5 blocks at the 2 s cadence)")
+    strict_ms: float = Field(500, gt=0, description="the stricter reader's line: the second answer's")
+
+
 class DecisionTree(Strict):
     description: str = ""
     steps: list[Step] = Field(min_length=1)
@@ -250,6 +258,7 @@ class DecisionTree(Strict):
     mems: dict[str, list[str] | RatioMems] = {}
     compare_versions: Optional[CompareVersions] = None
     leaf: Optional[Leaf] = None
+    readers: Readers = Field(default_factory=Readers, description="when readers must see a block")
     screen_blocks: int = Field(60, ge=1, description="a trade-off's screen: measured blocks of the first criterion")
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     confirm: Confirm = Field(default_factory=Confirm, description="close calls run again; the defaults where the "

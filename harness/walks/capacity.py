@@ -60,10 +60,13 @@ def search(measure: Callable[[float], CapacityStep], first: float, bound: float 
             break
         step = measure(x)
         steps.append(step)
+        if step.error:              # neither a pass nor a failure: what it brackets so far, and why it stopped
+            break
         br.record(x, step.passed)
     lo, hi = br.bounds()
+    err = next((f"the step at {s.multiple:.2f}x: {s.why}" for s in steps if s.error), None)
     return Capacity(multiple=lo, fails_at=hi, ceiling=CEILING, resolution=RESOLUTION,
-                    steps=sorted(steps, key=lambda s: s.multiple))
+                    steps=sorted(steps, key=lambda s: s.multiple), error=err)
 
 
 def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float | None:
@@ -84,8 +87,9 @@ def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float 
 def step_of(multiple: float, result: RunResult | None, cell: str | None) -> CapacityStep:
     """A step's judgement from its cell's result: every threshold (the busy share's included), and steady at the
     clock (a block log's backlog carried from its warm-up, past the lag bound, is no steady state)."""
-    if result is None:
-        return CapacityStep(multiple=multiple, passed=False, why="no result", cell=cell)
+    if result is None or result.status not in ("passed", "failed", "oom"):
+        why = "no result" if result is None else f"{result.status}: {result.error or '-'}"
+        return CapacityStep(multiple=multiple, passed=False, error=True, why=why, cell=cell)
     m, bl = result.metrics, result.metrics.block_log
     behind = _behind_at_clock(result)
     if behind is not None:

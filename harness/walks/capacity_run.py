@@ -84,10 +84,7 @@ def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Pa
         return EXIT_RUN_FAILED
     env = r1.environment if r1 is not None else {}
     got = got.model_copy(update={"of": engine, "mem": mem, "sitting": utc_now()[:10], "code": env.get("git_commit"),
-                                 "host": Host(cpu_model=env.get("cpu_model"), kernel=env.get("kernel"),
-                                              runtime=env.get("runtime"), fsync_p50_us=(env.get("fsync_floor") or {})
-                                              .get("p50_us"), disk_write_mib_per_s=(env.get("disk_write") or {})
-                                              .get("sequential_write_mib_per_s"))})
+                                 "host": Host.of(env)})
     said = (f"{engine} {probe.scenario} ({probe.profile}){' under ' + mem if mem else ''}: carries {got.figure()} "
             f"the offered load" + (f" ({got.binding()})" if got.binding() else "") + f"; {len(got.steps)} step{'s' if len(got.steps) != 1 else ''}")
     out = out.model_copy(update={"capacity": got, "sentence": said, "wall_s": round(time.monotonic() - t0, 1),

@@ -51,7 +51,7 @@ def test_a_finished_verdict_is_published_with_its_machine_date_and_commit(tmp_pa
     readme = (dest / "README.md").read_text()
     env = env_of(run)
     assert env["git_commit"] in readme and env["cpu_model"] in readme and v["updated_utc"][:10] in readme
-    assert "**384m** (≈ 375.0GiB at 1x): use sqlite" in readme
+    assert "| 384m (≈ 375.0GiB at 1x) | use sqlite |" in readme, readme
     if shutil.which("chromium"):
         assert (dest / "report.png").stat().st_size > 20_000 and "report.png" in readme
 
@@ -90,6 +90,10 @@ def test_a_run_is_published_with_its_files_and_read_back_by_compare_window(tmp_p
     rc, r, run_dir, err = run_scenario(tmp_path, "--scenario", "p99_5x", "--profile", "smoke", "--set",
                                        "block_log.group_blocks=1")
     assert rc in (0, 1), err[-2000:]
+    # behind a block log a reader sees a block at its apply: after its acknowledgement, from the same due time
+    bl, ack = r["metrics"]["block_log"], r["metrics"]["commit_latency_ms"]
+    assert bl["queryable_ms"]["count"] == bl["acknowledged_blocks"] > 0 and bl["lag_at_start_blocks"] is not None
+    assert bl["queryable_ms"]["p99"] >= ack["p99"] * 0.99 and bl["queryable_ms"]["p50"] >= ack["p50"] * 0.99
     assert subprocess.run(harness_cmd() + ["report", str(run_dir)], cwd=ROOT, capture_output=True,
                           timeout=120).returncode == 0
     out = publish(run_dir, tmp_path / "docs", "--name", "hour")

@@ -129,10 +129,17 @@ def test_verdict_stops_at_the_first_engine_that_passes(tmp_path):
     assert v["verdict"] == {"engine": "sqlite", "decision": "at 384m (≈ 375.0GiB at 1x): use sqlite",
                             "path": ["sqlite: passed"], "note": None}
     runs = v["matrix"][0]["runs"]        # a close call's k of n, where the smoke phase's few blocks made it one
-    assert v["answers"] == [{"mem": "384m", "at_reference": "≈ 375.0GiB at 1x", "status": "answered",
-                             "engine": "sqlite", "decision": "use sqlite", "why": None, "tuned_with": None,
-                             "trade_offs": [], "design": None, "leaf": None, "unstable": [], "runs": runs,
-                             "headroom": None, "fragile": False}]
+    (a,) = v["answers"]
+    assert {k: a[k] for k in ("mem", "at_reference", "status", "engine", "decision", "why", "tuned_with",
+                              "trade_offs", "design", "leaf", "unstable", "runs", "headroom", "fragile")} == \
+        {"mem": "384m", "at_reference": "≈ 375.0GiB at 1x", "status": "answered", "engine": "sqlite",
+         "decision": "use sqlite", "why": None, "tuned_with": None, "trade_offs": [], "design": None, "leaf": None,
+         "unstable": [], "runs": runs, "headroom": None, "fragile": False}
+    # the typed answer (verdict v9): its kind, where it was measured, when a block is durable and queryable (an engine
+    # in place: at its commit), the figure nearest its line
+    assert a["kind"] == "engine" and a["measured_at"] == "384m" and a["capacity"] is None
+    assert a["durable_p99_ms"] == a["queryable_p99_ms"] and a["durable_p99_ms"] > 0
+    assert a["binding"].startswith(("p99_5x: ", "reorg: ", "crash: "))
     assert runs in ([], ["reorg: passed 2 of 2"])
     assert [(c["engine"], c["mem"], c["outcome"]) for c in v["matrix"]] == [("sqlite", "384m", "pass"),
                                                                            ("duckdb", "384m", "not run")]

@@ -26,4 +26,4 @@ def test_the_answer_line_of_a_level_with_a_design_names_it_first_and_no_engine_m
     (a,) = with_leaf([none], leaf)
     line = a.in_full()
     assert line.startswith("Deploy sqlite with a block log in front"), line
-    assert "No engine met" not in line and tree.otherwise not in line and "acknowledgement p99 5 ms" in line
+    assert "No engine met" not in line and tree.otherwise not in line and "durable in 5 ms (acknowledgement p99)" in line and a.status == "answered"

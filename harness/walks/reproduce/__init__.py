@@ -24,6 +24,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.provenance import PROJECT_DIR, code_digest, git_commit, measuring_files
 from harness.results import VerdictFile, load_result, load_verdict
+from harness.results.headroom import Host
 from harness.results.reproduce import ReproduceFile, Target
 from harness.scenario.decision import DECISION_FILE
 from harness.walks.reproduce import judge
@@ -77,6 +78,26 @@ def differences(folder: Path, v: VerdictFile) -> list[str]:
         out.append(f"scenarios/decision.yaml differs from the published one ({', '.join(keys) or 'comments only'}): "
                    "this sitting walks the published one")
     return out
+
+
+def published_host(folder: Path) -> Host | None:
+    """The host the published walk ran on: its first kept cell's environment."""
+    for f in sorted((folder / "cells").glob("*/*/result.json.gz")):
+        return Host.of(json.loads(gzip.decompress(f.read_bytes())).get("environment", {}))
+    return None
+
+
+def host_differs(then: Host | None, now: Host, band: float) -> str | None:
+    """'the host: ...' where the CPU model, kernel or runtime differ, or the disk's bandwidth moved past the band."""
+    if then is None:
+        return None
+    disk = then.disk_write_mib_per_s and now.disk_write_mib_per_s and \
+        not (1 / band <= now.disk_write_mib_per_s / then.disk_write_mib_per_s <= band)
+    what = [n for n, a, b in (("CPU model", then.cpu_model, now.cpu_model), ("kernel", then.kernel, now.kernel),
+                              ("runtime", then.runtime, now.runtime)) if a != b] + (["disk bandwidth"] if disk else [])
+    if not what:
+        return None
+    return f"the host ({', '.join(what)}): this sitting {now.says()}; the walk {then.says()}"
 
 
 def published_runtime(folder: Path) -> str | None:
@@ -172,6 +193,8 @@ def _judged(folder: Path, v: VerdictFile, walk: Walk, done: list[Target], differ
     levels = [judge.level(a.mem, a.decision, [t for t in done if t.level == a.mem]) for a in v.answers]
     first = next((load_result(walk.root / c.scenario / c.dir / "result.json") for t in done for c in t.cells), None)
     env = first.environment if first is not None else {}
+    host = host_differs(published_host(folder), Host.of(env), within)
+    differs = differs + ([host] if host else [])
     commit_file = folder / "commit"
     return ReproduceFile(
         published=folder.name, run_id=hashlib.sha256(str(walk.root).encode()).hexdigest()[:8],

@@ -1,10 +1,12 @@
-"""A reproduction's judgement: each figure beside the published one, raw and per the two sittings' speed (their
-reference cells), flagged "moved" past the spread between sittings; each level agreed, disagreed or disturbed."""
+"""A reproduction's judgement: each figure beside the published one, raw (a figure near zero by its distance to its
+line), flagged "moved" past the spread between sittings; each level agreed, disagreed or disturbed on what its answer
+measured (an alternative that moved is said, never the level's disagreement)."""
 from __future__ import annotations
 
 import statistics
 
 from harness.results.reproduce import Figure, LevelAgreement, Target
+from harness.scenario.thresholds import parse_threshold
 
 
 def sitting_figure(refs) -> float | None:
@@ -30,21 +32,40 @@ def spread(within: float, now, then) -> tuple[float, str]:
     return round(out, 3), why
 
 
+NEAR_ZERO = 0.1     # a figure within this share of its line's limit of zero is judged by its distance to the line
+
+
+def _limit(fig: Figure) -> float | None:
+    """The line of the threshold a figure is named after ('p99_5x: last(apply_lag_growth_blocks) < 2': 2)."""
+    try:
+        return abs(parse_threshold(fig.name.rsplit(": ", 1)[-1]).limit) or None
+    except ValueError:
+        return None
+
+
 def compared(fig: Figure, sitting_speed: float | None, band: float) -> Figure:
-    """A figure's ratios: raw, and for a time divided by the sittings' speed; moved outside [1/band, band]."""
-    if not fig.published or fig.reproduced is None:
+    """A figure's ratio, raw: a time is not divided by the sittings' speed, which the record refutes for the figures
+    that decide (the reference moved 1.89x where the design's busy share moved 1.53x and its apply p50 1.56x). Moved:
+    outside [1/band, band]; a figure near zero (a trend, a lag) by how far it moved as a share of its line instead,
+    so 0.02 -> -0.019 against a line of 2 is not 'x-0.95'."""
+    if fig.published is None or fig.reproduced is None:
+        return fig
+    limit = _limit(fig)
+    if limit and max(abs(fig.published), abs(fig.reproduced)) < NEAR_ZERO * limit:
+        return fig.model_copy(update={"raw": None, "normalised": None,
+                                      "moved": abs(fig.reproduced - fig.published) / limit > band - 1})
+    if not fig.published:
         return fig
     raw = fig.reproduced / fig.published
-    norm = raw / sitting_speed if fig.timed and sitting_speed else raw if not fig.timed else None
-    judged = norm if norm is not None else raw
-    return fig.model_copy(update={"raw": round(raw, 3), "normalised": round(norm, 3) if norm is not None else None,
-                                  "moved": not (1 / band <= judged <= band)})
+    return fig.model_copy(update={"raw": round(raw, 3), "normalised": None, "moved": not (1 / band <= raw <= band)})
 
 
 def level(mem: str, answer: str, targets: list[Target]) -> LevelAgreement:
-    """agreed: every target's label as published; disagreed: which changed, on which figure; disturbed: a cell
-    measured beside other load twice (the walk's rule); unmeasured: a cell in error."""
-    moved = [f"{t.says} at {t.mem}: {f.name} x{f.normalised if f.normalised is not None else f.raw:g}"
+    """agreed: the answer's (and its control's) label as published; disagreed: which changed, on which figure;
+    disturbed: a cell measured beside other load twice (the walk's rule); unmeasured: a cell in error. An alternative
+    whose label changed is said ("alternative moved"), and is no disagreement: the answer did not change."""
+    moved = [f"{t.says} at {t.mem}: {f.name} " + (f"x{f.raw:g}" if f.raw is not None else
+                                                  f"{f.published:g} -> {f.reproduced:g}")
              for t in targets for f in t.figures if f.moved]
     for bad, outcome in (("disturbed", "disturbed"), ("error", "unmeasured")):
         hit = next((t for t in targets if t.reproduced == bad), None)
@@ -52,15 +73,18 @@ def level(mem: str, answer: str, targets: list[Target]) -> LevelAgreement:
             why = next((c.error for c in hit.cells if c.error), None) or bad
             return LevelAgreement(mem=mem, answer=answer, outcome=outcome, moved=moved,
                                   says=f"{hit.says} at {hit.mem}: {why}")
-    changed = [t for t in targets if t.reproduced != t.published]
+    said = lambda t: (f"{t.role}, {t.says} at {t.mem}: {t.published}, now {t.reproduced}"       # noqa: E731
+                      + (f" (on {t.changed_on})" if t.changed_on else ""))
+    changed = [t for t in targets if t.reproduced != t.published and t.role != "alternative"]
+    alt = [f"alternative moved: {said(t)}" for t in targets if t.reproduced != t.published and t.role == "alternative"]
     if not targets:
         return LevelAgreement(mem=mem, answer=answer, outcome="unmeasured", says="nothing to measure at this level")
     if changed:
-        return LevelAgreement(mem=mem, answer=answer, outcome="disagreed", moved=moved, says="; ".join(
-            f"{t.role}, {t.says} at {t.mem}: {t.published}, now {t.reproduced}"
-            + (f" (on {t.changed_on})" if t.changed_on else "") for t in changed))
-    return LevelAgreement(mem=mem, answer=answer, outcome="agreed", moved=moved, says="; ".join(
-        f"{t.role}, {t.says} at {t.mem}: {t.reproduced}" for t in targets))
+        return LevelAgreement(mem=mem, answer=answer, outcome="disagreed", moved=moved, alternative_moved=alt,
+                              says="; ".join(said(t) for t in changed))
+    return LevelAgreement(mem=mem, answer=answer, outcome="agreed", moved=moved, alternative_moved=alt,
+                          says="; ".join([*(f"{t.role}, {t.says} at {t.mem}: {t.reproduced}" for t in targets
+                                            if t.role != "alternative" or t.reproduced == t.published), *alt]))
 
 
 def exit_code(levels: list[LevelAgreement]) -> int:

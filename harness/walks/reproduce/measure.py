@@ -1,10 +1,10 @@
 """Each target measured in this sitting the way the published walk measured it, through the walk's own code: a
-candidate with every criterion and, where it passed, its headroom at this sitting's m; an implied answer's control
+candidate with every criterion and, where it passed, its capacity measured on itself; an implied answer's control
 screened as the walk's implication control was; a headroom measured at a level whose pass came from below."""
 from __future__ import annotations
 
 from harness.results import CellRecord, VerdictFile
-from harness.results.reproduce import Target
+from harness.results.reproduce import Figure, Target
 from harness.scenario.matrix import load_matrix
 from harness.walks.reproduce.targets import LEAF, figures, label_of
 from harness.walks.verdict.controls import control_tag
@@ -65,11 +65,21 @@ def _filled(t: Target, recs: list[CellRecord], screens: list[CellRecord], label,
         here = passes(recs, screens)
         changed = next((f"{n}: {'passed' if then[n] else 'failed'}, now {'passed' if here[n] else 'failed'}"
                         for n in here if n in then and then[n] != here[n]), None)
+        if changed is None and headroom is not None and headroom.capacity is not None:
+            c = headroom.capacity
+            changed = f"capacity {c.figure()} against the {headroom.multiple:g}x line" + (
+                f" ({c.binding()})" if c.binding() else "")
         if changed is None and headroom is not None and headroom.latency_over:
             changed = f"headroom: {headroom.latency_over[0]}"
         if changed is None and headroom is not None and headroom.screen != "passed":
             changed = f"headroom screen at {headroom.multiple:.2f}x: {headroom.screen}"
-    return t.model_copy(update={"reproduced": label, "figures": figs, "cells": recs + screens, "changed_on": changed})
+    cap = headroom.capacity if headroom is not None else None
+    if cap is not None or t.published_capacity is not None:     # the capacity itself, beside the walk's
+        figs.append(Figure(name="capacity (x the offered load)", timed=False,
+                           published=t.published_capacity.multiple if t.published_capacity else None,
+                           reproduced=cap.multiple if cap else None))
+    return t.model_copy(update={"reproduced": label, "figures": figs, "cells": recs + screens, "changed_on": changed,
+                                "capacity": cap})
 
 
 def _published_records(v: VerdictFile, t: Target) -> tuple[list[CellRecord], list[CellRecord]]:

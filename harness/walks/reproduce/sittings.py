@@ -41,20 +41,42 @@ def sittings(published: Path) -> list[ReproduceFile]:
     return [rf for f in sorted((published / "sittings").glob("*/reproduce.json")) if (rf := load_reproduce(f))]
 
 
+def measured_at(v: VerdictFile, a) -> str:
+    """The level whose cells an answer stands on: verdict v9's typed answer says; before, a leaf design's pass implied
+    from a smaller level is that level's."""
+    if a.measured_at:
+        return a.measured_at
+    if a.design:
+        engine, design = a.design.split(": ", 1)
+        cell = next((c for c in v.leaf if c.engine == engine and c.design == design and c.mem == a.mem), None)
+        if cell is not None and cell.implied_from:
+            return cell.implied_from
+    return a.mem
+
+
 def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[tuple[str, str, int, int, str]]:
-    """(level, answer, k, n, each sitting's word) per published level: the walk itself holds its answer."""
-    out = []
+    """(levels, answer, k, n, each sitting's word) per measured answer: one answer measured at one level and implied
+    at the levels above counts once, as its measured level's outcome in each sitting (the walk itself holds it)."""
+    groups: dict[tuple[str, str], list] = {}
     for a in v.answers:
-        words, k, n = [f"{(v.updated_utc or '?')[:10]} walked"], 1, 1
+        groups.setdefault((measured_at(v, a), a.decision), []).append(a)
+    out = []
+    for (source, decision), answers in groups.items():
+        mems = [a.mem for a in answers]
+        k = int(not answers[0].fragile and answers[0].status == "answered")
+        words, n = [f"{(v.updated_utc or '?')[:10]} walked" + ("" if k else " (passes today only)")], 1
         for rf in kept:
-            x = next((x for x in rf.levels if x.mem == a.mem), None)
-            if x is None:
+            t = next((t for t in rf.targets if t.role == "answer" and t.mem == source), None)
+            x = next((x for x in rf.levels if x.mem == source), None)
+            if t is None or x is None:
                 continue
-            words.append(f"{rf.date} {x.outcome}")
-            if x.outcome in ("agreed", "disagreed"):
+            words.append(f"{rf.date} {x.outcome}" + (f" ({t.reproduced})" if t.reproduced != t.published else ""))
+            if t.reproduced not in (None, "disturbed", "error") and x.outcome != "disturbed":
                 n += 1
-                k += x.outcome == "agreed"
-        out.append((a.mem, a.decision, k, n, "; ".join(words)))
+                k += t.reproduced == "passed with headroom"
+        levels = source + (f" (implied at {', '.join(m for m in mems if m != source)})"
+                           if any(m != source for m in mems) else "")
+        out.append((levels, decision, k, n, "; ".join(words)))
     return out
 
 
@@ -66,8 +88,9 @@ def update_readme(published: Path, v: VerdictFile) -> None:
     section = [BEGIN, "## Held in k of n sittings", "",
                "Each later sitting ran `make reproduce` on this folder: the level's answer and its closest alternative "
                "again, with the reference cell at the start, between levels and at the end. n counts the walk and each "
-               "sitting that measured the level; [sittings/](sittings) holds each one.", "",
-               "| level | answer | held | sittings |", "| --- | --- | --- | --- |",
+               "sitting that measured it; an answer measured at one level and implied at others counts once, as its measured "
+               "level's; [sittings/](sittings) holds each one.", "",
+               "| measured at | answer | held | sittings |", "| --- | --- | --- | --- |",
                *[f"| {mem} | {answer} | {k} of {n} | {words} |" for mem, answer, k, n, words in rows], END]
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)

@@ -64,16 +64,26 @@ def label_of(recs: list[CellRecord], screen: list[CellRecord], headroom_passed: 
     return "passes" if headroom_passed is None else "passed with headroom" if headroom_passed else "passes today only"
 
 
-def _published_headroom(v: VerdictFile, engine: str, tag: str, mem: str) -> bool | None:
-    """What the walk said of the configuration's headroom there: the leaf's or the matrix's Headroom (its latencies
-    times m included), else None (its screen's cells then say)."""
+def _published_cell(v: VerdictFile, engine: str, tag: str, mem: str):
+    """The leaf's or the matrix's cell of the configuration there, with its Headroom; None: the walk had none."""
     if tag.startswith(LEAF):
-        cell = next((c for c in v.leaf if c.engine == engine and c.design == tag[len(LEAF):] and c.mem == mem
+        return next((c for c in v.leaf if c.engine == engine and c.design == tag[len(LEAF):] and c.mem == mem
                      and c.headroom is not None), None)
-    else:
-        cell = next((c for c in v.matrix if c.engine == engine and c.mem == mem and c.headroom is not None
-                     and (tag in c.passed_options if tag else not c.tuned_with)), None)
+    return next((c for c in v.matrix if c.engine == engine and c.mem == mem and c.headroom is not None
+                 and (tag in c.passed_options if tag else not c.tuned_with)), None)
+
+
+def _published_headroom(v: VerdictFile, engine: str, tag: str, mem: str) -> bool | None:
+    """What the walk said of the configuration's headroom there (before v9: its latencies times m included), else
+    None (its screen's cells then say)."""
+    cell = _published_cell(v, engine, tag, mem)
     return cell.headroom.passed if cell is not None else None
+
+
+def published_capacity(v: VerdictFile, engine: str, tag: str, mem: str):
+    """The capacity the walk measured on the configuration there (verdict v9), else None."""
+    cell = _published_cell(v, engine, tag, mem)
+    return cell.headroom.capacity if cell is not None else None
 
 
 def figures(recs: list[CellRecord], screen: list[CellRecord]) -> list[Figure]:
@@ -95,7 +105,8 @@ def target(v: VerdictFile, engine: str, tag: str, mem: str, level: str, role: st
     screen = records(v, engine, headroom_tag(tag), mem, "headroom screen")
     return Target(mem=mem, level=level, role=role, engine=engine, tag=tag, says=says(engine, tag),
                   published=label_of(recs, screen, _published_headroom(v, engine, tag, mem)),
-                  figures=figures(recs, screen), published_cells=[f"{r.scenario}/{r.dir}" for r in recs + screen])
+                  figures=figures(recs, screen), published_cells=[f"{r.scenario}/{r.dir}" for r in recs + screen],
+                  published_capacity=published_capacity(v, engine, tag, mem))
 
 
 def _answer(v: VerdictFile, a) -> tuple[str, str, str | None, bool] | None:

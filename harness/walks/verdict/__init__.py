@@ -27,6 +27,7 @@ from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf, with_leaf
 from harness.walks.verdict.states import drop_new_states, drop_step_states, leaf_engine, state_ids
+from harness.walks.verdict.typed import readers_answers, typed
 from harness.walks.verdict.walk import Walk, log
 
 
@@ -151,7 +152,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         out = out.model_copy(update={
             "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
             "cells": walk.records, "reference": walk.reference,
-            "answers": with_controls(with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf), controls),
+            **_answers(walk, leaf, controls, ref),
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)
@@ -196,6 +197,14 @@ def _drop_leaf_states(walk: Walk, leaf: list, plans: dict, before: set[str]) -> 
     drop_new_states(before)
 
 
+def _answers(walk: Walk, leaf, controls, ref) -> dict:
+    """verdict.json's answers (typed, from every cell the walk ran) and the stricter readers' answer per level."""
+    tree, mems = walk.tree, walk.mems
+    found = with_controls(with_leaf(answer.answers(tree, mems, walk.matrix, ref), leaf), controls)
+    return {"answers": typed(found, walk.matrix, leaf, walk.records, {s.engine: s.set for s in tree.steps}),
+            "readers": readers_answers(mems, tree.readers.strict_ms, walk.matrix, leaf, walk.records)}
+
+
 def _verdict(out: VerdictFile, steps: list[VerdictStep]) -> VerdictFile:
     """The one-line verdict over the answers: the engine where one engine answers every level."""
     answers = out.answers
@@ -220,14 +229,16 @@ def _expect(walk: Walk, profile: str, drop_states: bool):
 
 
 def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
-    """The answers and the walk on stderr, the files on stdout; the exit code (0 every level answered, 1 one
-    has no engine, 3 one is inconclusive)."""
+    """The answers and the walk on stderr, the files on stdout; the exit code (0 every level answered, by an engine
+    or a design, 1 one has none, 3 one is inconclusive)."""
     answers = out.answers
     print(("CAVEAT: " + "; ".join(out.caveats) + "\n") if out.caveats else "", end="", file=sys.stderr)
     for a in answers:
         print(f"verdict at {a.mem}: {a.figures()}"
               + (f"\n  the last leaf, measured: {a.leaf}" if a.leaf and not a.design else ""), file=sys.stderr)
-    from harness.report.answer_table import HEADERS, answer_rows
+    from harness.report.answer_table import HEADERS, answer_rows, readers_line
+    if out.readers:
+        print(readers_line(out), file=sys.stderr)
     for row in answer_rows(out):
         print("\n".join([f"  {row[0]}: {row[1]}", *(f"    {h}: {x}" for h, x in zip(HEADERS[2:], row[2:]))]),
               file=sys.stderr)

@@ -23,6 +23,9 @@ from harness.walks.verdict.roles import CANDIDATE, Role, candidate_of
 from harness.walks.verdict.walk import Walk
 
 
+CAPACITY_STEPS = 2      # a candidate's capacity, led by its busy share: one step under its line, one over (capacity.py)
+
+
 class Tally:
     """The minutes the played walk would spend; its cells are the played walk's own records."""
 
@@ -48,7 +51,7 @@ class Tally:
 def outcome_key(engine: str, tag: str, leaf_designs: set[str]) -> str:
     """The name decision.yaml's estimate.passes uses for a cell's configuration: engine, engine/option or
     engine/leaf-design (an implication control checks the configuration it stands for)."""
-    tag = candidate_of(tag)         # a headroom screen: expected as its candidate
+    tag = candidate_of(tag)         # a capacity step (or a headroom screen): expected as its candidate
     what = checked(tag)
     if what is not None:
         return f"{engine}/{'leaf-' if what in leaf_designs else ''}{what}" if what else engine
@@ -136,7 +139,8 @@ def estimate(walk: Walk, profile: str, drop_states: bool = False) -> Estimate:
     full = [costs.full.get(cp.criterion.scenario, costs.fail) for cp in walk.criteria] if costs else []
     return Estimate(cells=tally.cells, minutes=round(tally.minutes, 1), state_minutes=round(tally.state_minutes, 1),
                     by_label=tally.by_label, basis=basis, path=tally.path,
-                    unexpected_pass_minutes=round(sum(full) - costs.fail + (costs.screen if walk.headroom_on else 0), 1)
+                    unexpected_pass_minutes=round(sum(full) - costs.fail + (CAPACITY_STEPS * costs.screen if walk.headroom_on
+                                                                            else 0), 1)
                     if full else None,
                     close_call_minutes=round((walk.tree.confirm.runs - 1) * full[0], 1) if full and not walk.headroom_on
                     else None)

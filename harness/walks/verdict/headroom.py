@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.environment import utc_now
-from harness.results import CellRecord, RunResult, VerdictFile, load_reproduce, load_result, load_verdict
+from harness.results import CellRecord, VerdictFile, load_reproduce, load_result, load_verdict
 from harness.results.headroom import Capacity, Headroom, Host, ReferenceRun
 from harness.walks import capacity as cap
 from harness.walks.verdict.roles import at_load, load_tag, log, reference_role
@@ -50,14 +50,6 @@ def reference_cell(walk, at: str) -> ReferenceRun | None:
     log(f"reference cell {n} ({at}): service p50 {figure:,.0f} ms" if figure is not None else
         f"reference cell {n} ({at}): no figure ({run.status})")
     return run
-
-
-def host_of(r: RunResult | None, runtime: str | None = None) -> Host:
-    """The host a cell ran on, from its environment."""
-    env = r.environment if r is not None else {}
-    return Host(cpu_model=env.get("cpu_model"), kernel=env.get("kernel"), runtime=env.get("runtime") or runtime,
-                disk_write_mib_per_s=(env.get("disk_write") or {}).get("sequential_write_mib_per_s"),
-                fsync_p50_us=(env.get("fsync_floor") or {}).get("p50_us"))
 
 
 def on_record(of: str, mem: str, profile: str, runtime: str | None, published: Path | None = None) -> list[Capacity]:
@@ -101,9 +93,10 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
         rec = screen[0] if screen else None
         result = load_result(walk.root / rec.scenario / rec.dir / "result.json") if rec else None
         step = cap.step_of(m, result, f"{rec.scenario}/{rec.dir}" if rec else None)
-        if result is None and rec is not None:          # no result to read: its record's word
+        if result is None and rec is not None and rec.status in ("passed", "failed", "oom"):   # its record's word
             ok = rec.status == "passed"
-            step = step.model_copy(update={"passed": ok, "why": None if ok else rec.diagnosis or rec.status})
+            step = step.model_copy(update={"passed": ok, "error": False,
+                                           "why": None if ok else rec.diagnosis or rec.status})
         log(f"{engine}{' ' + tag if tag else ''} at {mem}, {m:.2f}x the load: "
             f"{'passed' if step.passed else 'failed'}{': ' + step.why if step.why else ''}"
             + (f" (applier {step.busy:.0%} busy)" if step.busy is not None else ""))
@@ -111,8 +104,7 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
     got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound)
     return got.model_copy(update={"of": f"{engine}/{tag}" if tag else engine, "mem": mem,
                                   "sitting": utc_now()[:10], "code": first.environment.get("git_commit")
-                                  if first is not None else None, "host": host_of(first, recs[0].runtime if recs
-                                                                                  else None)})
+                                  if first is not None else None, "host": Host.of(first.environment if first else {})})
 
 
 def check(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord]) -> Headroom:

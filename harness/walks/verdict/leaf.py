@@ -12,7 +12,7 @@ passes, the closest is named with where its block went."""
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, MemAnswer, load_result
-from harness.results.design import block_log_line
+from harness.results.design import block_log_line, queryable_p99_ms
 from harness.results.headroom import fragile
 from harness.results.phases import describe
 from harness.scenario.matrix import load_matrix
@@ -94,7 +94,7 @@ def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellReco
     return LeafCell(engine=engine, design=design, says=says, mem=mem, outcome=base.outcome, cells=base.cells,
                     runs=base.runs, diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
                     lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
-                    lag_p99_ms=bl.apply_lag_ms.p99 if bl else None,
+                    lag_p99_ms=bl.apply_lag_ms.p99 if bl else None, queryable_p99_ms=queryable_p99_ms(m) if m else None,
                     closeness=_closeness(r) if r is not None else None,
                     split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
 
@@ -127,7 +127,9 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
         if passed is not None:
             at = f" (implied by its pass at {passed.implied_from}, not run here)" if passed.implied_from else ""
             decision = f"Deploy {passed.engine} with {passed.says}"
-            text = (f"acknowledgement p99 {_ms(passed.ack_p99_ms)} ms"
+            text = (f"durable in {_ms(passed.ack_p99_ms)} ms (acknowledgement p99)"
+                    + (f", queryable in {_ms(passed.queryable_p99_ms)} ms (p99 from its due time)"
+                       if passed.queryable_p99_ms is not None else "")
                     + (f", index lag p99 {passed.lag_p99_blocks:g} blocks" if passed.lag_p99_blocks is not None else "")
                     + f"{at}; no engine as deployed met the criteria here")
         else:
@@ -137,7 +139,8 @@ def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]
                     f"({'; '.join(close.runs) + '; ' if close.runs else ''}{close.diagnosis or close.outcome}; "
                     f"{close.split or 'no split'})")
         out.append(a.model_copy(update={
-            "status": "none", "engine": None, "tuned_with": None, "design": f"{passed.engine}: {passed.design}"
+            "status": "answered" if passed else "none", "engine": None, "tuned_with": None,
+            "design": f"{passed.engine}: {passed.design}"
             if passed else None, "decision": decision, "leaf": text, "runs": passed.runs if passed else [],
             "headroom": passed.headroom if passed else None, "fragile": passed is not None and fragile(passed)}))
     return out

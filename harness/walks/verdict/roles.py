@@ -14,9 +14,9 @@ def log(msg: str) -> None:
 
 @dataclass(frozen=True)
 class Role:
-    """A candidate could be the answer: every criterion in full, then its headroom screen (or, in a walk without a
+    """A candidate could be the answer: every criterion in full, then its capacity's steps (or, in a walk without a
     reference cell, a close call run again). Nothing else is confirmed: a control runs once; a trade-off (never the
-    answer) is screened, once, on the first criterion over a short phase. A headroom screen runs its blocks due
+    answer) is screened, once, on the first criterion over a short phase. A capacity step runs its blocks due
     `load` times as often; the reference cell is `fixed`: the same cell in every sitting, whatever the walk's
     durability or horizon."""
     label: str

@@ -14,6 +14,7 @@ from harness.results.headroom import Headroom, ReferenceRun, fragile
 from harness.scenario.decision import DecisionTree, Step, as_overrides
 from harness.scenario.matrix import Option, flat_values, load_matrix
 from harness.scenario.plan import resolve_plan
+from harness.walks.capacity import MAX_STEPS
 from harness.walks.sweep import Cell, CellOptions, plan_cells, run_cells
 from harness.walks.verdict.answer import at_mem, diagnose, judge_step, matrix_cell, runs_lines
 from harness.walks.verdict.confirm import close_call, runs_outcome
@@ -60,7 +61,7 @@ class Walk:
 
     def run(self) -> list[VerdictStep]:
         log(f"at most {self.cells_at_most()} cells: {len(self.mems)} levels x {len(self.criteria)} criteria, each "
-            "step's settings, tune options and control, the leaf's designs, a close call's runs or headroom screen; a "
+            "step's settings, tune options and control, the leaf's designs, a close call's runs or capacity steps; a "
             "failure ends its level's criteria and implies the levels below, so a walk runs far fewer")
         if self.headroom_on and not self.reference:
             reference_cell(self, "start")
@@ -130,7 +131,7 @@ class Walk:
     def candidate(self, engine: str, settings: dict, tag: str, mem: str,
                   option: Option | None = None) -> tuple[list[CellRecord], Headroom | None]:
         """A cell that could be the answer: every criterion in full, then, where they all passed and the walk has a
-        reference cell, its headroom (verdict/headroom.py; its screen's records are the walk's, not the answer's)."""
+        reference cell, its capacity (verdict/headroom.py; its steps' records are the walk's, not the answer's)."""
         recs = self.engine_at(engine, settings, tag, mem, option)
         if not self.headroom_on or at_mem(recs) != "pass":
             return recs, None
@@ -317,14 +318,14 @@ class Walk:
 
     def cells_at_most(self) -> int:
         """Cells the walk may still run, an upper bound on a quiet machine: every criterion at every open level, each
-        with a close call's runs (or, with a reference cell, its headroom screen), for every step not yet judged with
+        with a close call's runs (or, with a reference cell, its capacity's steps), for every step not yet judged with
         its tune options and control, then every leaf design, and the reference cells left (failures end a level's
         criteria early and imply the levels below, so most walks run far fewer)."""
         runs = self.repeats if self.repeats > 1 else 1 if self.headroom_on else self.tree.confirm.runs
         steps_left = self.tree.steps[len(self.steps):]
         configs = sum(1 + len(s.tune) + bool(s.control) for s in steps_left)
         designs = sum(len(d) for d in self.tree.leaf.designs.values()) if self.tree.leaf else 0
-        per_config = len(self.criteria) * runs + (1 if self.headroom_on else 0)
+        per_config = len(self.criteria) * runs + (MAX_STEPS if self.headroom_on else 0)
         references = len(steps_left) + 2 if self.headroom_on else 0     # between steps, before the leaf, at the end
         return len(self.open_mems()) * per_config * (configs + designs) + references
 
