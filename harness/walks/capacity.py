@@ -95,11 +95,10 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None) -> Capa
     if behind is not None:
         return CapacityStep(multiple=multiple, passed=False, steady=False, cell=cell,
                             why=f"fell {behind:g} blocks behind in its warm-up (bound {bl.lag_bound_blocks})")
-    failed = [t for t in result.thresholds if not t.passed]
-    why = "; ".join(_crossed(t) for t in failed) if failed else (result.error or None) \
-        if result.status != "passed" else None
-    return CapacityStep(multiple=multiple, passed=result.status == "passed", why=why or (
-        None if result.status == "passed" else result.status), cell=cell,
+    passed = result.status == "passed"
+    crossed = "; ".join(_crossed(t) for t in result.thresholds if not t.passed)
+    return CapacityStep(multiple=multiple, passed=passed, why=None if passed else crossed or result.error
+                        or result.status, cell=cell,
         busy=bl.apply_utilisation if bl else None, lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
         p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
 
