@@ -107,6 +107,11 @@ def full_rows(v: VerdictFile) -> list[list[str]]:
     return rows
 
 
+def alternative_line(v: VerdictFile) -> str:
+    """How far the closest alternative that failed is (verdict v9), one line."""
+    return (v.alternative.says()[0].upper() + v.alternative.says()[1:] + ".") if v.alternative else ""
+
+
 def readers_line(v: VerdictFile) -> str:
     """The stricter readers' answer per level, one line (verdict v9's readers)."""
     if not v.readers:

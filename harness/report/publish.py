@@ -10,7 +10,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.report.answer_table import as_markdown, readers_line
+from harness.report.answer_table import alternative_line, as_markdown, readers_line
 from harness.errors import ConfigError
 from harness.results import load_result
 from harness.results.walks import VerdictFile
@@ -117,6 +117,7 @@ def _readme(v: VerdictFile, env: dict, shot: Path | None) -> str:
         "## The answer", "",
         *(as_markdown(v) + [""] if v.answers else []),
         *([readers_line(v), ""] if v.readers else []),
+        *([alternative_line(v), ""] if v.alternative else []),
         *([f"Every cell at durability `{v.durability}`.", ""] if v.durability else []),
         f"[report.md](report.md) (every cell, its label and minutes; the implication controls), "
         f"[verdict.json](verdict.json) (what a script reads), every cell's result under [cells/](cells) (gzipped), "

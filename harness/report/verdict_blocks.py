@@ -2,7 +2,8 @@
 through the decision tree (each step's failing thresholds, its control), then the library each engine ran."""
 from __future__ import annotations
 
-from harness.report.answer_table import FULL_HEADERS, HEADERS, answer_rows, full_rows, readers_line
+from harness.report.answer_table import (FULL_HEADERS, HEADERS, alternative_line, answer_rows, full_rows,
+                                         readers_line)
 from harness.report.blocks import Block, _f
 from harness.report.verdict_cells import cost_blocks
 from harness.results.headroom import fragile
@@ -77,6 +78,7 @@ def answer_blocks(meta) -> list[Block]:
                                                           meta.durability else "") + ":"),
                Block("table", headers=HEADERS, rows=answer_rows(meta)),
                *([Block("p", readers_line(meta))] if meta.readers else []),
+               *([Block("p", alternative_line(meta))] if meta.alternative else []),
                Block("p", "Every deciding figure beside its line, the headroom in full, the alternatives:"),
                Block("table", headers=FULL_HEADERS, rows=full_rows(meta))] if meta.answers else []),
             *([Block("p", "The sitting's reference cells (its speed, for the record: no capacity is a multiple of "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 from harness.results.base import Model
-from harness.results.headroom import Headroom
+from harness.results.headroom import Capacity, Headroom
 
 
 class MemAnswer(Model):
@@ -65,3 +65,20 @@ class ReaderAnswer(Model):
     queryable_p99_ms: Optional[float] = None
     closest: Optional[str] = None               # none: the passing candidate nearest the line
     closest_ms: Optional[float] = None
+
+
+class Alternative(Model):
+    """v9: the candidate that came closest to passing among those that failed, and how far it is: its capacity (a
+    multiple under 1), or why no load carries it."""
+    engine: str
+    what: str                                   # "sqlite with a block log in front", "sqlite at its own settings"
+    mem: str                                    # where it came closest
+    closeness: Optional[float] = None           # its largest measured / limit (over 1: failed)
+    capacity: Optional[Capacity] = None
+    why: Optional[str] = None                   # no steps run: why no load carries it
+
+    def says(self) -> str:
+        far = (f"carries {self.capacity.figure()} the offered load" + (f" ({self.capacity.binding()})"
+               if self.capacity.binding() else "")) if self.capacity is not None else self.why or "-"
+        return f"the closest alternative, {self.what} at {self.mem}: {far}"
+

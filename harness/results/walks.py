@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import model_validator
 
-from harness.results.answers import MemAnswer, ReaderAnswer
+from harness.results.answers import Alternative, MemAnswer, ReaderAnswer
 from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
@@ -229,6 +229,7 @@ class VerdictFile(Model):
     durability: Optional[str] = None            # v7: every cell's (decision.yaml's durability, or DURABILITY=)
     reference: list[ReferenceRun] = []          # v7: the sitting's reference cells, in order
     readers: list[ReaderAnswer] = []            # v9: the stricter readers' answer per level (decision.yaml readers)
+    alternative: Optional[Alternative] = None   # v9: the closest failure, and how far it is
     asked: dict = {}                            # v8: the walk's cell options (DURATION=, early abort, ...): a
                                                 # reproduction runs its cells with them
 

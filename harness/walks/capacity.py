@@ -45,14 +45,17 @@ def _clamp(x: float) -> float:
 
 
 def search(measure: Callable[[float], CapacityStep], first: float, bound: float | None = None,
-           max_steps: int = MAX_STEPS) -> Capacity:
+           max_steps: int = MAX_STEPS, failed_at: float | None = None) -> Capacity:
     """Steps (measure(multiple) -> its step) until the bracket closes: a pass and a failure within RESOLUTION, a pass
     at CEILING, a failure at FLOOR, or max_steps. After the first step, each failure's busy share (where linear)
-    guides the next step under it; otherwise the bracket's doubling and geometric bisection."""
+    guides the next step under it; otherwise the bracket's doubling and geometric bisection. failed_at: a multiple
+    already known to fail (an alternative's own cell at 1x), no step of its own."""
     # led by a prediction, the step just above it closes the bracket; without one, the bracket's doubling does
     fixed = [first, _clamp(first * (1 + RESOLUTION * 0.95))] if bound is not None and first != NO_FIGURE_START \
         else [first]
     br = Bracket(fixed, FLOOR, CEILING, RESOLUTION)
+    if failed_at is not None:
+        br.record(failed_at, False)
     steps: list[CapacityStep] = []
     while len(steps) < max_steps:
         x = _next(br, steps, bound)

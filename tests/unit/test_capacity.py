@@ -103,3 +103,26 @@ def test_the_reference_cell_runs_its_full_blocks_never_stopped_early(tmp_path):
                                  screen_blocks=role.screen_blocks, fixed=True)
     (cand,) = walk.criterion_runs(walk.criteria[0], "sqlite", {}, "", "2g")
     assert not ref.plan.early_abort and cand.plan.early_abort
+
+
+def test_the_closest_alternative_that_failed_has_its_capacity_measured_once_under_1x(tmp_path, monkeypatch):
+    """Every engine fails everywhere (p99 900 ms); current ∪ history fails at 4g on a p99 of 600 ms, the closest
+    of all: its capacity is measured there, once, 1x a known failure, and is under 1 (it carries 0.8x)."""
+    from harness.walks.verdict import headroom
+    from harness.walks.verdict.alternatives import closest_alternative
+    from harness.walks.verdict.leaf import run_leaf
+    from tests.unit.test_reproduce import PUBLISHED, _walk
+    monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
+    monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
+    ch = "leaf-current_history"
+    walk = _walk(tmp_path, {**PUBLISHED, ("sqlite", ch, "4g", "capacity"): 0.8}, {("sqlite", ch, "4g"): 600.0})
+    walk.run()
+    leaf = run_leaf(walk)
+    before = len(walk.ran)
+    alt = closest_alternative(walk, leaf)
+    steps = walk.ran[before:]
+    assert alt.engine == "sqlite" and alt.mem == "4g" and alt.closeness == 1.2 and "current ∪ history" in alt.what
+    assert steps and all(t.startswith(f"{ch}-at-") and m == "4g" for _, t, m, _ in steps), "once, where closest"
+    assert all(float(t.rsplit("-at-", 1)[1].rstrip("x")) < 1 for _, t, _, _ in steps), "1x is known to fail"
+    assert 0.7 <= alt.capacity.multiple < 0.8 and alt.capacity.fails_at <= 1.0
+    assert alt.says().startswith("the closest alternative, sqlite with current ∪ history") and "carries 0.7" in alt.says()

@@ -286,3 +286,10 @@ def test_what_differs_from_the_published_walk_is_said_the_code_by_engine_and_the
     (tmp_path / "decision.yaml").write_text(DECISION_FILE.read_text())
     (tmp_path / "commit").write_text(rp.git_commit() or "")
     assert rp.differences(tmp_path, v.model_copy(update={"cells": v.cells[1:]})) == []
+
+
+def test_a_small_latency_far_from_its_line_is_still_judged_by_its_ratio():
+    from harness.results.reproduce import Figure
+    fig = Figure(name="reorg: p99(commit_ms) < 60000", published=5.0, reproduced=10.0)
+    got = judge.compared(fig, None, 1.15)
+    assert got.raw == 2.0 and got.moved

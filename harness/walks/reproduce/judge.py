@@ -32,25 +32,28 @@ def spread(within: float, now, then) -> tuple[float, str]:
     return round(out, 3), why
 
 
-NEAR_ZERO = 0.1     # a figure within this share of its line's limit of zero is judged by its distance to the line
+NEAR_ZERO = 0.1     # a signed figure within this share of its line's limit of zero is judged by its distance to it
 
 
-def _limit(fig: Figure) -> float | None:
-    """The line of the threshold a figure is named after ('p99_5x: last(apply_lag_growth_blocks) < 2': 2)."""
+def _signed_limit(fig: Figure) -> float | None:
+    """The line of the threshold a figure is named after, where the figure is signed and may sit at zero (a trend:
+    'p99_5x: last(apply_lag_growth_blocks) < 2': 2) or changed sign; None for a figure a ratio judges (a latency)."""
     try:
-        return abs(parse_threshold(fig.name.rsplit(": ", 1)[-1]).limit) or None
+        th = parse_threshold(fig.name.rsplit(": ", 1)[-1])
     except ValueError:
         return None
+    signed = "growth" in th.metric or fig.published * fig.reproduced <= 0
+    return abs(th.limit) or None if signed else None
 
 
 def compared(fig: Figure, sitting_speed: float | None, band: float) -> Figure:
     """A figure's ratio, raw: a time is not divided by the sittings' speed, which the record refutes for the figures
     that decide (the reference moved 1.89x where the design's busy share moved 1.53x and its apply p50 1.56x). Moved:
-    outside [1/band, band]; a figure near zero (a trend, a lag) by how far it moved as a share of its line instead,
-    so 0.02 -> -0.019 against a line of 2 is not 'x-0.95'."""
+    outside [1/band, band]; a signed figure near zero (a trend, or one whose sign flipped) by how far it moved as a
+    share of its line instead, so 0.02 -> -0.019 against a line of 2 is not 'x-0.95'."""
     if fig.published is None or fig.reproduced is None:
         return fig
-    limit = _limit(fig)
+    limit = _signed_limit(fig)
     if limit and max(abs(fig.published), abs(fig.reproduced)) < NEAR_ZERO * limit:
         return fig.model_copy(update={"raw": None, "normalised": None,
                                       "moved": abs(fig.reproduced - fig.published) / limit > band - 1})

@@ -10,7 +10,7 @@ from harness.results.reproduce import Figure, Label, Target
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import METRICS, parse_threshold
 from harness.units import parse_size_bytes
-from harness.walks.verdict.answer import at_mem
+from harness.walks.verdict.answer import at_mem, closeness as closeness_of
 from harness.walks.verdict.roles import headroom_tag
 
 CANDIDATE = "candidate"
@@ -42,13 +42,8 @@ def records(v: VerdictFile, engine: str, tag: str, mem: str, label: str = CANDID
 
 
 def closeness(recs: list[CellRecord]) -> float | None:
-    """The largest measured / limit among the cells' '<' thresholds (below 1: passed; the smallest is the closest)."""
-    ratios = []
-    for t in (t for r in recs for t in r.thresholds if t.value is not None):
-        th = parse_threshold(t.expr)
-        if th.op in ("<", "<=") and th.limit:
-            ratios.append(t.value / th.limit)
-    return max(ratios) if ratios else None
+    """The cells' distance from their lines (verdict/answer.closeness over all their thresholds)."""
+    return closeness_of([t for r in recs for t in r.thresholds])
 
 
 def label_of(recs: list[CellRecord], screen: list[CellRecord], headroom_passed: bool | None) -> Label:

@@ -20,6 +20,7 @@ from harness.scenario.decision import DECISION_FILE, DecisionTree, RatioMems, as
 from harness.scenario.load import load_scenario, resolve_path
 from harness.walks.sweep import CellOptions, SweepInterrupted, sweep_dir_for
 from harness.walks.verdict import answer
+from harness.walks.verdict.alternatives import closest_alternative
 from harness.walks.verdict.plan import MONOTONICITY, at_reference, caveats, criterion_plans, order_mems
 from harness.walks.verdict.versions import library_versions, version_note
 from harness.walks.verdict.controls import implication_controls, with_controls
@@ -152,14 +153,14 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         out = out.model_copy(update={
             "steps": walk.steps, "matrix": walk.matrix, "leaf": leaf, "implication_controls": controls,
             "cells": walk.records, "reference": walk.reference,
-            **_answers(walk, leaf, controls, ref),
+            **_answers(walk, leaf, controls, ref), "alternative": alternative,
             "caveats": caveats(tree, walk.records, memory_basis, notes), "walk_s": round(time.monotonic() - walk.started, 1),
             "cells_implied": sum(c.outcome == "implied" for c in walk.matrix), "updated_utc": utc_now()})
         write_json(root / "verdict.json", out)
         if drop_states and walk.steps:
             drop_step_states(walk.steps[-1].engine, plans, walk)
 
-    leaf, controls = [], []
+    leaf, controls, alternative = [], [], None
     walk = Walk(tree, mems, criteria, opts, root, repeats, scale, all_cells, on_step=save, started=started)
     out = out.model_copy(update={"estimate": _expect(walk, prof, drop_states)})
     try:
@@ -168,6 +169,7 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
         if not all_cells:
             controls = implication_controls(walk, leaf)
         if walk.headroom_on:
+            alternative = None if all_cells else closest_alternative(walk, leaf)
             reference_cell(walk, "end")
         if drop_states:
             _drop_leaf_states(walk, leaf, plans, states_before)
@@ -239,6 +241,8 @@ def _summary(out: VerdictFile, cells_run: int, root: Path, html: Path) -> int:
     from harness.report.answer_table import HEADERS, answer_rows, readers_line
     if out.readers:
         print(readers_line(out), file=sys.stderr)
+    if out.alternative:
+        print(out.alternative.says(), file=sys.stderr)
     for row in answer_rows(out):
         print("\n".join([f"  {row[0]}: {row[1]}", *(f"    {h}: {x}" for h, x in zip(HEADERS[2:], row[2:]))]),
               file=sys.stderr)

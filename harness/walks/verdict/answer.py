@@ -89,6 +89,14 @@ def _queue(r: RunResult) -> str:
             else "over the cadence")
 
 
+def closeness(thresholds) -> float | None:
+    """How far a cell is from its lines: the largest measured / limit among its '<' thresholds (below 1: passed; 1:
+    on the line; the smallest among failures is the closest)."""
+    ratios = [t.value / parse_threshold(t.expr).limit for t in thresholds if t.value is not None
+              and parse_threshold(t.expr).op in ("<", "<=") and parse_threshold(t.expr).limit]
+    return round(max(ratios), 3) if ratios else None
+
+
 def by_criterion(records: list[CellRecord]) -> dict[tuple, list[CellRecord]]:
     """A criterion's cells (its repeats, or a close call's runs) together, in the order they ran."""
     out: dict[tuple, list[CellRecord]] = {}

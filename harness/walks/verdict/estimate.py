@@ -14,6 +14,7 @@ from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
 from harness.state.store import owner
+from harness.walks.verdict.alternatives import closest_alternative
 from harness.walks.verdict.controls import checked, implication_controls
 from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.answer import answers
@@ -122,6 +123,7 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
         leaf = run_leaf(twin)
         implication_controls(twin, leaf)
         if twin.headroom_on:
+            closest_alternative(twin, leaf)
             reference_cell(twin, "end")
     tally.count(twin.records)
     tally.path = [f"{a.mem}: {a.design or a.engine or 'nothing'}"

@@ -81,9 +81,11 @@ def judged(capacity: Capacity, band: float, record: list[Capacity]) -> Headroom:
                     screen_cells=[s.cell for s in capacity.steps if s.cell])
 
 
-def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord]) -> Capacity:
-    """The candidate's capacity in this sitting: steps of its first criterion at multiples of the load, each a
-    screen over the tree's screen blocks, led by its busy share at 1x where it has one."""
+def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord],
+                     failed: bool = False) -> Capacity:
+    """A configuration's capacity in this sitting: steps of its first criterion at multiples of the load, each a
+    screen over the tree's screen blocks, led by its busy share at 1x where it has one. failed: its cells at the
+    offered load failed (an alternative): 1x is a known failure."""
     first = load_result(walk.root / recs[0].scenario / recs[0].dir / "result.json") if recs else None
     bl = first.metrics.block_log if first is not None else None
     bound = walk.tree.leaf.utilisation_bound if walk.tree.leaf is not None else None
@@ -101,7 +103,8 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
             f"{'passed' if step.passed else 'failed'}{': ' + step.why if step.why else ''}"
             + (f" (applier {step.busy:.0%} busy)" if step.busy is not None else ""))
         return step
-    got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound)
+    got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound,
+                     failed_at=1.0 if failed else None)
     return got.model_copy(update={"of": f"{engine}/{tag}" if tag else engine, "mem": mem,
                                   "sitting": utc_now()[:10], "code": first.environment.get("git_commit")
                                   if first is not None else None, "host": Host.of(first.environment if first else {})})

@@ -16,8 +16,7 @@ from harness.results.design import block_log_line, queryable_p99_ms
 from harness.results.headroom import fragile
 from harness.results.phases import describe
 from harness.scenario.matrix import load_matrix
-from harness.scenario.thresholds import parse_threshold
-from harness.walks.verdict.answer import at_mem, matrix_cell
+from harness.walks.verdict.answer import at_mem, closeness, matrix_cell
 from harness.walks.verdict.headroom import check
 from harness.walks.verdict.walk import log
 
@@ -95,18 +94,8 @@ def leaf_cell(engine: str, design: str, says: str, mem: str, recs: list[CellReco
                     runs=base.runs, diagnosis=base.diagnosis, ack_p99_ms=m.commit_latency_ms.p99 if m else None,
                     lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
                     lag_p99_ms=bl.apply_lag_ms.p99 if bl else None, queryable_p99_ms=queryable_p99_ms(m) if m else None,
-                    closeness=_closeness(r) if r is not None else None,
+                    closeness=closeness(r.thresholds) if r is not None else None,
                     split=(block_log_line(bl) if bl else describe(m.block_phases)) if m else None)
-
-
-def _closeness(r) -> float | None:
-    """How far the cell is from its line: the largest measured / limit among its '<' thresholds (1: on it)."""
-    ratios = []
-    for t in r.thresholds:
-        th = parse_threshold(t.expr)
-        if th.op in ("<", "<=") and t.value is not None and th.limit:
-            ratios.append(t.value / th.limit)
-    return round(max(ratios), 3) if ratios else None
 
 
 def with_leaf(answers: list[MemAnswer], leaf: list[LeafCell]) -> list[MemAnswer]:
