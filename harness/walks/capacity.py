@@ -74,9 +74,9 @@ def search(measure: Callable[[float], CapacityStep], first: float, bound: float 
 
 def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float | None:
     x = br.next()
-    if x is None:
-        return None
     lo, hi = br.bounds()
+    if x is None:       # every step passed: the ceiling itself, where the bracket's doubling stopped short of it
+        return CEILING if hi is None and lo is not None and lo < CEILING else None
     last = steps[-1] if steps else None
     if last is not None and not last.passed and last.steady and hi == last.multiple:
         p = predicted(last.multiple, last.busy, bound)      # under a failure: where its own busy share says

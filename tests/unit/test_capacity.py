@@ -52,6 +52,8 @@ def test_without_a_busy_share_the_search_starts_at_the_band_and_brackets_the_lin
     got = cap.search(measure, cap.first_multiple(None, BOUND), BOUND)
     assert steps[0] == cap.NO_FIGURE_START and got.multiple < 1.7 <= got.fails_at
     assert got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9
+    light = cap.search(lambda m: CapacityStep(multiple=m, passed=True), cap.NO_FIGURE_START, BOUND)
+    assert light.multiple == cap.CEILING and light.at_least, "up to the ceiling, not short of it (2.3x)"
 
 
 def _result(lag_at_start: int, busy: float, status="passed", thresholds=()) -> RunResult:
