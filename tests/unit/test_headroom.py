@@ -52,6 +52,16 @@ def test_a_faster_sitting_leaves_the_label_of_a_design_that_carries_the_band_in_
     assert not slower.passed and slower.smallest == 1.1, "a slower sitting lowers it, by a measured figure"
 
 
+def walked(tmp_path, outcomes: dict):
+    """The shipped tree without its tune options, walked over fake cells with a reference cell, then its leaf."""
+    tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})
+                                                        for s in load_decision().steps]})
+    walk = fake_walk(tmp_path, outcomes, tree=tree, headroom=True)
+    walk.opts = CellOptions(profile="ratio")
+    walk.run()
+    return walk, run_leaf(walk)
+
+
 def test_a_design_that_passes_today_only_is_not_the_answer_while_one_with_headroom_passes(tmp_path, monkeypatch):
     """Every engine fails everywhere. SQLite's block log passes at 1x at every level and carries 1.05x (under the
     1.15 band); current ∪ history behind a block log carries 1.9x: it is the answer at every level, and the block log
@@ -63,12 +73,7 @@ def test_a_design_that_passes_today_only_is_not_the_answer_while_one_with_headro
     outcomes = {**fails, **{("sqlite", m, t): "passed" for m in MEMS for t in (bl, chbl)},
                 **{("sqlite", m, bl, "capacity"): 1.05 for m in MEMS},
                 **{("sqlite", m, chbl, "capacity"): 1.9 for m in MEMS}}
-    tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})
-                                                        for s in load_decision().steps]})
-    walk = fake_walk(tmp_path, outcomes, tree=tree, headroom=True)
-    walk.opts = CellOptions(profile="ratio")
-    walk.run()
-    leaf = run_leaf(walk)
+    walk, leaf = walked(tmp_path, outcomes)
     steps = [(e, m, t, label) for e, m, t, label in walk.labels if "-at-" in t]
     assert steps and all(label.startswith("capacity step at ") for *_, label in steps)
     block_log = [c for c in leaf if c.design == "block_log"]

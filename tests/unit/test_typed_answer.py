@@ -2,12 +2,11 @@
 capacity, its durable and queryable p99 and the figure that binds; and, from the same cells, the answer for readers
 who must see a block within 500 ms. The walk is faked as in test_headroom.py; the answers are the walk's own code's."""
 from harness.results import CellRecord, LeafCell, MatrixCell, ThresholdResult, VerdictFile
-from harness.scenario.decision import load_decision
-from harness.walks.sweep import CellOptions
 from harness.walks.verdict import answer, headroom
-from harness.walks.verdict.leaf import run_leaf, with_leaf
+from harness.walks.verdict.leaf import with_leaf
 from harness.walks.verdict.typed import readers_answers, typed
-from tests.unit.test_verdict_walk import MEMS, fake_walk
+from tests.unit.test_headroom import walked
+from tests.unit.test_verdict_walk import MEMS
 
 CHBL = "leaf-current_history_block_log"
 
@@ -19,14 +18,9 @@ def test_a_level_answered_by_a_design_names_it_with_a_status_that_says_it_answer
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS}
     outcomes = {**fails, **{("sqlite", m, CHBL): "passed" for m in MEMS},
                 **{("sqlite", m, CHBL, "capacity"): 1.6 for m in MEMS}}
-    tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})
-                                                        for s in load_decision().steps]})
-    walk = fake_walk(tmp_path, outcomes, tree=tree, headroom=True)
-    walk.opts = CellOptions(profile="ratio")
-    walk.run()
-    leaf = run_leaf(walk)
+    walk, leaf = walked(tmp_path, outcomes)
     ans = typed(with_leaf(answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None), leaf), walk.matrix, leaf,
-                walk.records, {s.engine: s.set for s in tree.steps})
+                walk.records, {s.engine: s.set for s in walk.tree.steps})
     assert [a.mem for a in ans] == MEMS
     for a in ans:
         assert a.status == "answered" and a.kind == "design" and a.design == "sqlite: current_history_block_log"
