@@ -78,12 +78,16 @@ def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float 
     if x is None:       # every step passed: the ceiling itself, where the bracket's doubling stopped short of it
         return CEILING if hi is None and lo is not None and lo < CEILING else None
     last = steps[-1] if steps else None
-    if last is not None and not last.passed and last.steady and hi == last.multiple:
-        p = predicted(last.multiple, last.busy, bound)      # under a failure: where its own busy share says
-        if p is not None:
-            guess = _clamp(p * UNDER_PREDICTION)
-            if guess < hi / (1 + RESOLUTION) and (lo is None or guess > lo * (1 + RESOLUTION)):
-                return guess
+    p = predicted(last.multiple, last.busy, bound) if last is not None and last.steady else None
+    if p is not None and not last.passed and hi == last.multiple:      # under a failure: where its busy share says
+        guess = _clamp(p * UNDER_PREDICTION)
+        if guess < hi / (1 + RESOLUTION) and (lo is None or guess > lo * (1 + RESOLUTION)):
+            return guess
+    if p is not None and last.passed and lo == last.multiple and hi is None:
+        # over a pass: where its busy share says the line is, a step past it if it is within reach, else under it
+        # (the 5137m block log: 82% busy at 1.63x, sub-linear; doubling to 2.5x fell behind in its warm-up)
+        nearest = lo * (1 + RESOLUTION * 0.95)
+        return _clamp(nearest if p <= nearest * 1.05 else max(nearest, p * UNDER_PREDICTION))
     return _clamp(x)
 
 

@@ -128,3 +128,17 @@ def test_the_closest_alternative_that_failed_has_its_capacity_measured_once_unde
     assert all(float(t.rsplit("-at-", 1)[1].rstrip("x")) < 1 for _, t, _, _ in steps), "1x is known to fail"
     assert 0.7 <= alt.capacity.multiple < 0.8 and alt.capacity.fails_at <= 1.0
     assert alt.says().startswith("the closest alternative, sqlite with current ∪ history") and "carries 0.7" in alt.says()
+
+
+def test_over_a_pass_whose_busy_share_nears_the_line_the_next_step_is_just_past_it_not_the_ceiling():
+    """The 5137m block log of 2026-12-05: 54% busy at 1x, 78% at 1.49x, 82% at 1.63x (sub-linear); the bracket's
+    doubling then asked 2.5x, which fell 18 blocks behind in its warm-up. Its own busy share says the line is near."""
+    seen = []
+
+    def measure(m):
+        busy = 0.54 * m ** 0.86                 # the measured sub-linear curve, near enough
+        seen.append(m)
+        return CapacityStep(multiple=m, passed=busy < BOUND, busy=busy)
+    got = cap.search(measure, cap.first_multiple(0.54, BOUND), BOUND)
+    assert cap.CEILING not in seen and len(seen) <= 4, seen
+    assert got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9
