@@ -5,6 +5,7 @@ and the alternatives (full_rows). The summary, report.md/html and a published RE
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, VerdictFile
+from harness.results.answers import answer_source
 from harness.results.headroom import fragile
 from harness.scenario.thresholds import parse_threshold
 
@@ -35,13 +36,8 @@ def _records(v: VerdictFile, names: list[str]) -> list[CellRecord]:
 
 
 def answer_cell(v: VerdictFile, a):
-    """The matrix or leaf cell the answer stands on (a leaf pass implied from another level: that level's)."""
-    if a.design:
-        engine, design = a.design.split(": ", 1)
-        cells = {c.mem: c for c in v.leaf if c.engine == engine and c.design == design}
-        c = cells.get(a.mem)
-        return cells.get(c.implied_from, c) if c is not None and c.implied_from else c
-    return next((c for c in v.matrix if c.engine == a.engine and c.mem == a.mem), None) if a.engine else None
+    """The matrix or leaf cell the answer stands on (results.answers.answer_source)."""
+    return answer_source(a, v.matrix, v.leaf)
 
 
 def _alternatives(v: VerdictFile, a, chosen) -> str:

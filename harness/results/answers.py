@@ -82,3 +82,13 @@ class Alternative(Model):
                if self.capacity.binding() else "")) if self.capacity is not None else self.why or "-"
         return f"the closest alternative, {self.what} at {self.mem}: {far}"
 
+
+def answer_source(a: MemAnswer, matrix: list, leaf: list):
+    """The matrix or leaf cell an answer stands on (a leaf pass implied from another level: that level's)."""
+    if a.design:
+        engine, design = a.design.split(": ", 1)
+        cells = {c.mem: c for c in leaf if c.engine == engine and c.design == design}
+        c = cells.get(a.mem)
+        return cells.get(c.implied_from, c) if c is not None and c.implied_from else c
+    return next((c for c in matrix if c.engine == a.engine and c.mem == a.mem), None) if a.engine else None
+

@@ -53,6 +53,11 @@ class CapacityStep(Model):
     queryable_p99_ms: Optional[float] = None    # when a reader can see a block, from its due time
     cell: Optional[str] = None                  # <scenario>/<dir>
 
+    def says(self) -> str:
+        """'2.31x: passed (applier 80% busy)', '1.72x: failed: applier 93% busy (< 85%)'."""
+        return (f"{self.multiple:.2f}x: {'passed' if self.passed else 'failed'}" + (f": {self.why}" if self.why else
+                "") + (f" (applier {self.busy:.0%} busy)" if self.busy is not None and self.passed else ""))
+
 
 class Capacity(Model):
     """The largest multiple of the offered load at which every line of the criterion held, in one sitting."""

@@ -28,6 +28,11 @@ UNDER_PREDICTION = 0.95    # the first step this far under the busy share's pred
 NO_FIGURE_START = 1.15     # where to start without a figure to predict from: the within-sitting band
 
 
+def load_tag(tag: str, load: float) -> str:
+    """A capacity step's cell tag: apart from the candidate's cells and from its other steps."""
+    return f"{tag}-at-{load:.2f}x" if tag else f"at-{load:.2f}x"
+
+
 def predicted(multiple: float, busy: float | None, bound: float | None) -> float | None:
     """The multiple at which a busy share measured at `multiple` reaches `bound`, if it is linear in the load."""
     if not busy or not bound or busy <= 0:

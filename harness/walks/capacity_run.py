@@ -71,12 +71,11 @@ def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Pa
             step_s = interval_ms / 1000 / m
             cell = Cell(scenario, engine, mem, None, 1, (f"workload.block_interval_ms={interval_ms / m:g}",
                                                          f"phases.measure_s={SCREEN_BLOCKS * step_s:g}"),
-                        f"at-{m:.2f}x")
+                        cap.load_tag("", m))
             [cr] = plan_cells([cell], replace(opts, thresholds=scaled_thresholds(probe.thresholds, m)), root, 1)
             cr.record = run_cell(cr, f"{m:.2f}x the load")
             step = cap.step_of(m, load_result(cr.dir / "result.json"), f"{probe.scenario}/{cr.dir.name}")
-            _log(f"{m:.2f}x: {'passed' if step.passed else 'failed'}{': ' + step.why if step.why else ''}"
-                 + (f" (applier {step.busy:.0%} busy)" if step.busy is not None else ""))
+            _log(step.says())
             return step
         got = cap.search(measure, cap.first_multiple(busy, bound), bound)
     except SweepInterrupted as e:

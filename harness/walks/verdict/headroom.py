@@ -15,7 +15,7 @@ from harness.environment import utc_now
 from harness.results import CellRecord, VerdictFile, load_reproduce, load_result, load_verdict
 from harness.results.headroom import Capacity, Headroom, Host, ReferenceRun
 from harness.walks import capacity as cap
-from harness.walks.verdict.roles import at_load, load_tag, log, reference_role
+from harness.walks.verdict.roles import at_load, log, reference_role
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "docs" / "results"
 
@@ -91,7 +91,7 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
     bound = walk.tree.leaf.utilisation_bound if walk.tree.leaf is not None else None
 
     def measure(m: float):
-        screen = walk.engine_at(engine, settings, load_tag(tag, m), mem, option, at_load(walk.tree.screen_blocks, m))
+        screen = walk.engine_at(engine, settings, cap.load_tag(tag, m), mem, option, at_load(walk.tree.screen_blocks, m))
         rec = screen[0] if screen else None
         result = load_result(walk.root / rec.scenario / rec.dir / "result.json") if rec else None
         step = cap.step_of(m, result, f"{rec.scenario}/{rec.dir}" if rec else None)
@@ -99,9 +99,7 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
             ok = rec.status == "passed"
             step = step.model_copy(update={"passed": ok, "error": False,
                                            "why": None if ok else rec.diagnosis or rec.status})
-        log(f"{engine}{' ' + tag if tag else ''} at {mem}, {m:.2f}x the load: "
-            f"{'passed' if step.passed else 'failed'}{': ' + step.why if step.why else ''}"
-            + (f" (applier {step.busy:.0%} busy)" if step.busy is not None else ""))
+        log(f"{engine}{' ' + tag if tag else ''} at {mem}, {step.says()}")
         return step
     got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound,
                      failed_at=1.0 if failed else None)

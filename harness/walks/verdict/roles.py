@@ -63,11 +63,6 @@ def headroom_tag(tag: str) -> str:
     return f"{tag}-headroom" if tag else "headroom"
 
 
-def load_tag(tag: str, load: float) -> str:
-    """A capacity step's tag: apart from the candidate's cells and from its other steps."""
-    return f"{tag}-at-{load:.2f}x" if tag else f"at-{load:.2f}x"
-
-
 _STEP = re.compile(r"(^|-)(headroom|at-\d+\.\d+x)$")
 
 

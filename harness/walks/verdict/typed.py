@@ -6,18 +6,9 @@ same cells and no others, the answer for readers who must see a block within dec
 from __future__ import annotations
 
 from harness.results import CellRecord, LeafCell, MatrixCell, MemAnswer, ReaderAnswer
+from harness.results.answers import answer_source
 from harness.scenario.matrix import load_matrix
 from harness.scenario.thresholds import parse_threshold
-
-
-def source_cell(a: MemAnswer, matrix: list[MatrixCell], leaf: list[LeafCell]):
-    """The matrix or leaf cell an answer stands on (a leaf pass implied from another level: that level's)."""
-    if a.design:
-        engine, design = a.design.split(": ", 1)
-        cells = {c.mem: c for c in leaf if c.engine == engine and c.design == design}
-        c = cells.get(a.mem)
-        return cells.get(c.implied_from, c) if c is not None and c.implied_from else c
-    return next((c for c in matrix if c.engine == a.engine and c.mem == a.mem), None) if a.engine else None
 
 
 def _records(cell, records: list[CellRecord]) -> list[CellRecord]:
@@ -60,7 +51,7 @@ def typed(answers: list[MemAnswer], matrix: list[MatrixCell], leaf: list[LeafCel
         if a.status != "answered":
             out.append(a.model_copy(update={"kind": "none"}))
             continue
-        cell = source_cell(a, matrix, leaf)
+        cell = answer_source(a, matrix, leaf)
         recs = _records(cell, records)
         first = recs[0] if recs else None
         t = binding(recs)
