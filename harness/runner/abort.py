@@ -8,6 +8,12 @@ remaining blocks do. Only decidable cases abort, so an aborted cell is one that 
 The same counts apply to a block log's `p99(apply_lag_blocks) < N`, on the lag each acknowledgement found: an
 applier that falls behind stops as a latency failure does (its lag passes N on more blocks than the p99 allows).
 Rate, gauge and '>' thresholds never abort.
+With the criterion's hour (phases.horizon_s), a whole-phase latency line also aborts on its trend, as the end of the
+phase would fail it (runner/trends.py: the slope's interval excludes 0 and the line carries the figure past its
+limit by the hour): from JUDGE_MIN_WINDOWS complete 30 s windows up, once even the slope's lower bound carries it
+past the limit by the hour. The end judges the same windows and more with the point estimate, which is steeper, so
+an abort here fails there too unless later windows flatten it: a tune option that held its line for 300 blocks and
+failed on its rise (SQLite's, 12-05: +370 ms/h [225, 516]) no longer runs every block to say so.
 A matrix cell may also end once it is settled: its service p50 can no longer go below the limit it was given
 (the baseline's less the matrix's noise), the same whole-phase count on `p50(service_ms) < limit`. That is not
 a failure: the cell is judged on the blocks it ran, and says it was settled. Given a time budget too, a cell
@@ -20,6 +26,7 @@ from collections import deque
 
 from harness.runner.metrics import percentile_rank
 from harness.scenario.thresholds import Threshold, parse_threshold
+from harness.trend import JUDGE_MIN_WINDOWS, WINDOW_S, aggregate, fit
 
 # the per-block metrics a rule can watch, and which of check()'s values each is
 WATCHED = ("commit_ms", "service_ms", "apply_lag_blocks")
@@ -59,12 +66,57 @@ class _Rule:
         return n - self.window_over < percentile_rank(self.pct, n)   # the pNN rank lands on a value over L
 
 
+class _TrendRule:
+    """A whole-phase latency line carried to the horizon on its windows' trend (the module's docstring)."""
+
+    def __init__(self, t: Threshold, horizon_s: float) -> None:
+        self.t, self.expr, self.metric, self.horizon_s = t, t.expr, t.metric, horizon_s
+        self.windows: list[tuple[float, float]] = []       # complete windows: (middle s, the window's figure)
+        self.current: list[float] = []
+        self.index = 0
+        self.said: str | None = None
+
+    def breached(self, at_s: float, value_ms: float) -> bool:
+        """at_s: the sample's time in the measured phase, as the trend places it (a commit's due time, a service
+        time's start); samples come in that order."""
+        i = int(at_s // WINDOW_S)
+        if i > self.index:
+            if self.current:
+                self.windows.append((self.index * WINDOW_S + WINDOW_S / 2, aggregate(self.t.agg, self.current)))
+            self.current, self.index = [], i
+            if len(self.windows) >= JUDGE_MIN_WINDOWS and self._crosses():
+                return True
+        self.current.append(value_ms)
+        return False
+
+    def _crosses(self) -> bool:
+        f = fit(self.windows)
+        if f is None or f.lo_per_s <= 0:
+            return False
+        low = f.at(0) + f.lo_per_s * self.horizon_s
+        if self.t.passes(low):
+            return False
+        self.said = (f"even its slope's lower bound, {f.lo_per_s * 3600:+,.1f}/h over {f.windows} windows, carries it "
+                     f"to {low:,.1f} by {self.horizon_s / 60:g} min")
+        return True
+
+
+def trend_rules(thresholds: list[Threshold], horizon_s: float | None) -> list[_TrendRule]:
+    """The lines runner/trends.py judges on a block's latency, where the plan has an hour to carry them to."""
+    if not horizon_s:
+        return []
+    return [_TrendRule(t, horizon_s) for t in thresholds if t.metric in ("commit_ms", "service_ms")
+            and t.op in ("<", "<=") and not t.window_s and t.agg not in ("count", "rate")]
+
+
 class EarlyAbort:
     def __init__(self, thresholds: list[Threshold], expected_blocks: int | None,
-                 settle_service_p50_ms: float | None = None, settle_budget_s: float | None = None) -> None:
+                 settle_service_p50_ms: float | None = None, settle_budget_s: float | None = None,
+                 horizon_s: float | None = None) -> None:
         self.rules = [_Rule(t, expected_blocks) for t in thresholds
                       if t.metric in WATCHED and t.op in ("<", "<=")
                       and (t.agg == "max" or t.percentile is not None)]
+        self.trends = trend_rules(thresholds, horizon_s)
         # settling needs the final block count: only a throttled writer's phase has one
         self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
                        if settle_service_p50_ms and expected_blocks else None)
@@ -74,7 +126,7 @@ class EarlyAbort:
         self.settled: dict | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.rules) or self.settle is not None
+        return bool(self.rules) or bool(self.trends) or self.settle is not None
 
     def check(self, end_s: float, commit_ms: float, service_ms: float, measured_s: float, block: int,
               lag_blocks: int | None = None) -> bool:
@@ -85,6 +137,12 @@ class EarlyAbort:
             value = values[r.metric]
             if value is not None and r.breached(end_s, value, measured_s):
                 self.reason = {"threshold": r.expr, "measured_s": round(measured_s, 3), "block": block}
+                return True
+        at = {"commit_ms": measured_s - commit_ms / 1000, "service_ms": measured_s - service_ms / 1000}
+        for tr in self.trends:
+            if tr.breached(at[tr.metric], values[tr.metric]):
+                self.reason = {"threshold": tr.expr, "measured_s": round(measured_s, 3), "block": block,
+                               "trend": tr.said}
                 return True
         if self.settle is None:
             return False

@@ -57,7 +57,8 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
     results = with_trends(results, thresholds, points, phase, horizon_s)
     if abort and abort.reason:
         out.early_abort = abort.reason
-        log(f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass")
+        log(f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass"
+            + (f" ({abort.reason['trend']})" if abort.reason.get("trend") else ""))
         results = [t.model_copy(update={"passed": False, "judged": "failed", "early_abort": True})
                    if t.expr == abort.reason["threshold"] else t for t in results]
     if abort and abort.settled:

@@ -209,3 +209,34 @@ def test_early_abort_agrees_with_the_final_p99(n, extra_over):
         h.record_value(int(v * 1000))
     final_p99_ms = h.get_value_at_percentile(99) / 1000
     assert aborted == (final_p99_ms >= 500) == bool(extra_over), (over, final_p99_ms)
+
+
+def _hour_abort(rise_ms_per_h: float, noise_ms: float = 8.0, blocks: int = 300):
+    """A 2 s cadence whose p99 line holds for every block but rises: (aborted at block, the reason, the points)."""
+    ab = EarlyAbort([parse_threshold("p99(commit_ms) < 500")], blocks, horizon_s=3600)
+    rng = random.Random(5)
+    points = []
+    for i in range(blocks):
+        due_s = 2.0 * i
+        v = 350 + rise_ms_per_h * due_s / 3600 + rng.uniform(-noise_ms, noise_ms)
+        points.append((due_s, v))
+        if ab.check(due_s + v / 1000, v, v, due_s + v / 1000, i + 1):
+            return i + 1, ab.reason, points
+    return None, ab.reason, points
+
+
+def test_a_line_held_on_every_block_but_rising_past_it_by_the_hour_stops_once_its_interval_says_so():
+    """SQLite with its checkpoints after every block, 12-05 at 5137m: all 300 blocks under 500 ms (p99 407), failed at
+    the phase's end on its rise, +370 ms/h [225, 516], after its full 10 minutes. Stopped on the trend from the 10th
+    window up, once even the slope's lower bound crosses by the hour; the end's own test then fails it too."""
+    from harness.runner.trends import trend_of
+    block, reason, points = _hour_abort(370)
+    assert block is not None and 150 <= block < 300, block        # 10 windows (300 s) at the earliest, not the end
+    assert reason["threshold"] == "p99(commit_ms) < 500" and "lower bound" in reason["trend"]
+    phase = points[-1][0]
+    end = trend_of(points, "p99", phase - phase % 30, 3600, parse_threshold("p99(commit_ms) < 500"))
+    assert end.would_fail, "the phase's own end, on the blocks it ran, fails it as well"
+    # flat, or rising too slowly to cross by the hour: every block runs
+    assert _hour_abort(0)[0] is None and _hour_abort(60)[0] is None
+    # no hour to carry it to: no trend rule
+    assert EarlyAbort([parse_threshold("p99(commit_ms) < 500")], 300).trends == []
