@@ -686,3 +686,15 @@ def test_every_engine_in_a_walk_runs_at_the_durability_the_walk_names(tmp_path):
         (logged,) = walk.criterion_runs(pre.criteria[0], "sqlite", {}, "leaf-block_log", "256m", opt)[:1]
         assert logged.plan.block_log.sync is (durability == "commit")
         assert logged.plan.engine_settings["synchronous"] == registry.settings_model("sqlite")().synchronous
+
+
+def test_a_capacity_step_counts_its_rows_where_the_offered_load_checks_every_row(tmp_path):
+    """A capacity step is a screen of the load, as a knee's step is: its rows counted against the model's (the
+    every-row scan and page map cost ~1.5-2.5 min of a passing 60-block screen on 12-02's host), where its
+    configuration's cells at the offered load check every row."""
+    walk = fake_walk(tmp_path, {})
+    cp = walk.criteria[0]
+    [offered] = walk.criterion_runs(cp, "sqlite", {}, "", "1g")
+    [step] = walk.criterion_runs(cp, "sqlite", {}, "at-2.00x", "1g", screen_blocks=60, load=2.0)
+    assert (offered.plan.integrity, step.plan.integrity) == ("model", "counts")
+    assert step.plan.workload.block_interval_ms == offered.plan.workload.block_interval_ms / 2

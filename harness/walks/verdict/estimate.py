@@ -25,6 +25,7 @@ from harness.walks.verdict.walk import Walk
 
 
 CAPACITY_STEPS = 2      # a candidate's capacity, led by its busy share: one step under its line, one over (capacity.py)
+ALTERNATIVE = "capacity step of the closest alternative"
 
 
 class Tally:
@@ -103,6 +104,16 @@ def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> Non
         tally.minutes += minutes
 
 
+def _closest_alternative(tally: Tally, costs: Costs) -> None:
+    """The closest alternative's capacity under 1x: which candidate came closest needs its figures, which a played
+    cell has none of (the played walk names none), so its steps are counted here, led by its busy share as a
+    candidate's are: one under its line, one over, each at a screen's minutes (a step under 1x has its blocks due
+    less often, its 60 blocks longer: a pass's minutes, not a failure's)."""
+    tally.cells += CAPACITY_STEPS
+    tally.by_label[ALTERNATIVE] = CAPACITY_STEPS
+    tally.minutes += CAPACITY_STEPS * costs.screen
+
+
 def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = False,
          at_largest: set[str] = frozenset()) -> Tally:
     """The whole walk (steps, leaf, implication controls) on a copy of `walk`, with predicted cells; with
@@ -126,6 +137,9 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
             closest_alternative(twin, leaf)
             reference_cell(twin, "end")
     tally.count(twin.records)
+    if twin.headroom_on and costs is not None and any(r.status == "failed" and r.label == "candidate"
+                                                      for r in twin.records):
+        _closest_alternative(tally, costs)
     tally.path = [f"{a.mem}: {a.design or a.engine or 'nothing'}"
                   for a in with_leaf(answers(twin.tree, twin.mems, twin.matrix, lambda m: None), leaf)]
     return tally

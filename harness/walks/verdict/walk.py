@@ -210,8 +210,8 @@ class Walk:
                                            flat_values(base.model_dump(mode="json", by_alias=True))))
         interval_s = base.workload.block_interval_ms / 1000 / load if option is not None or screen_blocks \
             or load != 1 else 0
-        if load != 1:
-            over += (f"workload.block_interval_ms={interval_s * 1000:g}",)
+        if load != 1:       # a capacity step counts its rows, as a knee's step does: its 1x cells checked every row
+            over += (f"workload.block_interval_ms={interval_s * 1000:g}", "integrity=counts")
         if screen_blocks and interval_s and screen_blocks * interval_s < base.phases.measure_s:
             over += (f"phases.measure_s={screen_blocks * interval_s:g}",)
         cells = [Cell(cp.criterion.scenario, engine, mem, self.scale, r, over, tag) for r in range(1, repeats + 1)]
