@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.args import overrides, place_arg
+from harness.cli.args import make_command, overrides, place_arg
 from harness.errors import ConfigError
 from harness.walks.sweep import CellOptions, add_cell_args
 
@@ -143,7 +143,8 @@ def _cmd_ceiling(args) -> int:
     from harness.walks.ceiling import ceiling
     if args.repeats != 1:
         raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
-    return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+    return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem,
+                   command=make_command("ceiling", args))
 
 
 def add_capacity(sub) -> None:
@@ -156,7 +157,34 @@ def _cmd_capacity(args) -> int:
     from harness.walks.capacity_run import run_capacity
     if args.repeats != 1:
         raise ConfigError("REPEATS: a capacity search brackets its own steps; give no REPEATS")
-    return run_capacity(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem)
+    return run_capacity(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem,
+                        command=make_command("capacity", args))
+
+
+def add_curve(sub) -> None:
+    c = _step_walk(sub, "curve", "the degradation curve: the scenario's figures against the database's size at one "
+                   "data-to-memory ratio, 10x projected; resumable", _cmd_curve)
+    c.add_argument("--scenario", default="p99_5x")
+    c.add_argument("--scales", help='the scales (fractions of 1x), e.g. "0.125 0.25 0.5 1 2 3 5" (the default)')
+    c.add_argument("--ratio", type=float, help="data bytes per byte of MEM at every scale (default: decision.yaml's "
+                   "tightest ratio, the reference's 8 GB at 5x)")
+
+
+def _cmd_curve(args) -> int:
+    from harness.walks.curve import curve
+    if args.repeats != 1 or args.mem:
+        raise ConfigError("REPEATS, MEM: a curve runs each scale once, at MEM = its state's size / RATIO; give "
+                          "neither")
+    try:
+        scales = [float(x) for x in args.scales.split()] if args.scales else None
+    except ValueError:
+        raise ConfigError(f"SCALES={args.scales!r}: numbers (fractions of 1x), separated by spaces") from None
+    if scales is not None and (not scales or min(scales) <= 0):
+        raise ConfigError(f"SCALES={args.scales!r}: each scale must be above 0")
+    if args.ratio is not None and args.ratio <= 0:
+        raise ConfigError(f"RATIO={args.ratio:g}: data bytes per byte of memory, above 0")
+    return curve(args.scenario, args.engine, CellOptions.from_args(args), args.results, scales=scales,
+                 ratio=args.ratio, command=make_command("curve", args))
 
 
 def add_knee(sub) -> None:
@@ -174,7 +202,7 @@ def _cmd_knee(args) -> int:
     if args.repeats != 1:
         raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
     return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
-                scale=args.scale, drop_states=args.drop_states)
+                scale=args.scale, drop_states=args.drop_states, command=make_command("knee", args))
 
 
 def add_v1(sub) -> None:
@@ -189,7 +217,8 @@ def _cmd_v1(args) -> int:
     if args.repeats != 1:
         raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
     v1 = load_v1(Path(args.file)) if args.file else None
-    return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1)
+    return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1,
+                   command=make_command("v1", args))
 
 
 def add_k8s(sub) -> None:

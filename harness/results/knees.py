@@ -44,6 +44,7 @@ class KneeFile(Model):
     start: float
     resolution: float
     block_interval_ms: Optional[float] = None
+    command: Optional[str] = None          # the make command that asked for it (a published figure names it)
     started_utc: str
     steps: list[KneeStep] = []
     knee: Optional[float] = None           # None: not (yet) found; see converged and inconclusive_at

@@ -33,6 +33,7 @@ class CapacityFile(Model):
     profile: str | None
     mem: str | None
     overrides: list[str] = []
+    command: str | None = None                  # the make command that asked for it
     base_cell: str                              # <scenario>/<dir>: the scenario in full at the offered load
     base_status: str | None = None
     base_busy: float | None = None
@@ -46,7 +47,8 @@ def _log(msg: str) -> None:
     print(f"[capacity] {msg}", file=sys.stderr, flush=True)
 
 
-def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None) -> int:
+def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None,
+                 command: str | None = None) -> int:
     t0 = time.monotonic()
     probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, overrides=list(opts.overrides))
     interval_ms = probe.workload.block_interval_ms
@@ -62,7 +64,7 @@ def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Pa
         r1 = load_result(base.dir / "result.json")
         busy = r1.metrics.block_log.apply_utilisation if r1 is not None and r1.metrics.block_log else None
         out = CapacityFile(scenario=probe.scenario, engine=engine, profile=probe.profile, mem=mem,
-                           overrides=list(opts.overrides), base_cell=f"{probe.scenario}/{base.dir.name}",
+                           overrides=list(opts.overrides), command=command, base_cell=f"{probe.scenario}/{base.dir.name}",
                            base_status=base.record.status, base_busy=busy, updated_utc=utc_now())
         _log(f"{engine} {probe.scenario} at the offered load: {base.record.status}"
              + (f", applier {busy:.0%} busy" if busy is not None else ""))

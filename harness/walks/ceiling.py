@@ -73,7 +73,9 @@ def ceiling_bracket(steps_qps: list[float], max_qps: float, resolution: float) -
     return Bracket(steps_qps, min(steps_qps), max_qps, resolution)
 
 
-def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None) -> int:
+def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None = None,
+            command: str | None = None) -> int:
+    """command: the make command that asked for it, kept in ceiling.json (what a published figure names)."""
     probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, overrides=list(opts.overrides))
     if not probe.readers.threads:
         raise ConfigError(f"{probe.scenario_file}: readers.threads: a ceiling steps the read rate; the scenario "
@@ -87,7 +89,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
          f"then doubled and bisected to {cfg.resolution:.0%}")
     bracket = ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
-    out = _head(probe, engine, mem, steps)
+    out = {**_head(probe, engine, mem, steps), "command": command}
 
     def run_step(qps: float, confirming: bool) -> Verdict:
         repeat = sum(s["offered_qps"] == qps for s in steps) + 1

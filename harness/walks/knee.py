@@ -156,8 +156,9 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
 
 
 def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path,
-         mem: str | None = None, scale: float | None = None, drop_states: bool = False) -> int:
-    """drop_states: every step moves its state in (built again by a later step at the same scale), so a scale
+         mem: str | None = None, scale: float | None = None, drop_states: bool = False,
+         command: str | None = None) -> int:
+    """command: the make command that asked for it, kept in knee.json. drop_states: every step moves its state in (built again by a later step at the same scale), so a scale
     knee reaches twice as far on the same disk."""
     t0 = time.monotonic()
     opts = replace(opts, early_abort=True, take_states=drop_states)
@@ -178,7 +179,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     out = KneeFile(version=KNEE_VERSION, axis=axis_name, unit=axis.unit, scenario=probe.scenario,
                    profile=probe.profile, engine=engine, mem=mem, scale=probe.scale, criteria=probe.thresholds,
                    floor=axis.floor, ceiling=axis.ceiling, start=start, resolution=RESOLUTION,
-                   block_interval_ms=probe.workload.block_interval_ms, started_utc=utc_now())
+                   block_interval_ms=probe.workload.block_interval_ms, command=command, started_utc=utc_now())
     _log(f"{root}: {engine} {probe.scenario} ({probe.profile}), {axis_name} from {_fmt(axis_name, start)} within "
          f"[{_fmt(axis_name, axis.floor)}, {_fmt(axis_name, axis.ceiling)}], to {RESOLUTION:.0%}")
     steps: list[KneeStep] = []

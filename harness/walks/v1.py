@@ -45,7 +45,8 @@ def step_overrides(v1: V1, share: float, write_rows_per_s: float, block_interval
 
 
 def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None = None,
-            v1: V1 | None = None) -> int:
+            v1: V1 | None = None, command: str | None = None) -> int:
+    """command: the make command that asked for it, kept in v1.json (what a published figure names)."""
     v1 = v1 or load_v1()
     profile = opts.profile or "quick"
     if profile not in v1.profiles:
@@ -63,7 +64,7 @@ def v1_walk(engine: str, opts: CellOptions, results_root: Path, mem: str | None 
     out = {"version": V1_VERSION, "kind": "v1", "engine": engine, "mem": mem, "profile": profile, "share": share,
            "entities": round(share * v1.entities), "scenario": v1.scenario, "criteria": v1.criteria,
            "go_needs": v1.go.model_dump(), "block_interval_ms": interval, "started_utc": utc_now(),
-           "frontier": [], "complete": False}
+           "command": command, "frontier": [], "complete": False}
     _log(f"{root}: {engine}, {out['entities']:,} entities ({share:g} of {v1.entities:,}), writes "
          f"{', '.join(f'{w:,.0f}' for w in v1.write_rows_per_s)} rows/s, reads from "
          f"{', '.join(f'{q:,.0f}' for q in v1.read_qps)} QPS up to {v1.max_read_qps:,.0f}")
