@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: publish reproduce faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: publish reproduce curve faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,11 @@ verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ra
 ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+
+RATIO ?=
+curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4] [PROFILE=ratio] [SET=]
+	@$(HARNESS) curve --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  $(if $(SCALES),--scales "$(SCALES)") $(if $(RATIO),--ratio $(RATIO)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 AXIS ?=
 capacity: $(STAMP) ## the largest multiple of the offered load a configuration carries, measured on itself, resumable: ENGINE= [SCENARIO=p99_5x] [MEM=] [PROFILE=] [SET=]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.results import CellRecord, LatencySummary, RunResult, load_knee, load_result, load_sweep, load_verdict, read_json
+from harness.results import CellRecord, LatencySummary, RunResult, load_curve, load_knee, load_result, load_sweep, load_verdict, read_json
 from harness.stats import summarize
 from harness.units import format_bytes
 
@@ -88,7 +88,7 @@ class CellData:
 
 @dataclass
 class ReportData:
-    kind: str                         # run | sweep | verdict | ceiling | v1
+    kind: str                         # run | sweep | verdict | ceiling | v1 | knee | curve
     dir: Path
     meta: object | None               # SweepFile | VerdictFile | ceiling.json's dict | None
     cells: list[CellData] = field(default_factory=list)
@@ -172,6 +172,9 @@ def collect(path: Path) -> ReportData:
         cells = [CellData(path / s.cell, r, s.repeat) for s in k.steps
                  if (r := load_result(path / s.cell / "result.json")) is not None]
         return ReportData("knee", path, k, cells)
+    if (cv := load_curve(path / "curve.json")) is not None:
+        cells = [CellData(path / p.cell, r) for p in cv.points if (r := load_result(path / p.cell / "result.json"))]
+        return ReportData("curve", path, cv, cells)
     if (c := read_json(path / "ceiling.json")) is not None:
         cells = [CellData(path / s["cell"], r, s["repeat"]) for s in c["steps"]
                  if (r := load_result(path / s["cell"] / "result.json")) is not None]

@@ -10,6 +10,7 @@ from harness.report.blocks import Block, _f, plots_block
 from harness.report.cell_tables import (durability_text, environment_table, harness_share, memory_given, pct,
                                         reads_by_kind_table, start_text, thresholds_text)
 from harness.report.knee_report import knee_blocks, verdict_knee_blocks
+from harness.report.success.curve_report import curve_blocks
 from harness.report.phase_table import phase_table
 from harness.report.tuning_table import tuning_blocks
 from harness.report.verdict_blocks import verdict_blocks
@@ -106,7 +107,8 @@ def answer_plots(data: ReportData) -> list[Block]:
 
 def build(data: ReportData) -> list[Block]:
     title = {"verdict": "arkbench verdict", "sweep": "arkbench sweep", "run": "arkbench run",
-             "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go", "knee": "arkbench knee"}[data.kind]
+             "ceiling": "arkbench ceiling", "v1": "arkbench V1 go/no-go", "knee": "arkbench knee",
+             "curve": "arkbench degradation curve"}[data.kind]
     doc = [first_line(data), Block("h1", f"{title}: {data.dir.name}")]
     if data.kind == "v1":
         return doc + v1_blocks(data.meta)
@@ -120,6 +122,8 @@ def build(data: ReportData) -> list[Block]:
         doc += ceiling_blocks(data)
     if data.kind == "knee":
         doc += knee_blocks(data)
+    if data.kind == "curve":
+        doc += curve_blocks(data.meta)
     body, noisy = [], []
     for scenario in data.scenarios() if data.kind not in ("ceiling", "knee") else ():   # their steps are their table
         cells = [c for c in data.cells if c.scenario == scenario]

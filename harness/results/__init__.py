@@ -22,6 +22,7 @@ from harness.results.walks import (  # noqa: F401
                                    VerdictFile, VerdictStep)
 from harness.results.answers import MemAnswer, ReaderAnswer  # noqa: F401
 from harness.results.knees import KNEE_VERSION, KneeFile, KneeStep  # noqa: F401
+from harness.results.curve import CURVE_VERSION, CurveFile  # noqa: F401
 from harness.results.reproduce import REPRODUCE_VERSION, ReproduceFile  # noqa: F401
 
 SERVER_OOM_FILE = "server-oom.json"     # beside a result.json: the runtime's word that the server was OOM-killed
@@ -84,6 +85,10 @@ def load_sweep(path: Path) -> SweepFile | None:
 
 def load_knee(path: Path) -> KneeFile | None:
     return _load(path, KneeFile, KNEE_VERSION)
+
+
+def load_curve(path: Path) -> CurveFile | None:
+    return _load(path, CurveFile, CURVE_VERSION)
 
 
 def load_verdict(path: Path) -> VerdictFile | None:

@@ -1,0 +1,52 @@
+"""curve.json (harness/walks/curve.py): a configuration's figures against the database's size at one data-to-memory
+ratio, and each figure's 10x projection, a type of its own (projected is always true): never a measured point."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from harness.results.base import Model
+from harness.results.headroom import Host
+
+CURVE_VERSION = 1
+
+
+class CurvePoint(Model):
+    scale: float
+    mem: str
+    size_gib: float                     # the starting state's data, GiB
+    status: str
+    service_p50_ms: Optional[float] = None
+    ack_p99_ms: Optional[float] = None
+    queryable_p99_ms: Optional[float] = None
+    rows_per_s: Optional[float] = None
+    cell: str                           # <scenario>/<dir>
+    sitting: str
+    host: Optional[Host] = None
+
+
+class CurveProjection(Model):
+    figure: str
+    projected: Literal[True] = True     # a fit's prediction, never a measurement
+    scale: float
+    size_gib: float
+    value: float
+    lo: float
+    hi: float
+    model: str
+    says: str
+
+
+class CurveFile(Model):
+    version: Literal[1] = CURVE_VERSION
+    kind: Literal["curve"] = "curve"
+    scenario: str
+    engine: str
+    profile: Optional[str]
+    ratio: float                        # data bytes per byte of MEM, at every point
+    overrides: list[str] = []
+    command: str
+    points: list[CurvePoint] = []
+    projections: list[CurveProjection] = []
+    complete: bool = False
+    wall_s: Optional[float] = None
+    updated_utc: str

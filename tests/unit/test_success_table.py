@@ -1,0 +1,145 @@
+"""The reference's success table (issue 85): every figure names its command and sitting, or is refused; a projected
+point is its own type, printed and drawn as projected, never as measured."""
+import math
+
+import matplotlib
+import pytest
+from pydantic import ValidationError
+
+from harness.report.success.curve import Measured, curve_rows, draw, fit, project
+from harness.report.success.table import Figure, SuccessTable
+
+matplotlib.use("Agg")
+
+
+def figure(**over) -> Figure:
+    base = dict(question="degradation", system="answer", says="service p50 700 ms", scale=1.0, mem="1284m",
+                command="make knee ENGINE=sqlite AXIS=scale PROFILE=ratio", sitting="2026-12-05",
+                run="runs/knee-scale/knee.json")
+    return Figure(**{**base, **over})
+
+
+@pytest.mark.parametrize("field", ["command", "sitting"])
+def test_a_figure_without_its_command_or_sitting_is_refused(field):
+    base = figure().model_dump()
+    del base[field]
+    with pytest.raises(ValidationError, match=field):
+        Figure(**base)
+    with pytest.raises(ValidationError, match=field):
+        figure(**{field: " "})
+
+
+def test_a_sitting_must_be_a_day():
+    with pytest.raises(ValidationError, match="YYYY-MM-DD"):
+        figure(sitting="today")
+
+
+def test_the_table_has_the_references_five_rows_and_both_systems():
+    t = SuccessTable(figures=[figure(question="max_writes", system="reference", says="6,000 rows/s, p99 480 ms")])
+    rows = t.rows()
+    assert [r[0].split("?")[0] for r in rows] == ["Max writes", "Max reads", "Combined sweet spot",
+                                                  "Degradation curve", "V1 feasibility"]
+    assert rows[0][1].startswith("6,000 rows/s, p99 480 ms (1x, MEM 1284m; [2026-12-05](runs/knee-scale/knee.json))")
+    assert rows[0][2] == "not measured yet" and rows[1][1] == "not measured yet"
+    with pytest.raises(ValidationError, match="two figures"):
+        SuccessTable(figures=[figure(), figure()])
+
+
+def points(f, sizes=(1.25, 2.5, 5, 10, 20, 30, 50)) -> list[Measured]:
+    return [Measured(s / 10, s, f(s), f"p99_5x/sqlite-{s:g}", "2026-12-05") for s in sizes]
+
+
+def test_a_projected_point_is_never_printed_as_measured():
+    pts = points(lambda s: 300 + 80 * math.log(s) + (5 if s in (2.5, 20) else -5 if s in (5, 30) else 0))
+    q = project(pts, 10.0)
+    rows = curve_rows(pts, [q], "ms")
+    assert [r[3].startswith("measured") for r in rows] == [True] * len(pts) + [False]
+    assert rows[-1][3].startswith("projected, not measured") and rows[-1][2].startswith("projected")
+    assert all(f"{q.value:,.4g}" not in r[2] for r in rows[:-1])
+    assert figure(projected=True).cell().startswith("projected: ")
+    with pytest.raises(ValueError, match="names its run and its sitting"):
+        Measured(10.0, 100.0, q.value, "", "2026-12-05")
+
+
+def test_a_projected_point_is_never_drawn_on_the_measured_line():
+    import matplotlib.pyplot as plt
+    pts = points(lambda s: 300 + 80 * math.log(s) + (4 if s == 5 else -3 if s == 20 else 0))
+    q = project(pts, 10.0)
+    fig, ax = plt.subplots()
+    draw(ax, pts, [q], "service p50")
+    measured = [ln for ln in ax.lines if ln.get_label().endswith("measured")]
+    assert len(measured) == 1 and q.size_gib not in list(measured[0].get_xdata())
+    labels = [c.get_label() for c in ax.containers]
+    assert labels == ["service p50: projected at 10x (log fit, 95% PI)"]
+    plt.close(fig)
+
+
+def test_the_fit_picks_the_model_the_points_follow_and_its_interval_holds_the_truth():
+    log_truth = lambda s: 300 + 80 * math.log(s)                     # noqa: E731
+    jitter = {1.25: 3, 2.5: -4, 5: 2, 10: -1, 20: 4, 30: -3, 50: 1}
+    q = project(points(lambda s: log_truth(s) + jitter[s]), 10.0)
+    assert q.fit.model == "log" and q.rejected.model == "linear" and q.fit.s < q.rejected.s
+    assert q.size_gib == pytest.approx(100.0) and q.lo < log_truth(100.0) < q.hi
+    q = project(points(lambda s: 100 + 7 * s + jitter[s]), 10.0)
+    assert q.fit.model == "linear" and q.lo < 100 + 7 * 100.0 < q.hi
+    with pytest.raises(ValueError, match="at least 3"):
+        fit(points(log_truth)[:2], "log")
+
+
+def test_a_curve_point_gets_the_verdicts_memory_at_its_scale():
+    from harness.walks.curve import default_ratio, mem_for
+    assert default_ratio() == 8.4                               # decision.yaml: the reference's 8 GB at 5x
+    assert mem_for(int(10.54 * 2**30), 8.4) == "1284m"          # the ratio walk's smallest level at 1x
+    assert mem_for(int(0.1 * 2**30), 8.4) == "16m"              # never under the floor
+
+
+def test_the_curve_projects_only_through_measured_points_and_says_projected():
+    from harness.walks.curve import CurveFile, CurvePoint, projections
+
+    def pt(scale, status="passed"):
+        size = 10.5 * scale
+        return CurvePoint(scale=scale, mem="1284m", size_gib=size, status=status, cell=f"p99_5x/s-{scale:g}",
+                          sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(size) + (3 if scale == 1 else 0),
+                          ack_p99_ms=None)
+    points = [pt(s) for s in (0.125, 0.25, 0.5, 1, 2)] + [pt(3, "error")]
+    [q] = projections(points)                  # service p50 only: no acknowledgement figure anywhere
+    assert q.projected is True and q.figure == "service_p50_ms" and q.scale == 10.0
+    assert q.lo < 300 + 60 * math.log(105) < q.hi and q.says.startswith("per-block service time p50: projected")
+    assert projections(points[:2]) == []       # two points: no interval
+    f = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
+                  points=points, projections=[q], updated_utc="2026-12-05T00:00:00Z")
+    assert all("projected" not in p.model_dump() for p in f.points)
+    with pytest.raises(ValidationError, match="projected"):
+        type(q).model_validate(q.model_dump() | {"projected": False})
+
+
+def test_the_curves_report_draws_and_prints_the_projection_apart(tmp_path):
+    from harness.report.render import to_markdown
+    from harness.report.success.curve_report import curve_blocks
+    from harness.results.curve import CurveFile, CurvePoint
+    from harness.walks.curve import projections
+    points = [CurvePoint(scale=s, mem=f"{int(1284 * s)}m", size_gib=10.5 * s, status="passed", cell=f"p99_5x/c-{s:g}",
+                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0))
+              for s in (0.125, 0.25, 0.5, 1, 2)]
+    c = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
+                  points=points, projections=projections(points), complete=True, updated_utc="2026-12-05T00:00:00Z")
+    md = to_markdown(curve_blocks(c), tmp_path)
+    [row] = [ln for ln in md.splitlines() if ln.startswith("| 10x")]
+    assert "projected, not measured" in row and "projected" in row.split("|")[3]
+    assert md.count("measured 2026-12-05") == 2 * len(points)      # the points' table and the figure's
+    svg = next(tmp_path.glob("curve-service_p50_ms*.svg")).read_text()
+    assert "projected at 10x" in svg and "service time p50: measured" in svg
+
+
+def test_a_walk_keeps_the_make_command_that_asked_for_it():
+    """What a published figure names: the command as a user types it, from the walk's own arguments."""
+    from harness.cli import _parser
+    from harness.cli.args import make_command
+    args = _parser().parse_args(["knee", "--engine", "sqlite", "--axis", "rows", "--mem", "1284m", "--profile", "ratio",
+                                 "--set", "durability=commit", "--set", "block_log.group_blocks=1",
+                                 "--set", "workload.schema=current_history", "--drop-states"])
+    assert make_command("knee", args) == ('make knee ENGINE=sqlite SCENARIO=p99_5x AXIS=rows PROFILE=ratio MEM=1284m '
+                                          'DURABILITY=commit SET="block_log.group_blocks=1 '
+                                          'workload.schema=current_history" DROP_STATES=1')
+    args = _parser().parse_args(["curve", "--engine", "sqlite", "--scales", "0.125 0.25", "--runtime", "local"])
+    assert make_command("curve", args) == 'make curve ENGINE=sqlite SCENARIO=p99_5x SCALES="0.125 0.25" RUNTIME=local'
