@@ -240,3 +240,20 @@ def test_a_line_held_on_every_block_but_rising_past_it_by_the_hour_stops_once_it
     assert _hour_abort(0)[0] is None and _hour_abort(60)[0] is None
     # no hour to carry it to: no trend rule
     assert EarlyAbort([parse_threshold("p99(commit_ms) < 500")], 300).trends == []
+
+
+def test_a_line_held_but_rising_is_said_as_a_rise_not_as_stalls():
+    """12-05: 'stalls: 0 of 300 blocks over 500 ms' was the walk's word for a cell that failed on its trend alone."""
+    from harness.results import RunResult
+    from harness.walks.verdict.answer import _rising
+    trend = {"method": "m", "window_s": 30, "windows": 20, "slope_per_h": 370.4, "ci95_per_h": [224.9, 515.9],
+             "horizon_s": 3600, "at_horizon": 724.6, "would_fail": True}
+    r = RunResult.model_validate({
+        "version": 18, "run_id": "r", "engine": "sqlite", "scenario": "p99_5x", "profile": "ratio", "runtime": "local",
+        "status": "failed", "scale": 1.0, "engine_version": "x", "plan": {}, "environment": {},
+        "thresholds": [{"expr": "p99(commit_ms) < 500", "value": 407.0, "passed": False, "trend": trend}],
+        "metrics": {"commit_latency_ms": {"p99": 407.0}}})
+    assert _rising(r) == ("rising: p99(commit_ms) < 500 held over the blocks measured (407) but rises +370/h "
+                          "[+225, +516], 725 by 60 min")
+    over = r.model_copy(update={"thresholds": [r.thresholds[0].model_copy(update={"value": 650.0})]})
+    assert _rising(over) is None, "over its line already: not a rise but the stalls or slowness it shows"

@@ -36,7 +36,7 @@ def diagnose(rec: CellRecord, run_dir: Path) -> str | None:
     if blind:
         return f"not evaluable: {blind[0].expr}: {blind[0].error.removeprefix('not evaluable: ')}"
     # a crash run's blocks are no latency measurement: its thresholds say why
-    why = (None if r.crash else _saturated(r) or _stalls(r, run_dir)) or "failed: " + "; ".join(
+    why = (None if r.crash else _saturated(r) or _rising(r) or _stalls(r, run_dir)) or "failed: " + "; ".join(
         f"{t.expr} measured {t.value:g}" for t in r.thresholds if not t.passed and t.value is not None)
     phases = None if r.crash else describe(r.metrics.block_phases)
     return f"{why}; {phases}" if phases else why
@@ -54,6 +54,18 @@ def _saturated(r: RunResult) -> str | None:
 def _stopped(r: RunResult) -> str:
     n = (r.early_abort or {}).get("block")
     return f"; stopped early after {n} measured block{'s' if n != 1 else ''}" if n else ""
+
+
+def _rising(r: RunResult) -> str | None:
+    """A latency line held over the blocks measured but failed on its trend to the criterion's hour."""
+    t = next((t for t in r.thresholds if not t.passed and t.trend is not None and t.trend.would_fail
+              and t.value is not None and parse_threshold(t.expr).passes(t.value)), None)
+    if t is None:
+        return None
+    tr = t.trend
+    return (f"rising: {t.expr} held over the blocks measured ({t.value:,.0f}) but rises {tr.slope_per_h:+,.0f}/h "
+            f"[{tr.ci95_per_h[0]:+,.0f}, {tr.ci95_per_h[1]:+,.0f}], {tr.at_horizon:,.0f} by "
+            f"{(tr.horizon_s or 0) / 60:g} min{_stopped(r)}")
 
 
 def _stalls(r: RunResult, run_dir: Path) -> str | None:
