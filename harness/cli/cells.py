@@ -217,7 +217,7 @@ def add_report(sub) -> None:
     rp.add_argument("--mixed-nodes", action="store_true",
                     help="put cells from unlike nodes in one table anyway (the report says so)")
     rp.set_defaults(func=_cmd_report)
-    pb = sub.add_parser("publish", help="a finished verdict's, read ceiling's or run's report.md, its figures' files, "
+    pb = sub.add_parser("publish", help="a finished verdict's, read ceiling's, curve's or run's report.md, its figures' files, "
                                         "plots and a screenshot under docs/results/<name>/, with the machine, date "
                                         "and commit")
     pb.add_argument("run", type=Path)
@@ -237,8 +237,10 @@ def _cmd_publish(args) -> int:
     from harness.report.publish import publish
     from harness.report.publish_ceiling import publish_ceiling
     from harness.report.publish_run import publish_run
-    # what the folder holds says what it is: a walk's verdict, a read ceiling's search, or one run
+    from harness.report.success.publish_curve import publish_curve
+    # what the folder holds says what it is: a walk's verdict, a read ceiling's search, a curve, or one run
     kind = next((how for f, how in (("verdict.json", publish), ("ceiling.json", publish_ceiling),
-                                    ("result.json", publish_run)) if (args.run / f).exists()), publish)
+                                    ("curve.json", publish_curve), ("result.json", publish_run))
+                 if (args.run / f).exists()), publish)
     print(kind(args.run, args.to, args.name))
     return 0

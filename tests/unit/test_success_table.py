@@ -7,7 +7,9 @@ import pytest
 from pydantic import ValidationError
 
 from harness.report.success.curve import Measured, curve_rows, draw, fit, project
+from harness.errors import ConfigError
 from harness.report.success.table import Figure, SuccessTable
+from harness.results import load_curve
 
 matplotlib.use("Agg")
 
@@ -143,3 +145,30 @@ def test_a_walk_keeps_the_make_command_that_asked_for_it():
                                           'workload.schema=current_history" DROP_STATES=1')
     args = _parser().parse_args(["curve", "--engine", "sqlite", "--scales", "0.125 0.25", "--runtime", "local"])
     assert make_command("curve", args) == 'make curve ENGINE=sqlite SCENARIO=p99_5x SCALES="0.125 0.25" RUNTIME=local'
+
+
+def test_a_published_curve_says_projected_in_its_own_rows_and_draws_a_png(tmp_path):
+    from harness.report.success.publish_curve import publish_curve
+    from harness.results import write_json
+    from harness.results.curve import CurveFile, CurvePoint
+    from harness.walks.curve import projections
+    points = [CurvePoint(scale=s, mem=f"{int(1284 * s)}m", size_gib=10.5 * s, status="passed", cell=f"p99_5x/c-{s:g}",
+                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0))
+              for s in (0.25, 0.5, 1, 2)] + [CurvePoint(scale=0.125, mem="134m", size_gib=1.1, status="oom",
+                                                      cell="p99_5x/c-0.125", sitting="2026-12-05")]
+    run = tmp_path / "curve-x"
+    run.mkdir()
+    write_json(run / "curve.json", CurveFile(
+        scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
+        points=points, projections=projections(points), updated_utc="2026-12-05T00:00:00Z"))
+    (run / "report.md").write_text("# a curve\n")
+    with pytest.raises(ConfigError, match="complete is false"):
+        publish_curve(run, tmp_path / "docs", None)
+    c = load_curve(run / "curve.json")
+    write_json(run / "curve.json", c.model_copy(update={"complete": True}))
+    dest = publish_curve(run, tmp_path / "docs", "2026-12-05-curve")
+    readme = (dest / "README.md").read_text()
+    assert "Made by `make curve ENGINE=sqlite`" in readme and "| 0.125x | 1.10 | 134m | oom |" in readme
+    [row] = [ln for ln in readme.splitlines() if ln.startswith("| 10x")]
+    assert "projected, not measured" in row
+    assert (dest / "plots" / "curve-service_p50_ms.png").stat().st_size > 1000
