@@ -44,7 +44,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: publish reproduce curve faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: publish reproduce curve success faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -93,6 +93,10 @@ experiments: $(STAMP) ## the reference's seed experiments, ours beside its ratio
 
 compare: $(STAMP) ## two runs, sweeps or matrix runs side by side (B/A, significance over repeats): A=dir[,dir...] B=dir[,dir...] [MD=file] [WINDOW=0:600 [WINDOW_B=0:]]
 	@$(HARNESS) compare $(A) $(B) $(if $(MD),--markdown $(MD)) $(if $(WINDOW),--window $(WINDOW)) $(if $(WINDOW_B),--window-b $(WINDOW_B))
+
+success: $(STAMP) ## the reference's five questions in one table, from the runs published under DIR/<question>-<system>/ (make publish RUN=... AS=<date>-success/degradation-answer): DIR=docs/results/<date>-success
+	@$(if $(DIR),,echo "DIR=docs/results/<date>-success is required" >&2; exit 2)
+	@$(HARNESS) success $(DIR)
 
 reproduce: $(STAMP) ## a published verdict's answers measured again in this sitting, level by level (exit 0 agreed, 1 disagreed, 3 disturbed), resumable: RUN=docs/results/<dir>
 	@$(if $(RUN),,echo "RUN=<dir> is required: a published verdict's folder under docs/results/" >&2; exit 2)

@@ -224,6 +224,16 @@ def add_report(sub) -> None:
     pb.add_argument("--to", type=Path, default=Path("docs/results"), help="the folder the published folder goes in")
     pb.add_argument("--name", help="its folder's name (default: <date>-<profile>)")
     pb.set_defaults(func=_cmd_publish)
+    sc = sub.add_parser("success", help="the reference's five questions as one table, read from the runs published "
+                                        "in DIR/<question>-<system>/")
+    sc.add_argument("dir", type=Path)
+    sc.set_defaults(func=_cmd_success)
+
+
+def _cmd_success(args) -> int:
+    from harness.report.success.assemble import write
+    print(write(args.dir))
+    return 0
 
 
 def _cmd_report(args) -> int:

@@ -19,6 +19,8 @@ class CurvePoint(Model):
     ack_p99_ms: Optional[float] = None
     queryable_p99_ms: Optional[float] = None
     rows_per_s: Optional[float] = None
+    busy: Optional[float] = None          # behind a block log: the applier's busy share
+    harness_share: Optional[float] = None  # the harness's own bytes inside MEM (an embedded engine's process), of MEM
     cell: str                           # <scenario>/<dir>
     sitting: str
     host: Optional[Host] = None

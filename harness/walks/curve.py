@@ -31,7 +31,7 @@ CURVE_FILE = "curve.json"
 SCALES = (0.125, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
 PROJECT_TO = 10.0          # the reference's largest size: what this machine's free disk cannot hold
 # the figures drawn against the size: name -> (what it is, unit)
-FIGURES = {"service_p50_ms": ("per-block service time p50", "ms"),
+FIGURES = {"service_p50_ms": ("per-block service time p50 (behind a block log: its apply)", "ms"),
            "ack_p99_ms": ("acknowledgement p99, from the due time", "ms"),
            "queryable_p99_ms": ("queryable p99, from the due time", "ms")}
 
@@ -54,12 +54,24 @@ def mem_for(size_bytes: int, ratio: float) -> str:
 
 
 def point_of(scale: float, mem: str, size_bytes: int, cell: str, result, status: str) -> CurvePoint:
-    m = result.metrics if result is not None else None
+    """Its figures from a cell that measured (passed or failed; an oom's partial blocks are no figure). The
+    per-block service time is the engine's commit, or behind a block log its apply: the acknowledgement's append
+    does not grow with the database."""
+    m = result.metrics if result is not None and status in ("passed", "failed") else None
+    bl = m.block_log if m is not None else None
     return CurvePoint(scale=scale, mem=mem, size_gib=round(size_bytes / 2**30, 3), status=status,
-                      service_p50_ms=m and m.service_time_ms.p50, ack_p99_ms=m and m.commit_latency_ms.p99,
+                      service_p50_ms=(bl.apply_ms.p50 if bl else m.service_time_ms.p50) if m else None,
+                      ack_p99_ms=m and m.commit_latency_ms.p99, busy=bl.apply_utilisation if bl else None,
+                      harness_share=_harness_share(result) if m else None,
                       queryable_p99_ms=queryable_p99_ms(m) if m else None, rows_per_s=m and m.rows_per_s, cell=cell,
                       sitting=(result.environment.get("started_utc") or utc_now())[:10] if result else utc_now()[:10],
                       host=Host.of(result.environment) if result is not None else None)
+
+
+def _harness_share(result) -> float | None:
+    h, limit = result.metrics.harness, result.memory.data_limit_bytes
+    end = h.harness_bytes_end if h is not None else None
+    return round(end / limit, 4) if end and limit else None
 
 
 def projections(points: list[CurvePoint], to_scale: float = PROJECT_TO) -> list[CurveProjection]:
@@ -87,7 +99,7 @@ def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, sca
                           "opts": opts.asked()})
     root.mkdir(parents=True, exist_ok=True)
     probe = resolve_plan(scenario, engine, profile=opts.profile, scale=scales[0], overrides=list(opts.overrides))
-    old = load_curve(root / CURVE_FILE)
+    old = _again(load_curve(root / CURVE_FILE), root)
     out = old or CurveFile(scenario=probe.scenario, engine=engine, profile=probe.profile, ratio=ratio,
                            overrides=list(opts.overrides), command=command, updated_utc=utc_now())
     _log(f"{root}: {engine} {probe.scenario} ({probe.profile}) at scales {' '.join(f'{s:g}' for s in scales)}, "
@@ -111,8 +123,21 @@ def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, sca
              f"ack p99 {p.ack_p99_ms} ms, queryable p99 {p.queryable_p99_ms} ms")
     for q in out.projections:
         _log(q.says)
+    from harness.report import write_report
+    _, html = write_report(root)
     print(root / CURVE_FILE)
+    print(html)
     return 0
+
+
+def _again(c: CurveFile | None, root: Path) -> CurveFile | None:
+    """A resumed curve's points re-derived from their cells' results: what this code reads of them, not what
+    the code that wrote curve.json did."""
+    if c is None:
+        return None
+    return c.model_copy(update={"points": [point_of(p.scale, p.mem, int(p.size_gib * 2**30), p.cell,
+                                                     load_result(root / p.cell / "result.json"), p.status)
+                                            for p in c.points]})
 
 
 def _measure(scenario: str, engine: str, opts: CellOptions, root: Path, scale: float, ratio: float) -> CurvePoint:

@@ -106,7 +106,7 @@ def test_the_curve_projects_only_through_measured_points_and_says_projected():
     points = [pt(s) for s in (0.125, 0.25, 0.5, 1, 2)] + [pt(3, "error")]
     [q] = projections(points)                  # service p50 only: no acknowledgement figure anywhere
     assert q.projected is True and q.figure == "service_p50_ms" and q.scale == 10.0
-    assert q.lo < 300 + 60 * math.log(105) < q.hi and q.says.startswith("per-block service time p50: projected")
+    assert q.lo < 300 + 60 * math.log(105) < q.hi and q.says.startswith("per-block service time p50 (behind a block log: its apply): projected")
     assert projections(points[:2]) == []       # two points: no interval
     f = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
                   points=points, projections=[q], updated_utc="2026-12-05T00:00:00Z")
@@ -130,7 +130,7 @@ def test_the_curves_report_draws_and_prints_the_projection_apart(tmp_path):
     assert "projected, not measured" in row and "projected" in row.split("|")[3]
     assert md.count("measured 2026-12-05") == 2 * len(points)      # the points' table and the figure's
     svg = next(tmp_path.glob("curve-service_p50_ms*.svg")).read_text()
-    assert "projected at 10x" in svg and "service time p50: measured" in svg
+    assert "projected at 10x" in svg and "its apply): measured" in svg
 
 
 def test_a_walk_keeps_the_make_command_that_asked_for_it():
@@ -172,3 +172,42 @@ def test_a_published_curve_says_projected_in_its_own_rows_and_draws_a_png(tmp_pa
     [row] = [ln for ln in readme.splitlines() if ln.startswith("| 10x")]
     assert "projected, not measured" in row
     assert (dest / "plots" / "curve-service_p50_ms.png").stat().st_size > 1000
+
+
+def test_the_success_folder_reads_each_figure_from_its_published_run_and_refuses_a_stray(tmp_path):
+    from harness.report.success.assemble import write
+    from harness.report.success.publish_curve import publish_curve
+    from harness.results import write_json
+    from harness.results.curve import CurveFile, CurvePoint
+    from harness.walks.curve import projections
+    points = [CurvePoint(scale=s, mem=f"{int(1284 * s)}m", size_gib=10.5 * s, status="passed", cell=f"p99_5x/c-{s:g}",
+                         sitting="2026-12-05", service_p50_ms=600 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0),
+                         ack_p99_ms=5.0, queryable_p99_ms=900.0) for s in (0.25, 0.5, 1, 2)]
+    run = tmp_path / "curve-x"
+    run.mkdir()
+    write_json(run / "curve.json", CurveFile(
+        scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite", points=points,
+        projections=projections(points), complete=True, updated_utc="2026-12-05T00:00:00Z"))
+    (run / "report.md").write_text("# a curve\n")
+    folder = tmp_path / "2026-12-05-success"
+    publish_curve(run, folder.parent, f"{folder.name}/degradation-answer")
+    text = write(folder).read_text()
+    [row] = [ln for ln in text.splitlines() if ln.startswith("| Degradation curve")]
+    reference, answer = row.split(" | ")[1:3]
+    assert reference == "not measured yet"
+    low, high = (600 + 60 * math.log(10.5 * s) for s in (0.25, 2))
+    assert answer.startswith(f"service p50 {low:,.0f} ms at 2.6 GiB → {high:,.0f} ms at 21.0 GiB")
+    assert "10x projected, not measured" in answer
+    assert "[2026-12-05](degradation-answer/README.md)" in answer
+    (folder / "fastest-answer").mkdir()
+    with pytest.raises(ConfigError, match="<question>-<system>"):
+        write(folder)
+
+
+def test_a_figure_flat_within_its_noise_is_projected_as_its_mean_never_below_zero():
+    """12-05's acknowledgement p99, 4-15 ms at four sizes: its best line carried the noise to -19 ms at 10x."""
+    pts = [Measured(s, 10.5 * s, v, f"p99_5x/c-{s:g}", "2026-12-05") for s, v in ((0.25, 3.8), (0.5, 15.0), (1, 4.4),
+                                                                                     (2, 3.7))]
+    q = project(pts, 10.0)
+    assert q.fit.model == "flat" and q.value == pytest.approx(6.725) and q.lo == 0.0 < q.hi
+    assert "neither line's slope is distinguishable from 0" in q.says("ms")

@@ -8,7 +8,10 @@ data-to-memory ratio the share of each index in cache is the same at every size 
 more B-tree level per multiple of its fan-out, so the logarithm is the expected shape; a figure that grows with
 the data itself (a scan, a checkpoint that rewrites more) is linear, and the worse-fitting of the two is named
 beside the chosen one. Its 95% prediction interval is Student's, for one new observation at that size:
-ŷ ± t(n-2) · s · sqrt(1 + 1/n + (x - x̄)² / Sxx). A projection is its own type: the table and the chart give it
+ŷ ± t(n-2) · s · sqrt(1 + 1/n + (x - x̄)² / Sxx). Where the better line's slope is within noise of 0,
+the projection is the points' mean with its own interval, ȳ ± t(n-1) · sd · sqrt(1 + 1/n): a flat, noisy figure's
+line would otherwise carry its noise to 10x (the 12-05 acknowledgement p99, 4-15 ms measured, gave -19 ms). A time is
+never projected below 0. A projection is its own type: the table and the chart give it
 a cell and a marker of its own, labelled projected, never the measured line's."""
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from typing import Literal
 
 from harness.stats import t95
 
-Model_ = Literal["log", "linear"]
+Model_ = Literal["log", "linear", "flat"]
 MIN_POINTS = 3          # two parameters and at least one degree of freedom for the interval
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -52,11 +55,19 @@ class Fit:
     sxx: float
 
     def x(self, size_gib: float) -> float:
-        return math.log(size_gib) if self.model == "log" else size_gib
+        return math.log(size_gib) if self.model == "log" else 0.0 if self.model == "flat" else size_gib
+
+    @property
+    def flat(self) -> bool:
+        """The slope's 95% interval holds 0: the points do not say the figure moves with the size."""
+        return self.model == "flat" or abs(self.b) <= t95(self.n - 2) * self.s / math.sqrt(self.sxx)
 
     def says(self) -> str:
+        if self.model == "flat":
+            return f"y = {self.a:.4g}, the points' mean (sd {self.s:.3g}, {self.n} points)"
         x = "ln(size GiB)" if self.model == "log" else "size GiB"
-        return f"y = {self.a:.4g} {'+' if self.b >= 0 else '-'} {abs(self.b):.4g}·{x} (residual s {self.s:.3g}, {self.n} points)"
+        return (f"y = {self.a:.4g} {'+' if self.b >= 0 else '-'} {abs(self.b):.4g}·{x} (residual s {self.s:.3g}, "
+                f"{self.n} points{'; its slope is within noise of 0' if self.flat else ''})")
 
 
 @dataclass(frozen=True)
@@ -71,9 +82,11 @@ class Projected:
     rejected: Fit       # the other model, and why it was not chosen: its larger residual
 
     def says(self, unit: str) -> str:
+        why = (f"neither line's slope is distinguishable from 0 (the better, {self.rejected.model}: residual s "
+               f"{self.rejected.s:.3g})" if self.fit.model == "flat" else
+               f"the {self.rejected.model} model fit worse (residual s {self.rejected.s:.3g})")
         return (f"projected {self.value:,.4g} {unit} (95% prediction interval {self.lo:,.4g}-{self.hi:,.4g}) at "
-                f"{self.scale:g}x ≈ {self.size_gib:,.1f} GiB: {self.fit.model} model, {self.fit.says()}; "
-                f"the {self.rejected.model} model fit worse (residual s {self.rejected.s:.3g})")
+                f"{self.scale:g}x ≈ {self.size_gib:,.1f} GiB: {self.fit.model} model, {self.fit.says()}; {why}")
 
 
 def fit(points: list[Measured], model: Model_) -> Fit:
@@ -97,10 +110,23 @@ def project(points: list[Measured], scale: float) -> Projected:
     size = per_scale * scale
     fits = sorted((fit(points, m) for m in ("log", "linear")), key=lambda f: f.s)
     best = fits[0]
+    if best.flat:           # no slope the points can tell from 0: their mean, with its own prediction interval
+        return _flat(points, scale, size, best)
     x = best.x(size)
     value = best.a + best.b * x
     half = t95(best.n - 2) * best.s * math.sqrt(1 + 1 / best.n + (x - best.mean_x) ** 2 / best.sxx)
-    return Projected(scale, size, value, value - half, value + half, best, fits[1])
+    # a time is never below 0: the line's value and its interval are cut there (a flat, noisy figure's line can
+    # cross it far out: the 12-05 acknowledgement p99, 4-15 ms measured, projected -19 ms)
+    return Projected(scale, size, max(0.0, value), max(0.0, value - half), max(0.0, value + half), best, fits[1])
+
+
+def _flat(points: list[Measured], scale: float, size: float, rejected: Fit) -> Projected:
+    ys = [p.value for p in points]
+    n, mean = len(ys), sum(ys) / len(ys)
+    sd = math.sqrt(sum((y - mean) ** 2 for y in ys) / (n - 1))
+    half = t95(n - 1) * sd * math.sqrt(1 + 1 / n)
+    flat = Fit("flat", mean, 0.0, sd, n, 0.0, 0.0)
+    return Projected(scale, size, mean, max(0.0, mean - half), mean + half, flat, rejected)
 
 
 def curve_rows(points: list[Measured], projected: list[Projected], unit: str) -> list[list[str]]:

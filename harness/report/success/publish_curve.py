@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import Measured, curve_rows, draw
-from harness.report.success.curve_report import FIGURES, _projected
+from harness.report.success.curve_report import FIGURES, _projected, harness_caveat
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
 
@@ -58,7 +58,7 @@ def _png(c: CurveFile, figure: str, path: Path) -> Path | None:
     draw(ax, pts, [_projected(q, pts) for q in c.projections if q.figure == figure], FIGURES[figure])
     ax.set_xlabel("starting state (GiB)")
     ax.set_ylabel("ms")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -72,11 +72,12 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None, dest:
              f"{env.get('runtime', '?')}",
              f"- Commit: `{env.get('git_commit') or '?'}`",
              f"- Every point: its own starting state, MEM = the state's size / {c.ratio:g}, the scenario's cell in "
-             "full (never stopped early)", "",
-             "| scale | state GiB | MEM | status | service p50 ms | ack p99 ms | queryable p99 ms | rows/s | run |",
-             "|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+             "full (never stopped early)"] + ([f"- Caveat: {said}"] if (said := harness_caveat(c.points)) else []) + ["",
+             "| scale | state GiB | MEM | status | service p50 ms | ack p99 ms | queryable p99 ms | rows/s | "
+             "applier busy | run |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {p.scale:g}x | {p.size_gib:,.2f} | {p.mem} | {p.status} | {_n(p.service_p50_ms)} | {_n(p.ack_p99_ms)} | "
-              f"{_n(p.queryable_p99_ms)} | {_n(p.rows_per_s)} | [{p.sitting}](points/{p.cell}) |" for p in c.points]
+              f"{_n(p.queryable_p99_ms)} | {_n(p.rows_per_s)} | {'-' if p.busy is None else f'{p.busy:.0%}'} | "
+              f"[{p.sitting}](points/{p.cell}) |" for p in c.points]
     for f, what in FIGURES.items():
         pts = _measured(c, f)
         proj = [_projected(q, pts) for q in c.projections if q.figure == f]

@@ -1,0 +1,70 @@
+"""`make success DIR=docs/results/<date>-success`: the reference's table from what is published in DIR, one
+subfolder per question and system, named `<question>-<system>` (degradation-answer, max_writes-reference, ...), each
+a published run (`make publish RUN=... AS=<date>-success/<question>-<system>`). Each figure is read from its run's
+own file, with the command and sitting that run kept: none is typed in. A question no subfolder answers yet says
+"not measured yet"; a subfolder whose name is not a question and a system, or whose run is of another kind, is
+refused with what is allowed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
+from harness.results import load_curve
+from harness.results.curve import CurveFile
+
+README = "README.md"
+
+
+def degradation(c: CurveFile, folder: str) -> Figure:
+    """The curve in one cell: its per-block service time from the smallest measured size to the largest, and the
+    10x projection, worded as projected."""
+    pts = [p for p in c.points if p.status in ("passed", "failed") and p.service_p50_ms is not None]
+    if not pts:
+        raise ConfigError(f"{folder}/curve.json: no measured point: nothing to say of the curve")
+    lo, hi = min(pts, key=lambda p: p.size_gib), max(pts, key=lambda p: p.size_gib)
+    what = "apply p50" if hi.busy is not None else "service p50"       # behind a block log, its applier's block
+    says = (f"{what} {lo.service_p50_ms:,.0f} ms at {lo.size_gib:,.1f} GiB → {hi.service_p50_ms:,.0f} ms at "
+            f"{hi.size_gib:,.1f} GiB, ack p99 {hi.ack_p99_ms:,.0f} ms, queryable p99 {hi.queryable_p99_ms:,.0f} ms "
+            f"there ({len(pts)} sizes)")
+    q = next((q for q in c.projections if q.figure == "service_p50_ms"), None)
+    if q is not None:
+        says += f"; 10x projected, not measured: {q.value:,.0f} ms [{q.lo:,.0f}-{q.hi:,.0f}] ({q.model} fit)"
+    return Figure(question="degradation", system="answer", says=says, scale=hi.scale, mem=hi.mem, command=c.command,
+                  sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
+
+
+# what each question's subfolder holds, and how its figure is read from it
+READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation)}
+
+
+def figure_of(d: Path) -> Figure:
+    question, _, system = d.name.rpartition("-")
+    if question not in QUESTIONS or system not in SYSTEMS:
+        raise ConfigError(f"{d}: a subfolder is named <question>-<system>: question one of {', '.join(QUESTIONS)}, "
+                          f"system one of {', '.join(SYSTEMS)}")
+    if question not in READERS:
+        raise ConfigError(f"{d}: no reader for {question} yet: questions readable are {', '.join(READERS)}")
+    file, load, read = READERS[question]
+    run = load(d)
+    if run is None:
+        raise ConfigError(f"{d}: holds no {file}: publish the {question} run there (make publish RUN=... AS=...)")
+    return read(run, d.name).model_copy(update={"system": system})
+
+
+def assemble(folder: Path) -> SuccessTable:
+    if not folder.is_dir():
+        raise ConfigError(f"DIR={folder}: not a folder; publish a run into {folder}/<question>-<system> first")
+    return SuccessTable(figures=[figure_of(d) for d in sorted(folder.iterdir()) if d.is_dir()])
+
+
+def write(folder: Path) -> Path:
+    t = assemble(folder)
+    lines = ["# The reference's five questions, answered here", "",
+             "The experiments succeed if we can answer these (the reference's last table). Each figure links the run "
+             "behind it, with the command that made it and the sitting; a projection says so.", "", t.markdown(),
+             "A question without a figure has not been measured yet on this machine.", "",
+             "Each figure's host (a figure moves with it):", ""]
+    lines += [f"- {QUESTIONS[f.question][0]}, {SYSTEMS[f.system]}: {f.host or 'unknown'}" for f in t.figures]
+    (folder / README).write_text("\n".join(lines) + "\n")
+    return folder / README
