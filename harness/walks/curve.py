@@ -18,7 +18,8 @@ from harness.cell_states import drop_all
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.records import Cell
-from harness.report.success.curve import MIN_POINTS, Measured, project
+from harness.report.success.curve import MIN_POINTS, project
+from harness.report.success.curve_report import measured
 from harness.results import load_curve, load_result, write_json
 from harness.results.design import queryable_p99_ms
 from harness.results.curve import CurveFile, CurvePoint, CurveProjection
@@ -78,8 +79,7 @@ def projections(points: list[CurvePoint], to_scale: float = PROJECT_TO) -> list[
     """Each figure at `to_scale`, through the points that measured it (passed or failed, never an error)."""
     out = []
     for name, (what, unit) in FIGURES.items():
-        got = [Measured(p.scale, p.size_gib, getattr(p, name), p.cell, p.sitting) for p in points
-               if getattr(p, name) is not None and p.status in ("passed", "failed")]
+        got = measured(points, name)
         if len(got) < MIN_POINTS or len({g.size_gib for g in got}) < 2 or max(g.scale for g in got) >= to_scale:
             continue
         q = project(got, to_scale)

@@ -13,6 +13,12 @@ FIGURES = {"service_p50_ms": "per-block service time p50 (behind a block log: it
            "queryable_p99_ms": "queryable p99 (from the due time)"}
 
 
+def measured(points: list, figure: str, under: str = "") -> list[Measured]:
+    """A curve's points that measured `figure` (a cell that passed or failed; an oom or error has no figure)."""
+    return [Measured(p.scale, p.size_gib, getattr(p, figure), f"{under}{p.cell}", p.sitting) for p in points
+            if getattr(p, figure) is not None and p.status in ("passed", "failed")]
+
+
 def curve_blocks(c) -> list[Block]:
     """c: a CurveFile (results/curve.py)."""
     doc = [Block("p", f"{c.engine}, {c.scenario} ({c.profile}): each scale's starting state built, MEM its size / "
@@ -29,8 +35,7 @@ def curve_blocks(c) -> list[Block]:
             Block("table", headers=["scale", "state GiB", "MEM", "status", "service p50 ms", "ack p99 ms",
                                     "queryable p99 ms", "rows/s", "applier busy", "what it is"], rows=rows)]
     for name, what in FIGURES.items():
-        pts = [Measured(p.scale, p.size_gib, getattr(p, name), p.cell, p.sitting) for p in c.points
-               if getattr(p, name) is not None and p.status in ("passed", "failed")]
+        pts = measured(c.points, name)
         if not pts:
             continue
         proj = [_projected(q, pts) for q in c.projections if q.figure == name]

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import Measured, curve_rows, draw
-from harness.report.success.curve_report import FIGURES, _projected, harness_caveat
+from harness.report.success.curve_report import FIGURES, _projected, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
 
@@ -45,8 +45,7 @@ def _finished(run: Path) -> CurveFile:
 
 
 def _measured(c: CurveFile, figure: str) -> list[Measured]:
-    return [Measured(p.scale, p.size_gib, getattr(p, figure), f"points/{p.cell}", p.sitting) for p in c.points
-            if getattr(p, figure) is not None and p.status in ("passed", "failed")]
+    return measured(c.points, figure, under="points/")
 
 
 def _png(c: CurveFile, figure: str, path: Path) -> Path | None:
