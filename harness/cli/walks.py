@@ -134,6 +134,12 @@ def _step_walk(sub, name: str, help: str, func):
     return c
 
 
+def _no_repeats(args, why: str) -> None:
+    """A walk over steps decides its own repeats: REPEATS is refused, saying why."""
+    if args.repeats != 1:
+        raise ConfigError(f"REPEATS: {why}; give no REPEATS")
+
+
 def add_ceiling(sub) -> None:
     c = _step_walk(sub, "ceiling", "the highest read rate beside the scenario's writes; resumable", _cmd_ceiling)
     c.add_argument("--scenario", default="combined")
@@ -141,8 +147,7 @@ def add_ceiling(sub) -> None:
 
 def _cmd_ceiling(args) -> int:
     from harness.walks.ceiling import ceiling
-    if args.repeats != 1:
-        raise ConfigError("REPEATS: a ceiling repeats its knee itself; give no REPEATS")
+    _no_repeats(args, "a ceiling repeats its knee itself")
     return ceiling(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem,
                    command=make_command("ceiling", args))
 
@@ -155,8 +160,7 @@ def add_capacity(sub) -> None:
 
 def _cmd_capacity(args) -> int:
     from harness.walks.capacity_run import run_capacity
-    if args.repeats != 1:
-        raise ConfigError("REPEATS: a capacity search brackets its own steps; give no REPEATS")
+    _no_repeats(args, "a capacity search brackets its own steps")
     return run_capacity(args.scenario, args.engine, CellOptions.from_args(args), args.results, mem=args.mem,
                         command=make_command("capacity", args))
 
@@ -199,8 +203,7 @@ def add_knee(sub) -> None:
 
 def _cmd_knee(args) -> int:
     from harness.walks.knee import knee
-    if args.repeats != 1:
-        raise ConfigError("REPEATS: a knee search confirms its knee itself; give no REPEATS")
+    _no_repeats(args, "a knee search confirms its knee itself")
     return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
                 scale=args.scale, drop_states=args.drop_states, command=make_command("knee", args))
 
@@ -214,8 +217,7 @@ def add_v1(sub) -> None:
 def _cmd_v1(args) -> int:
     from harness.scenario.v1 import load_v1
     from harness.walks.v1 import v1_walk
-    if args.repeats != 1:
-        raise ConfigError("REPEATS: each search repeats its knee itself; give no REPEATS")
+    _no_repeats(args, "each search repeats its knee itself")
     v1 = load_v1(Path(args.file)) if args.file else None
     return v1_walk(args.engine, CellOptions.from_args(args), args.results, mem=args.mem, v1=v1,
                    command=make_command("v1", args))

@@ -19,7 +19,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.records import Cell
 from harness.report.success.curve import MIN_POINTS, project
-from harness.report.success.curve_report import measured
+from harness.report.success.curve_report import FIGURES, measured
 from harness.results import load_curve, load_result, write_json
 from harness.results.design import queryable_p99_ms
 from harness.results.curve import CurveFile, CurvePoint, CurveProjection
@@ -31,10 +31,6 @@ from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_c
 CURVE_FILE = "curve.json"
 SCALES = (0.125, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
 PROJECT_TO = 10.0          # the reference's largest size: what this machine's free disk cannot hold
-# the figures drawn against the size: name -> (what it is, unit)
-FIGURES = {"service_p50_ms": ("per-block service time p50 (behind a block log: its apply)", "ms"),
-           "ack_p99_ms": ("acknowledgement p99, from the due time", "ms"),
-           "queryable_p99_ms": ("queryable p99, from the due time", "ms")}
 
 
 def _log(msg: str) -> None:
@@ -78,13 +74,13 @@ def _harness_share(result) -> float | None:
 def projections(points: list[CurvePoint], to_scale: float = PROJECT_TO) -> list[CurveProjection]:
     """Each figure at `to_scale`, through the points that measured it (passed or failed, never an error)."""
     out = []
-    for name, (what, unit) in FIGURES.items():
+    for name, what in FIGURES.items():
         got = measured(points, name)
         if len(got) < MIN_POINTS or len({g.size_gib for g in got}) < 2 or max(g.scale for g in got) >= to_scale:
             continue
         q = project(got, to_scale)
         out.append(CurveProjection(figure=name, scale=to_scale, size_gib=round(q.size_gib, 1), value=q.value, lo=q.lo,
-                                   hi=q.hi, model=q.fit.model, says=f"{what}: {q.says(unit)}"))
+                                   hi=q.hi, model=q.fit.model, says=f"{what}: {q.says('ms')}"))
     return out
 
 

@@ -16,7 +16,7 @@ from harness.results.curve import CurveFile
 README = "README.md"
 
 
-def degradation(c: CurveFile, folder: str) -> Figure:
+def degradation(c: CurveFile, folder: str, system: str) -> Figure:
     """The curve in one cell: its per-block service time from the smallest measured size to the largest, and the
     10x projection, worded as projected."""
     pts = [p for p in c.points if p.status in ("passed", "failed") and p.service_p50_ms is not None]
@@ -30,7 +30,7 @@ def degradation(c: CurveFile, folder: str) -> Figure:
     q = next((q for q in c.projections if q.figure == "service_p50_ms"), None)
     if q is not None:
         says += f"; 10x projected, not measured: {q.value:,.0f} ms [{q.lo:,.0f}-{q.hi:,.0f}] ({q.model} fit)"
-    return Figure(question="degradation", system="answer", says=says, scale=hi.scale, mem=hi.mem, command=c.command,
+    return Figure(question="degradation", system=system, says=says, scale=hi.scale, mem=hi.mem, command=c.command,
                   sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
 
 
@@ -49,7 +49,7 @@ def figure_of(d: Path) -> Figure:
     run = load(d)
     if run is None:
         raise ConfigError(f"{d}: holds no {file}: publish the {question} run there (make publish RUN=... AS=...)")
-    return read(run, d.name).model_copy(update={"system": system})
+    return read(run, d.name, system)
 
 
 def assemble(folder: Path) -> SuccessTable:

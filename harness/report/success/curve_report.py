@@ -41,7 +41,7 @@ def curve_blocks(c) -> list[Block]:
         proj = [_projected(q, pts) for q in c.projections if q.figure == name]
         doc += [Block("h3", f"{what} against the database's size"),
                 Block("table", headers=["scale", "state GiB", what, "what it is"], rows=curve_rows(pts, proj, "ms"))]
-        doc.append(plots_block(_chart(pts, proj, what), f"curve-{name}",
+        doc.append(plots_block(plots._svg(chart(pts, proj, what)), f"curve-{name}",
                                f"{what} per scale (solid: measured); the 10x point projected (hollow, grey, its 95% "
                                "prediction interval), never measured here."))
         doc += [Block("p", q.says) for q in c.projections if q.figure == name]
@@ -53,13 +53,14 @@ def _projected(q, pts: list[Measured]) -> Projected:
     return project(pts, q.scale)
 
 
-def _chart(pts: list[Measured], proj: list[Projected], what: str) -> str:
+def chart(pts: list[Measured], proj: list[Projected], what: str):
+    """One figure against the state's size: the report's SVG and the published PNG are this."""
     fig, ax = plt.subplots(figsize=(7, 3.6))
     draw(ax, pts, proj, what)
     ax.set_xlabel("starting state (GiB)")
     ax.set_ylabel("ms")
     ax.legend(loc="best", fontsize=8)
-    return plots._svg(fig)
+    return fig
 
 
 def harness_caveat(points: list) -> str | None:

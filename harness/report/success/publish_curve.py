@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
-from harness.report.success.curve import Measured, curve_rows, draw
-from harness.report.success.curve_report import FIGURES, _projected, harness_caveat, measured
+from harness.report.success.curve import curve_rows
+from harness.report.success.curve_report import FIGURES, _projected, chart, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
 
@@ -30,7 +30,7 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
                 scrub, under="points")
     charts = [png for f in FIGURES if (png := _png(c, f, dest / "plots" / f"curve-{f}.png")) is not None]
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
-    (dest / "README.md").write_text(readme(c, env, charts, shot, dest))
+    (dest / "README.md").write_text(readme(c, env, charts, shot))
     return dest
 
 
@@ -44,26 +44,18 @@ def _finished(run: Path) -> CurveFile:
     return c
 
 
-def _measured(c: CurveFile, figure: str) -> list[Measured]:
-    return measured(c.points, figure, under="points/")
-
-
 def _png(c: CurveFile, figure: str, path: Path) -> Path | None:
-    pts = _measured(c, figure)
+    pts = measured(c.points, figure, under="points/")
     if not pts:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    draw(ax, pts, [_projected(q, pts) for q in c.projections if q.figure == figure], FIGURES[figure])
-    ax.set_xlabel("starting state (GiB)")
-    ax.set_ylabel("ms")
-    ax.legend(loc="best", fontsize=8)
+    fig = chart(pts, [_projected(q, pts) for q in c.projections if q.figure == figure], FIGURES[figure])
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None, dest: Path) -> str:
+def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> str:
     lines = [f"# The degradation curve of {c.engine}, {c.scenario} (`{c.profile}`), at one data-to-memory ratio", "",
              f"- Made by `{c.command}`" + (f" in {c.wall_s / 60:.0f} min" if c.wall_s else ""),
              f"- Machine: {env.get('cpu_model', '?')}, {env.get('cpus_usable', '?')} usable cores, "
@@ -78,7 +70,7 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None, dest:
               f"{_n(p.queryable_p99_ms)} | {_n(p.rows_per_s)} | {'-' if p.busy is None else f'{p.busy:.0%}'} | "
               f"[{p.sitting}](points/{p.cell}) |" for p in c.points]
     for f, what in FIGURES.items():
-        pts = _measured(c, f)
+        pts = measured(c.points, f, under="points/")
         proj = [_projected(q, pts) for q in c.projections if q.figure == f]
         if not proj:
             continue
