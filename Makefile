@@ -111,6 +111,10 @@ ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCE
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
 
+reads: $(STAMP) ## the reference's read benchmark, reads alone, resumable: ENGINE= [PROFILE=ratio|full] [MIXES="a b c dc"] [CONNECTIONS="1 10"] [MEM=] [SET=]
+	@$(HARNESS) reads --engine $(ENGINE) $(if $(MIXES),--mixes "$(MIXES)") $(if $(CONNECTIONS),--connections "$(CONNECTIONS)") \
+	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+
 RATIO ?=
 curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4] [PROFILE=ratio] [SET=]
 	@$(HARNESS) curve --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
@@ -140,7 +144,7 @@ report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=res
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
 
-publish: $(STAMP) ## a finished verdict, read ceiling, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|curve-...|<run> [AS=name]
+publish: $(STAMP) ## a finished verdict, read ceiling, reads, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|reads-...|curve-...|<run> [AS=name]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a verdict's, a ceiling's or a run's directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) publish $(RUN) $(if $(filter-out default,$(origin AS)),--name $(AS))  # make's own AS is the assembler, "as"
 

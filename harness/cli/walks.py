@@ -152,6 +152,28 @@ def _cmd_ceiling(args) -> int:
                    command=make_command("ceiling", args))
 
 
+def add_reads(sub) -> None:
+    c = _step_walk(sub, "reads", "the reference's read benchmark, reads alone: per mix and connections the highest "
+                   "offered rate with p99 < 100 ms and 95% of it met; resumable", _cmd_reads)
+    c.add_argument("--mixes", help='the mixes, e.g. "a b c dc" (the default: the reference\'s three and the DC\'s)')
+    c.add_argument("--connections", help='reader connections, e.g. "1 10" (the default: the reference\'s matrix)')
+
+
+def _cmd_reads(args) -> int:
+    from harness.walks.reads import CONNECTIONS, MIXES, reads
+    _no_repeats(args, "each read ceiling repeats its knee itself")
+    mixes = tuple(args.mixes.split()) if args.mixes else MIXES
+    try:
+        connections = tuple(int(n) for n in args.connections.split()) if args.connections else CONNECTIONS
+    except ValueError:
+        raise ConfigError(f"CONNECTIONS={args.connections!r}: whole numbers of reader connections, separated by "
+                          "spaces") from None
+    if not connections or min(connections) < 1:
+        raise ConfigError(f"CONNECTIONS={args.connections!r}: each at least 1")
+    return reads(args.engine, CellOptions.from_args(args), args.results, mixes=mixes, connections=connections,
+                 mem=args.mem, command=make_command("reads", args))
+
+
 def add_capacity(sub) -> None:
     c = _step_walk(sub, "capacity", "the largest multiple of the offered load at which every line of the scenario "
                    "holds, measured on the configuration itself; resumable", _cmd_capacity)

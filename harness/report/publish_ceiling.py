@@ -26,7 +26,7 @@ def publish_ceiling(run: Path, dest_root: Path, name: str | None) -> Path:
     results = [load_result(run / cell.scenario / cell.dir / "result.json") for cell in cells]
     first = next((r for r in results if r is not None), None)
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
-    (dest / "README.md").write_text(readme(c, first, [_checked(r) for r in results], shot))
+    (dest / "README.md").write_text(readme(c, first, [answers_checked([r]) for r in results], shot))
     return dest
 
 
@@ -40,14 +40,15 @@ def _finished(run: Path) -> dict:
     return c
 
 
-def _checked(r) -> str:
-    """A step's reads checked against the model, right of checked; a mix with no checked kind (only the Data
-    Center's queries have a model answer: engines/queries.yaml `check`) says so rather than print a zero."""
-    kinds = (r.metrics.reads_by_kind or {}).values() if r is not None and r.metrics else []
-    checked = [k for k in kinds if k.checked is not None]
-    if not checked:
+def answers_checked(results) -> str:
+    """The answers of the runs behind a figure, checked against the model: "n/m right", or "not checkable" where
+    no kind of the mix has a model answer (only the kinds with engines/queries.yaml `check` have), never a zero
+    that reads as a pass."""
+    kinds = [k for r in results if r is not None and r.metrics for k in (r.metrics.reads_by_kind or {}).values()
+             if k.checked is not None]
+    if not kinds:
         return "not checkable"
-    n, wrong = sum(k.checked for k in checked), sum(k.wrong or 0 for k in checked)
+    n, wrong = sum(k.checked for k in kinds), sum(k.wrong or 0 for k in kinds)
     return f"{n - wrong:,}/{n:,} right"
 
 

@@ -22,7 +22,7 @@ FLOORS = [
     {"walks.sweep", "bench", "compare"},
     {"walks.knee", "walks.capacity", "walks.curve"},
     {"walks.verdict", "walks.ceiling", "walks.matrix", "walks.experiments", "walks.capacity_run"},
-    {"walks.v1", "walks.matrices", "walks.reproduce"},
+    {"walks.v1", "walks.reads", "walks.matrices", "walks.reproduce"},
     {"cli"},
 ]
 FLOOR = {unit: i for i, units in enumerate(FLOORS) for unit in units}

@@ -211,3 +211,33 @@ def test_a_figure_flat_within_its_noise_is_projected_as_its_mean_never_below_zer
     q = project(pts, 10.0)
     assert q.fit.model == "flat" and q.value == pytest.approx(6.725) and q.lo == 0.0 < q.hi
     assert "neither line's slope is distinguishable from 0" in q.says("ms")
+
+
+def _reads_row(mix, n, knee, p99, reached=True):
+    return {"mix": mix, "connections": n, "scale": 1.0, "knee_read_qps": knee, "reached": reached,
+            "achieved_qps": knee and knee * 0.99, "read_p99_ms": p99, "bounded_at_qps": None, "bounded_by": [],
+            "answers": "not checkable", "host": {"cpu_model": "Intel(R) Xeon(R) Processor", "runtime": "local"},
+            "sitting": "2026-12-05", "search": f"ceiling-read_mix_{mix}-sqlite-x{n}", "sentence": "..."}
+
+
+def test_the_reads_figure_names_every_mix_its_floors_and_that_its_answers_were_not_checked(tmp_path):
+    """Max reads from a published `make reads`: per mix the highest rate held at 1 and 10 connections, a search
+    that passed up to its top a floor (≥), the worst p99; a mix with no model answer says "not checkable"."""
+    from harness.report.success.assemble import figure_of
+    d = tmp_path / "max_reads-reference"
+    d.mkdir()
+    reads = {"version": 1, "kind": "reads", "engine": "sqlite", "mem": "1284m", "profile": "ratio",
+             "command": 'make reads ENGINE=sqlite PROFILE=ratio MEM=1284m', "complete": True,
+             "started_utc": "2026-12-05T08:00:00Z",
+             "protocol": {"a": {"scale": 1.0, "warmup_queries": 1000, "measure_queries": 10000}},
+             "rows": [_reads_row("a", 1, 2150, 41.0), _reads_row("a", 10, 10000, 88.4, reached=False),
+                      _reads_row("b", 1, None, None), _reads_row("b", 10, 1000, 12.0)]}
+    (d / "reads.json").write_text(__import__("json").dumps(reads))
+    f = figure_of(d)
+    assert f.says.startswith("A 2,150 / ≥ 10,000 QPS p99 ≤ 88 ms; B none (not even the lowest rate held) / 1,000 QPS "
+                             "p99 ≤ 12 ms (1 / 10 connections; answers not checkable)"), f.says
+    assert (f.command, f.sitting, f.mem, f.scale) == (reads["command"], "2026-12-05", "1284m", 1.0)
+    reads["command"] = None
+    (d / "reads.json").write_text(__import__("json").dumps(reads))
+    with pytest.raises(ValidationError, match="command"):
+        figure_of(d)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.report.success.publish_reads import READS_FILE, finished, knee_says
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import load_curve
 from harness.results.curve import CurveFile
+from harness.results.headroom import Host
 
 README = "README.md"
 
@@ -34,8 +36,31 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
                   sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
 
 
+def max_reads(r: dict, folder: str, system: str) -> Figure:
+    """The read table in one cell: per mix, the highest rate held at each number of connections and the worst
+    p99 among them; whether the answers were checked."""
+    rows = r["rows"]
+    if not rows:
+        raise ConfigError(f"{folder}/{READS_FILE}: no search finished: nothing to say of the reads")
+    mixes = []
+    for mix in dict.fromkeys(row["mix"] for row in rows):
+        mine = [row for row in rows if row["mix"] == mix]
+        p99 = max((row["read_p99_ms"] for row in mine if row["read_p99_ms"] is not None), default=None)
+        mixes.append(f"{mix.upper()} {' / '.join(knee_says(row) for row in mine)} QPS"
+                     + (f" p99 ≤ {p99:,.0f} ms" if p99 is not None else ""))
+    conns = " / ".join(str(row["connections"]) for row in rows if row["mix"] == rows[0]["mix"])
+    answers = sorted({row["answers"] for row in rows})
+    says = f"{'; '.join(mixes)} ({conns} connections; answers {', '.join(answers)})"
+    host = next((Host(**row["host"]).says() for row in rows if row.get("host")), None)
+    scale = max(p["scale"] for p in r["protocol"].values())     # a DC-only mix's load.scale is 0
+    return Figure(question="max_reads", system=system, says=says, scale=scale, mem=r.get("mem") or "none",
+                  command=r.get("command") or "", sitting=max(row["sitting"] for row in rows),
+                  run=f"{folder}/{README}", host=host)
+
+
 # what each question's subfolder holds, and how its figure is read from it
-READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation)}
+READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
+           "max_reads": (READS_FILE, lambda d: finished(d) if (d / READS_FILE).is_file() else None, max_reads)}
 
 
 def figure_of(d: Path) -> Figure:

@@ -1,0 +1,78 @@
+"""`make reads` as a user runs it (the reference's read benchmark, reads alone), and a checked read that returns a
+wrong row, as a real engine returns it."""
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.scenario.plan import resolve_plan
+from harness.walks.reads import CONNECTIONS, MIXES, protocol, searches
+from harness.walks.sweep import CellOptions
+from tests.cli.test_cli_run import run_scenario
+from tests.conftest import ROOT, harness_cmd
+
+
+def harness(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(harness_cmd() + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_reads_protocol_is_the_references_for_every_mix_and_connections():
+    """Its test matrix (mixes A, B and C, and the DC's whose answers are checked; 1 and 10 connections; offered
+    100 -> 10K QPS) and its protocol (1,000 queries of warm-up, 10,000 measured, 5 s cool-down), judged on p99 <
+    100 ms and 95% of the rate offered; the profile sets the size (full: 5x, the DC mix's 11 data centres)."""
+    todo = searches(CellOptions(profile="full"), MIXES, CONNECTIONS)
+    assert [(m, n) for m, n, _ in todo] == [(m, n) for m in ("a", "b", "c", "dc") for n in (1, 10)]
+    for mix, n, o in todo:
+        assert o.overrides == (f"readers.threads={n}",)
+        p = protocol("sqlite", o, mix, None)
+        assert (p["warmup_queries"], p["measure_queries"], p["cooldown_s"]) == (1000, 10000, 5)
+        assert min(p["steps_qps"]) == 100 and p["max_qps"] == 10000
+        assert {"p99(read_ms) < 100ms", "rate(reads) >= 95%"} <= set(p["criteria"]), p["criteria"]
+        assert p["scale"] == (5.0 if mix != "dc" else 0.0)
+    dc = resolve_plan("read_mix_dc", "sqlite", profile="full")
+    assert dc.checked_reads and not dc.workload.writes and dc.workload.dc.data_centres == 11
+
+
+@pytest.mark.slow
+def test_make_reads_offers_and_measures_the_protocols_counts_at_every_step(tmp_path):
+    """Each step measures the queries the protocol names, at the rate offered: those due in its window, every one
+    counted (asked, empty or never started), none of the warm-up's; reads.json has a row per mix and connections,
+    the knee its own search's, and the answers of a mix with no model answer said "not checkable"."""
+    p = harness("reads", "--engine", "sqlite", "--profile", "smoke", "--runtime", "local", "--mixes", "a",
+                "--connections", "1 2", "--results", str(tmp_path / "results"), "--data", str(tmp_path / "data"),
+                "--set", "ceiling.steps_qps=[400]", "--set", "ceiling.max_qps=800")
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(Path(p.stdout.strip().splitlines()[-1]).read_text())
+    assert out["complete"] and [(r["mix"], r["connections"]) for r in out["rows"]] == [("a", 1), ("a", 2)]
+    assert out["protocol"]["a"]["measure_queries"] == 1000 and out["command"].startswith("make reads ENGINE=sqlite")
+    for row in out["rows"]:
+        search = json.loads((tmp_path / "results" / row["search"] / "ceiling.json").read_text())
+        assert row["knee_read_qps"] == (search["knee"] or {}).get("knee_read_qps") and row["answers"] == "not checkable"
+        for step in search["steps"]:
+            r = json.loads((tmp_path / "results" / row["search"] / step["cell"] / "result.json").read_text())
+            m = r["metrics"]
+            asked = m["reads"] + (m["reads_empty"] or 0) + (m["reads_late"] or 0)
+            assert abs(asked - 1000) <= row["connections"], (step["offered_qps"], m)
+            assert r["plan"]["phases"]["measure_s"] == pytest.approx(1000 / step["offered_qps"]), r["plan"]["phases"]
+
+
+@pytest.mark.slow
+def test_a_checked_read_that_returns_a_wrong_row_fails_its_cell(tmp_path, monkeypatch):
+    """The Data Center's reads (reads alone, `make reads`' checked mix) are checked against the model at the block
+    each saw: a state whose nodes' and workloads' status an outside hand changed (the row counts untouched, so
+    only the reads can tell) makes the engine answer wrong rows, and the cell is an error naming them."""
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    common = ("--engine", "sqlite", "--scenario", "read_mix_dc", "--profile", "smoke")
+    p = harness("state", *common)
+    assert p.returncode == 0, p.stderr[-3000:]
+    db = ROOT / p.stdout.strip().splitlines()[-1] / "data" / "arkiv.db"
+    with sqlite3.connect(db) as con:
+        changed = con.execute("UPDATE string_attributes SET value = 'gone' WHERE key = 'status'").rowcount
+    assert changed > 0
+    rc, r, _, err = run_scenario(tmp_path, *common[2:], "--set", "integrity=counts")
+    wrong = {k: v["wrong"] for k, v in r["metrics"]["reads_by_kind"].items() if v.get("wrong")}
+    assert r["integrity"]["ok"] is True, "the row counts are the model's: only the reads can tell"
+    assert wrong and r["status"] == "error" and "read answers differ from the model" in r["error"], err[-3000:]
+    assert rc != 0
