@@ -115,6 +115,10 @@ reads: $(STAMP) ## the reference's read benchmark, reads alone, resumable: ENGIN
 	@$(HARNESS) reads --engine $(ENGINE) $(if $(MIXES),--mixes "$(MIXES)") $(if $(CONNECTIONS),--connections "$(CONNECTIONS)") \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
 
+writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [DURATION=s] [DROP_STATES=1] [SET=]
+	@$(HARNESS) writes --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  --points "$(POINTS)" $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+
 RATIO ?=
 curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4] [PROFILE=ratio] [SET=]
 	@$(HARNESS) curve --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
@@ -144,7 +148,7 @@ report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=res
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
 
-publish: $(STAMP) ## a finished verdict, read ceiling, reads, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|reads-...|curve-...|<run> [AS=name]
+publish: $(STAMP) ## a finished verdict, read ceiling, reads, writes, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|reads-...|writes-...|curve-...|<run> [AS=name]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a verdict's, a ceiling's or a run's directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) publish $(RUN) $(if $(filter-out default,$(origin AS)),--name $(AS))  # make's own AS is the assembler, "as"
 

@@ -174,6 +174,24 @@ def _cmd_reads(args) -> int:
                  mem=args.mem, command=make_command("reads", args))
 
 
+def add_writes(sub) -> None:
+    c = _step_walk(sub, "writes", "the reference's max writes: at each scale and MEM, the most rows per block every "
+                   "line of the scenario holds at; resumable", _cmd_writes)
+    c.add_argument("--scenario", default="p99_5x")
+    c.add_argument("--points", required=True, help='each <scale>:<MEM>, e.g. "1:1284m 2:2568m 5:6420m 5:8g"')
+    c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
+                   "it (built again for the next step): a 5x state and its copy do not fit this disk")
+
+
+def _cmd_writes(args) -> int:
+    from harness.walks.writes import parse_points, writes
+    _no_repeats(args, "each knee confirms itself")
+    if args.mem:
+        raise ConfigError("MEM: `make writes` gives each point its own MEM: POINTS=\"<scale>:<MEM> ...\"")
+    return writes(args.scenario, args.engine, CellOptions.from_args(args), args.results, parse_points(args.points),
+                  drop_states=args.drop_states, command=make_command("writes", args))
+
+
 def add_capacity(sub) -> None:
     c = _step_walk(sub, "capacity", "the largest multiple of the offered load at which every line of the scenario "
                    "holds, measured on the configuration itself; resumable", _cmd_capacity)

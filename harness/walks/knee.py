@@ -161,7 +161,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     """command: the make command that asked for it, kept in knee.json. drop_states: every step moves its state in (built again by a later step at the same scale), so a scale
     knee reaches twice as far on the same disk."""
     t0 = time.monotonic()
-    opts = replace(opts, early_abort=True, take_states=drop_states)
+    opts = search_opts(opts, drop_states)
     if axis_name == "mem" and mem is None:
         mem = mem_floor(scenario, engine, opts)
     probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, scale=scale, overrides=list(opts.overrides))
@@ -172,9 +172,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     axis = axis_for(axis_name, probe, start, taking=drop_states)
     if axis.floor >= axis.ceiling:
         raise ConfigError(f"knee AXIS={axis_name}: nothing to search between {axis.floor:g} and {axis.ceiling:g}")
-    root = sweep_dir_for(results_root, "knee", f"{Path(scenario).stem}-{engine}-{axis_name}",
-                         {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
-                          "opts": opts.asked()})
+    root = knee_dir(scenario, engine, axis_name, opts, results_root, mem, scale)
     root.mkdir(parents=True, exist_ok=True)
     out = KneeFile(version=KNEE_VERSION, axis=axis_name, unit=axis.unit, scenario=probe.scenario,
                    profile=probe.profile, engine=engine, mem=mem, scale=probe.scale, criteria=probe.thresholds,
@@ -208,6 +206,20 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     return _finish(root, out.model_copy(update={"steps": steps}), axis, w, time.monotonic() - t0)
 
 
+def knee_dir(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path, mem: str | None,
+             scale: float | None) -> Path:
+    """Where a search of these inputs keeps its steps and knee.json (opts as the search runs them: early abort on,
+    take_states as asked): the same inputs, the same folder."""
+    return sweep_dir_for(results_root, "knee", f"{Path(scenario).stem}-{engine}-{axis_name}",
+                         {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
+                          "opts": opts.asked()})
+
+
+def search_opts(opts: CellOptions, drop_states: bool) -> CellOptions:
+    """A knee's steps stop early where a line can no longer pass; DROP_STATES=1 moves each step's state in."""
+    return replace(opts, early_abort=True, take_states=drop_states)
+
+
 def _finish(root: Path, out: KneeFile, axis: Axis, w, wall_s: float) -> int:
     knee_value = axis.from_x(w.knee) if w.knee is not None else None
     out = out.model_copy(update={"knee": knee_value, "converged": w.converged, "complete": True,
@@ -233,6 +245,13 @@ def _fmt(axis: str, v: float | None) -> str:
             "scale": lambda: f"scale {v:g}"}[axis]()
 
 
+def knee_runs(k: KneeFile) -> tuple[list[KneeStep], KneeStep | None]:
+    """The knee's passing runs, and the nearest step beyond it that failed (None: the search's bound passed)."""
+    runs = [s for s in k.steps if s.value == k.knee and s.verdict == "pass"]
+    fails = [s for s in k.steps if s.verdict == "fail" and (s.value < k.knee if k.axis == "mem" else s.value > k.knee)]
+    return runs, (max if k.axis == "mem" else min)(fails, key=lambda s: s.value) if fails else None
+
+
 def sentence(k: KneeFile) -> str:
     """The answer in one line: the knee with its rate and what bounded it, or where it passes nowhere."""
     where = f"{k.engine} {k.scenario} ({k.profile})" + (f" under {k.mem}" if k.mem and k.axis != "mem" else "") \
@@ -244,9 +263,7 @@ def sentence(k: KneeFile) -> str:
     easiest = k.floor if k.axis != "mem" else k.ceiling
     if k.knee is None:
         return f"{where}: passes nowhere, not even at {_fmt(k.axis, easiest)}"
-    runs = [s for s in k.steps if s.value == k.knee and s.verdict == "pass"]
-    fails = [s for s in k.steps if s.verdict == "fail" and (s.value < k.knee if k.axis == "mem" else s.value > k.knee)]
-    nearest = (max if k.axis == "mem" else min)(fails, key=lambda s: s.value) if fails else None
+    runs, nearest = knee_runs(k)
     hardest = k.floor if k.axis == "mem" else k.ceiling
     reached = "" if nearest else f" (the search's bound {_fmt(k.axis, hardest)} passed: the knee may lie beyond)"
     rate = (f", {min(s.rows_per_s or 0 for s in runs):,.0f} rows/s" if k.axis == "rows" else "")

@@ -21,7 +21,7 @@ FLOORS = [
     {"place", "cell_states", "compare_window"},
     {"walks.sweep", "bench", "compare"},
     {"walks.knee", "walks.capacity", "walks.curve"},
-    {"walks.verdict", "walks.ceiling", "walks.matrix", "walks.experiments", "walks.capacity_run"},
+    {"walks.verdict", "walks.ceiling", "walks.writes", "walks.matrix", "walks.experiments", "walks.capacity_run"},
     {"walks.v1", "walks.reads", "walks.matrices", "walks.reproduce"},
     {"cli"},
 ]

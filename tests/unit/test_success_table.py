@@ -241,3 +241,48 @@ def test_the_reads_figure_names_every_mix_its_floors_and_that_its_answers_were_n
     (d / "reads.json").write_text(__import__("json").dumps(reads))
     with pytest.raises(ValidationError, match="command"):
         figure_of(d)
+
+
+def test_max_writes_points_are_a_scale_and_a_mem_each_and_a_bad_one_is_named():
+    from harness.walks.writes import parse_points
+    assert parse_points("1:1284m 5:8g") == [(1.0, "1284m"), (5.0, "8g")]
+    for bad in ("1284m", "0:8g", "x:8g", "5:eight"):
+        with pytest.raises(ConfigError, match=f"POINTS: '{bad}': each point is <scale>:<MEM>"):
+            parse_points(f"1:1284m {bad}")
+    with pytest.raises(ConfigError, match="POINTS: none given"):
+        parse_points(" ")
+
+
+def test_a_max_writes_point_is_its_knees_slowest_run_and_the_line_the_step_above_missed(tmp_path):
+    """Per point: the knee's rows/s (the slowest of its runs), its worst p99, and what the nearest failing step
+    above it missed; a knee whose top passed is a floor (≥); the success table's cell names every point."""
+    from harness.report.success.assemble import figure_of
+    from harness.results.knees import KneeFile, KneeStep
+    from harness.walks.writes import row_of
+
+    def step(rows, verdict, p99, rate=None, confirming=False, failed_on=()):
+        return KneeStep(value=rows, confirming=confirming, repeat=1, status="passed" if verdict == "pass" else "failed",
+                        verdict=verdict, p99_ms=p99, rows_per_s=rate, failed_on=list(failed_on), cell=f"p99_5x/r{rows}")
+    k = KneeFile(axis="rows", unit="rows per block", scenario="p99_5x", profile="ratio", engine="sqlite", mem="1284m",
+                 scale=1.0, criteria=["p99(commit_ms) < 500"], floor=187.5, ceiling=192000, start=12000, resolution=0.1,
+                 block_interval_ms=2000, command="make knee", started_utc="2026-12-05T08:00:00Z",
+                 finished_utc="2026-12-05T09:00:00Z", knee=21000, converged=True, complete=True, wall_s=3000,
+                 steps=[step(12000, "pass", 210, 6001), step(24000, "fail", 700, failed_on=["p99(commit_ms) < 500 "
+                                                                                           "(measured 700)"]),
+                        step(21000, "pass", 420, 10480), step(21000, "pass", 455, 10460, confirming=True)])
+    row = row_of(k, tmp_path / "knee-x")
+    assert (row["knee_rows_per_block"], row["rows_per_s"], row["p99_ms"]) == (21000, 10460, 455)
+    assert row["reached"] and row["bounded_at_rows_per_block"] == 24000
+    assert row["bounded_by"] == ["p99(commit_ms) < 500 (measured 700)"] and row["sitting"] == "2026-12-05"
+    top = row_of(k.model_copy(update={"steps": k.steps[:1], "knee": 12000}), tmp_path / "knee-y")
+    assert not top["reached"] and top["bounded_by"] == []
+    d = tmp_path / "max_writes-answer"
+    d.mkdir()
+    (d / "writes.json").write_text(__import__("json").dumps(
+        {"version": 1, "kind": "writes", "scenario": "p99_5x", "engine": "sqlite", "profile": "ratio", "overrides": [],
+         "command": 'make writes ENGINE=sqlite POINTS="1:1284m 5:8g"', "started_utc": "2026-12-05T08:00:00Z",
+         "complete": True, "rows": [row, {**top, "scale": 5.0, "mem": "8g"}]}))
+    f = figure_of(d)
+    assert f.says == ("1x@1284m 10,460 rows/s (21,000 a block) p99 455 ms; 5x@8g ≥ 6,001 rows/s (≥ 12,000 a block) "
+                      "p99 210 ms"), f.says
+    assert (f.scale, f.mem, f.sitting) == (5.0, "1284m/8g", "2026-12-05")

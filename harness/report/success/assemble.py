@@ -9,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.report.success.publish_reads import READS_FILE, finished, knee_says
+from harness.report.success.publish_reads import READS_FILE, knee_says
+from harness.report.success.publish_reads import finished as reads_run
+from harness.report.success.publish_writes import WRITES_FILE, held_says
+from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import load_curve
 from harness.results.curve import CurveFile
@@ -58,9 +61,27 @@ def max_reads(r: dict, folder: str, system: str) -> Figure:
                   run=f"{folder}/{README}", host=host)
 
 
+def max_writes(w: dict, folder: str, system: str) -> Figure:
+    """The write table in one cell: per scale and MEM the most writes that held and its p99, and what bound the
+    largest point."""
+    rows = w["rows"]
+    if not rows:
+        raise ConfigError(f"{folder}/{WRITES_FILE}: no point finished: nothing to say of the writes")
+    points = [f"{row['scale']:g}x@{row['mem']} {held_says(row)}"
+              + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "") for row in rows]
+    last = rows[-1]
+    bound = f"; bound by {'; '.join(last['bounded_by'])}" if last["bounded_by"] else ""
+    host = next((Host(**row["host"]).says() for row in rows if row.get("host")), None)
+    return Figure(question="max_writes", system=system, says="; ".join(points) + bound,
+                  scale=max(row["scale"] for row in rows), mem="/".join(dict.fromkeys(row["mem"] for row in rows)),
+                  command=w.get("command") or "", sitting=max(row["sitting"] for row in rows),
+                  run=f"{folder}/{README}", host=host)
+
+
 # what each question's subfolder holds, and how its figure is read from it
 READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
-           "max_reads": (READS_FILE, lambda d: finished(d) if (d / READS_FILE).is_file() else None, max_reads)}
+           "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
+           "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes)}
 
 
 def figure_of(d: Path) -> Figure:

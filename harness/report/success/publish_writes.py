@@ -1,0 +1,77 @@
+"""A finished `make writes` made readable without the code (`make publish RUN=results/writes-...`): writes.json, each
+point's knee (knee.json, its report.md, every step's result.json gzipped) under knees/<scale>x-<MEM>/, and a README
+that opens on the reference's write table: per scale and MEM the most rows per block that held, as rows/s, its
+p99, and the line the nearest failing step above it missed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.errors import ConfigError
+from harness.report.publish import copy_report, require_report, scrubber, write_cells
+from harness.results.headroom import Host
+
+WRITES_FILE = "writes.json"
+
+
+def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
+    w = finished(run)
+    dest = dest_root / (name or f"{w['started_utc'][:10]}-writes-{w['engine']}")
+    dest.mkdir(parents=True, exist_ok=True)
+    scrub = scrubber(run)
+    (dest / WRITES_FILE).write_text(scrub((run / WRITES_FILE).read_text()))
+    for row in w["rows"]:
+        knee, to = run.parent / row["knee"], dest / "knees" / point_name(row)
+        require_report(knee)
+        to.mkdir(parents=True, exist_ok=True)
+        copy_report(knee, to)
+        (to / "knee.json").write_text(scrub((knee / "knee.json").read_text()))
+        steps = json.loads((knee / "knee.json").read_text())["steps"]
+        write_cells(knee, to, [SimpleNamespace(scenario=a, dir=b) for a, _, b in
+                               (s["cell"].partition("/") for s in steps)], scrub, under="steps")
+    (dest / "README.md").write_text(readme(w))
+    return dest
+
+
+def finished(run: Path) -> dict:
+    path = run / WRITES_FILE
+    if not path.is_file():
+        raise ConfigError(f"{run}: holds no {WRITES_FILE}")
+    w = json.loads(path.read_text())
+    if not w.get("complete"):
+        raise ConfigError(f"{path}: complete is false: run the same `make writes` again to finish it")
+    return w
+
+
+def point_name(row: dict) -> str:
+    return f"{row['scale']:g}x-{row['mem']}"
+
+
+def held_says(row: dict) -> str:
+    """The knee as the table prints it: rows/s and rows per block, a floor where the search's top passed."""
+    if row["knee_rows_per_block"] is None:
+        return f"none (not even {row['floor_rows_per_block']:,.0f} rows a block held)"
+    floor = "" if row["reached"] else "≥ "
+    return f"{floor}{row['rows_per_s']:,.0f} rows/s ({floor}{row['knee_rows_per_block']:,.0f} a block)"
+
+
+def readme(w: dict) -> str:
+    hosts = sorted({Host(**row["host"]).says() for row in w["rows"] if row.get("host")})
+    lines = [f"# Max writes: {w['engine']}, {w['scenario']} (`{w['profile']}`), rows per block searched", "",
+             f"- Command: `{w.get('command') or '?'}`; {w['started_utc']} to {w.get('finished_utc', '?')}",
+             f"- Host: {'; '.join(hosts) or 'unknown'}",
+             f"- Settings beside the scenario's: {', '.join(f'`{o}`' for o in w['overrides']) or 'none'}", "",
+             "| scale | MEM | most writes that held | p99 ms | bounded by | steps | minutes | knee |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in w["rows"]:
+        p99 = "-" if row["p99_ms"] is None else f"{row['p99_ms']:,.0f}"
+        bound = (f"{row['bounded_at_rows_per_block']:,.0f} a block: {'; '.join(row['bounded_by'])}"
+                 if row["reached"] else "not reached")
+        minutes = "-" if row["wall_s"] is None else f"{row['wall_s'] / 60:,.0f}"
+        lines.append(f"| {row['scale']:g}x | {row['mem']} | {held_says(row)} | {p99} | {bound} | {row['steps']} | "
+                     f"{minutes} | [{point_name(row)}](knees/{point_name(row)}/report.md) |")
+    lines += ["", "≥: the search's top passed; the knee lies above it. Each step is a cell from the same starting "
+              "state, stopped early where a line can no longer pass; the knee is confirmed by a cell with every row "
+              "checked."]
+    return "\n".join(lines) + "\n"
