@@ -20,7 +20,7 @@ from harness.runtime.local import run_local
 from harness.scenario.plan import StateRef
 from harness.state import sizes, store
 from harness.state.build import StateBuildFailed, ensure
-from harness.state.clone import CLONE_RECORD, clone, release, take
+from harness.state.clone import CLONE_RECORD, clone, fingerprint, link, release, take
 
 
 def uses_state(plan) -> bool:
@@ -41,9 +41,12 @@ def start_state(plan):
             print(f"[state] no room for a clone of {man.id} ({man.data_bytes / 2**30:.2f} GiB) and this cell's writes "
                   "beside it: moved in; the next cell that needs it builds it again", flush=True, file=sys.stderr)
             plan = plan.model_copy(update={"take_state": True})
+        prints = None
         if plan.take_state:
             with store.lock(d.parent, man.id):
                 d, c = take(d, Path(plan.data_dir), owner)
+        elif owner is None and reads_only(plan, man):
+            c, prints = link(d / store.DATA, Path(plan.data_dir))
         else:
             c = clone(d / store.DATA, Path(plan.data_dir), owner)
     except store.NoRoom as e:        # this cell's state does not fit the disk: a result, not the walk's end
@@ -57,8 +60,36 @@ def start_state(plan):
         {"state": man.id, "state_built_now": built_now, "clone_s": c.clone_s, "clone_method": c.method,
          "clone_bytes": c.bytes, "evict_s": c.evict_s, "build_method": man.method, "build_s": man.build_s,
          "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings,
-         "state_aged_blocks": aged_blocks}, indent=2))
+         "state_aged_blocks": aged_blocks, "state_dir": str(d), "linked_files": prints}, indent=2))
     return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL), aged_blocks=aged_blocks)})
+
+
+def reads_only(plan, man) -> bool:
+    """The cell writes nothing to its database (no blocks, no ageing left after its state's) and its engine's
+    reads leave the files as they were: it may read the state's own files, linked."""
+    aged = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0
+    return (plan.capabilities.reads_keep_files and not plan.workload.writes and not plan.workload.crash
+            and plan.load.age_blocks <= aged)
+
+
+def check_linked(plan) -> None:
+    """After a cell that read its state's files linked: they must be as they were. If not, the state is no longer
+    what was built (removed: the next cell builds it again) and the cell is an error saying so."""
+    record = Path(plan.run_dir) / CLONE_RECORD
+    rec = json.loads(record.read_text()) if record.is_file() else {}
+    if not rec.get("linked_files"):
+        return
+    state = Path(rec["state_dir"])
+    if fingerprint(state / store.DATA) == rec["linked_files"]:
+        return
+    store.remove(state.parent, [rec["state"]])
+    why = (f"the state {rec['state']}'s files changed under a cell that only reads them (linked, not copied): "
+           "the state is removed and built again by the next cell; this cell is no measurement of it")
+    print(f"[state] {why}", flush=True, file=sys.stderr)
+    path = Path(plan.run_dir) / "result.json"
+    r = load_result(path)
+    if r is not None:
+        write_json(path, r.model_copy(update={"status": "error", "error": why}))
 
 
 def build_failed(plan, e: StateBuildFailed) -> int:
@@ -88,6 +119,7 @@ def execute(plan) -> int:
             return run_local(plan)
     finally:
         record_watch(plan, start)
+        check_linked(plan)
         if plan.take_state and plan.state:
             release(Path(plan.state.model).parent)
 

@@ -64,6 +64,10 @@ class Capabilities(BaseModel):
                                         "the rows would, with the layout settings (engine.toml state_settings) the "
                                         "engine was opened with: a bulk-built state at other layout settings is "
                                         "derived from the default's by rebuild_indexes(), not built anew")
+    reads_keep_files: bool = Field(False, description="opening the database and only reading it leaves its files "
+                                   "byte for byte (SQLite in WAL mode: its -wal and -shm are files of their own): a "
+                                   "cell that only reads links the state's files instead of copying them, and checks "
+                                   "after it that they are unchanged (a server rewrites its files as it reads)")
 
     @property
     def strongest_checkpoint(self) -> str | None:

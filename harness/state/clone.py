@@ -78,6 +78,31 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     return Clone(method, size, round(t1 - t0, 3), round(t2 - t1, 3), files)
 
 
+def link(src: Path, dst: Path) -> tuple[Clone, dict]:
+    """A reads-alone cell's files as hard links to the state's (no byte copied: a read-only cell at 1x would
+    otherwise copy its ~15 GiB for each step of a read ceiling), cold; with the files' fingerprint, which
+    unchanged() checks after the cell. Only for an engine whose reads leave its files as they were
+    (capabilities.reads_keep_files) and a cell that writes nothing; never handed to another user (chown would
+    change the state's own files)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    if any(dst.iterdir()):
+        raise RuntimeError(f"{dst}: a clone goes into an empty directory")
+    t0 = time.perf_counter()
+    r = subprocess.run(["cp", "-al", f"{src}/.", str(dst)], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"linking {src} into {dst} failed: {r.stderr.strip()}")
+    t1 = time.perf_counter()
+    files = evict(dst, write_back=False)
+    return Clone("link", tree_bytes(dst), round(t1 - t0, 3), round(time.perf_counter() - t1, 3), files), \
+        fingerprint(src)
+
+
+def fingerprint(root: Path) -> dict:
+    """Each file's size and modification time (ns): a write to a linked file changes both or the latter."""
+    return {str(p.relative_to(root)): [p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
 def take(state_dir: Path, dst: Path, owner_uid: int | None = None) -> tuple[Path, Clone]:
     """A state no later cell clones, its data moved into dst instead of copied (a matrix's DROP_STATES=1
     would delete it after this cell anyway): the directory is renamed <id>.taken first, so it is no state

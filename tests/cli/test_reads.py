@@ -36,10 +36,13 @@ def test_the_reads_protocol_is_the_references_for_every_mix_and_connections():
 
 
 @pytest.mark.slow
-def test_make_reads_offers_and_measures_the_protocols_counts_at_every_step(tmp_path):
+def test_make_reads_offers_and_measures_the_protocols_counts_at_every_step(tmp_path, monkeypatch):
     """Each step measures the queries the protocol names, at the rate offered: those due in its window, every one
     counted (asked, empty or never started), none of the warm-up's; reads.json has a row per mix and connections,
-    the knee its own search's, and the answers of a mix with no model answer said "not checkable"."""
+    the knee its own search's, and the answers of a mix with no model answer said "not checkable". Each step
+    reads its state's own files, linked, not copied, and leaves them as they were."""
+    from harness.state.clone import fingerprint
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
     p = harness("reads", "--engine", "sqlite", "--profile", "smoke", "--runtime", "local", "--mixes", "a",
                 "--connections", "1 2", "--results", str(tmp_path / "results"), "--data", str(tmp_path / "data"),
                 "--set", "ceiling.steps_qps=[400]", "--set", "ceiling.max_qps=800")
@@ -56,6 +59,9 @@ def test_make_reads_offers_and_measures_the_protocols_counts_at_every_step(tmp_p
             asked = m["reads"] + (m["reads_empty"] or 0) + (m["reads_late"] or 0)
             assert abs(asked - 1000) <= row["connections"], (step["offered_qps"], m)
             assert r["plan"]["phases"]["measure_s"] == pytest.approx(1000 / step["offered_qps"]), r["plan"]["phases"]
+            assert r["load"]["clone_method"] == "link" and r["status"] != "error", (r["load"], r.get("error"))
+            linked = json.loads((tmp_path / "results" / row["search"] / step["cell"] / "state.json").read_text())
+            assert fingerprint(Path(linked["state_dir"]) / "data") == linked["linked_files"]
 
 
 @pytest.mark.slow
