@@ -286,3 +286,28 @@ def test_a_max_writes_point_is_its_knees_slowest_run_and_the_line_the_step_above
     assert f.says == ("1x@1284m 10,460 rows/s (21,000 a block) p99 455 ms; 5x@8g ≥ 6,001 rows/s (≥ 12,000 a block) "
                       "p99 210 ms"), f.says
     assert (f.scale, f.mem, f.sitting) == (5.0, "1284m/8g", "2026-12-05")
+
+
+def test_the_combined_sweet_spot_is_the_ceilings_knee_with_both_p99s_and_a_floor_said_as_one(tmp_path):
+    from harness.report.success.assemble import figure_of
+    from harness.walks.ceiling import knee_figures
+    steps = [{"offered_qps": q, "repeat": r, "passed": ok, "achieved_qps": q * 0.99, "read_p99_ms": 12.4,
+              "write_p99_ms": 310.0, "write_rows_per_s": 6001.0, "apply_busy_share": 0.62, "failed_on": f}
+             for q, r, ok, f in ((100, 1, True, []), (1000, 1, True, []), (2000, 1, False, ["p99(read_ms) < 100ms"]),
+                                 (1495, 1, True, []), (1495, 2, True, []))]
+    d = tmp_path / "combined-answer"
+    d.mkdir()
+    c = {"kind": "ceiling", "scale": 5.0, "mem": "8g", "command": "make ceiling ENGINE=sqlite SCENARIO=combined",
+         "started_utc": "2026-12-06T08:00:00Z", "finished_utc": "2026-12-06T09:10:00Z",
+         "knee": knee_figures(steps, 1495)}
+    (d / "ceiling.json").write_text(__import__("json").dumps(c))
+    f = figure_of(d)
+    assert f.says == "6,001 rows/s written + 1,495 reads/s (read p99 12 ms, write p99 310 ms, applier 62% busy)"
+    assert (f.scale, f.mem, f.sitting) == (5.0, "8g", "2026-12-06")
+    c["knee"] = knee_figures(steps[:2], 1000)        # every rate passed: a floor
+    (d / "ceiling.json").write_text(__import__("json").dumps(c))
+    assert "≥ 1,000 reads/s" in figure_of(d).says
+    c["command"] = None
+    (d / "ceiling.json").write_text(__import__("json").dumps(c))
+    with pytest.raises(ValidationError, match="command"):
+        figure_of(d)

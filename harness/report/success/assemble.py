@@ -14,7 +14,7 @@ from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
-from harness.results import load_curve
+from harness.results import load_curve, read_json
 from harness.results.curve import CurveFile
 from harness.results.headroom import Host
 
@@ -78,10 +78,27 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
                   run=f"{folder}/{README}", host=host)
 
 
+def combined(c: dict, folder: str, system: str) -> Figure:
+    """The sweet spot from a published read ceiling beside the writes: the writes it kept and the reads it
+    carried at its knee, with both p99s; a knee not reached is a floor."""
+    k = c.get("knee")
+    if not k:
+        raise ConfigError(f"{folder}/ceiling.json: no knee: {c.get('sentence') or 'the search found none'}")
+    floor = "" if k.get("reached", True) else "≥ "
+    writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
+    says = (f"{writes}{floor}{k['knee_read_qps']:,.0f} reads/s (read p99 {k['knee_read_p99_ms']:,.0f} ms"
+            + (f", write p99 {k['knee_write_p99_ms']:,.0f} ms" if k.get("knee_write_p99_ms") is not None else "")
+            + (f", applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else "") + ")")
+    return Figure(question="combined", system=system, says=says, scale=c["scale"], mem=c.get("mem") or "none",
+                  command=c.get("command") or "", sitting=(c.get("finished_utc") or c["started_utc"])[:10],
+                  run=f"{folder}/{README}")
+
+
 # what each question's subfolder holds, and how its figure is read from it
 READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
-           "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes)}
+           "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
+           "combined": ("ceiling.json", lambda d: read_json(d / "ceiling.json"), combined)}
 
 
 def figure_of(d: Path) -> Figure:
