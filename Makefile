@@ -148,7 +148,7 @@ report: $(STAMP) ## report.md + report.html for a run, sweep or verdict: RUN=res
 	@$(if $(RUN),,echo "RUN=<dir> is required: a run, sweep or verdict directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) report $(RUN) $(if $(MIXED_NODES),--mixed-nodes)
 
-publish: $(STAMP) ## a finished verdict, read ceiling, reads, writes, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|reads-...|writes-...|curve-...|<run> [AS=name]
+publish: $(STAMP) ## a finished verdict, read ceiling, reads, writes, v1, curve or run under docs/results/<name>/ (report.md, its json, screenshot): RUN=results/verdict-...|ceiling-...|reads-...|writes-...|v1-...|curve-...|<run> [AS=name]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a verdict's, a ceiling's or a run's directory under $(RESULTS)/" >&2; exit 2)
 	@$(HARNESS) publish $(RUN) $(if $(filter-out default,$(origin AS)),--name $(AS))  # make's own AS is the assembler, "as"
 

@@ -249,11 +249,13 @@ def _cmd_publish(args) -> int:
     from harness.report.publish_run import publish_run
     from harness.report.success.publish_curve import publish_curve
     from harness.report.success.publish_reads import publish_reads
+    from harness.report.success.publish_v1 import publish_v1
     from harness.report.success.publish_writes import publish_writes
-    # what the folder holds says what it is: a walk's verdict, a read ceiling's search, reads alone, max writes, a
-    # curve, or one run
+    # what the folder holds says what it is: a walk's verdict, a read ceiling's search, reads alone, max writes, V1,
+    # a curve, or one run
     kind = next((how for f, how in (("verdict.json", publish), ("ceiling.json", publish_ceiling),
                                     ("reads.json", publish_reads), ("writes.json", publish_writes),
+                                    ("v1.json", publish_v1),
                                     ("curve.json", publish_curve),
                                     ("result.json", publish_run))
                  if (args.run / f).exists()), publish)

@@ -311,3 +311,18 @@ def test_the_combined_sweet_spot_is_the_ceilings_knee_with_both_p99s_and_a_floor
     (d / "ceiling.json").write_text(__import__("json").dumps(c))
     with pytest.raises(ValidationError, match="command"):
         figure_of(d)
+
+
+def test_v1_is_its_go_or_no_go_and_every_frontier_point(tmp_path):
+    from harness.report.success.assemble import figure_of
+    d = tmp_path / "v1-answer"
+    d.mkdir()
+    v = {"kind": "v1", "engine": "sqlite", "mem": "4g", "entities": 621000, "go": False, "complete": True,
+         "command": "make v1 ENGINE=sqlite PROFILE=ratio MEM=4g", "started_utc": "2026-12-06T08:00:00Z",
+         "finished_utc": "2026-12-06T10:00:00Z", "measured_on": "Intel Xeon x 2 cores",
+         "frontier": [{"write_rows_per_s": 10000, "read_qps": 2300, "reached": True},
+                      {"write_rows_per_s": 20000, "read_qps": None, "reached": None}]}
+    (d / "v1.json").write_text(__import__("json").dumps(v))
+    f = figure_of(d)
+    assert f.says == "no-go on this machine (621,000 entities; rows/s + reads/s: 10,000 + 2,300, 20,000 + none)"
+    assert (f.scale, f.mem, f.sitting, f.host) == (0.776, "4g", "2026-12-06", "Intel Xeon x 2 cores")

@@ -13,10 +13,12 @@ from harness.report.success.publish_reads import READS_FILE, knee_says
 from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
+from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import load_curve, read_json
 from harness.results.curve import CurveFile
 from harness.results.headroom import Host
+from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
 README = "README.md"
 
@@ -94,11 +96,22 @@ def combined(c: dict, folder: str, system: str) -> Figure:
                   run=f"{folder}/{README}")
 
 
+def v1(v: dict, folder: str, system: str) -> Figure:
+    """The go/no-go and the frontier's points (rows/s written + checked reads/s held at each)."""
+    points = ", ".join(f"{p['write_rows_per_s']:,.0f} + {reads_says(p)}" for p in v["frontier"])
+    says = f"{'go' if v.get('go') else 'no-go'} on this machine ({v['entities']:,} entities; rows/s + reads/s: {points})"
+    return Figure(question="v1", system=system, says=says, scale=round(v["entities"] / MENDOZA_1X_ENTITIES, 3),
+                  mem=v.get("mem") or "none",
+                  command=v.get("command") or "", sitting=(v.get("finished_utc") or v["started_utc"])[:10],
+                  run=f"{folder}/{README}", host=v.get("measured_on"))
+
+
 # what each question's subfolder holds, and how its figure is read from it
 READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
            "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
-           "combined": ("ceiling.json", lambda d: read_json(d / "ceiling.json"), combined)}
+           "combined": ("ceiling.json", lambda d: read_json(d / "ceiling.json"), combined),
+           "v1": (V1_FILE, lambda d: read_json(d / V1_FILE), v1)}
 
 
 def figure_of(d: Path) -> Figure:
