@@ -120,9 +120,9 @@ writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:128
 	  --points "$(POINTS)" $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 RATIO ?=
-curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4] [PROFILE=ratio] [SET=]
+curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4 | MEM_1X=1284m] [PROFILE=ratio] [SET=]
 	@$(HARNESS) curve --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
-	  $(if $(SCALES),--scales "$(SCALES)") $(if $(RATIO),--ratio $(RATIO)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  $(if $(SCALES),--scales "$(SCALES)") $(if $(RATIO),--ratio $(RATIO)) $(if $(MEM_1X),--mem-1x $(MEM_1X)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 AXIS ?=
 capacity: $(STAMP) ## the largest multiple of the offered load a configuration carries, measured on itself, resumable: ENGINE= [SCENARIO=p99_5x] [MEM=] [PROFILE=] [SET=]

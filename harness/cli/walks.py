@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.cli.args import make_command, overrides, place_arg
 from harness.errors import ConfigError
+from harness.units import parse_size_bytes
 from harness.walks.sweep import CellOptions, add_cell_args
 
 
@@ -212,6 +213,8 @@ def add_curve(sub) -> None:
     c.add_argument("--scales", help='the scales (fractions of 1x), e.g. "0.125 0.25 0.5 1 2 3 5" (the default)')
     c.add_argument("--ratio", type=float, help="data bytes per byte of MEM at every scale (default: decision.yaml's "
                    "tightest ratio, the reference's 8 GB at 5x)")
+    c.add_argument("--mem-1x", help="MEM = scale x this at every scale instead (the verdict's smallest level at 1x): "
+                   "a design whose layout is smaller measured at the reference data's ratio")
 
 
 def _cmd_curve(args) -> int:
@@ -227,8 +230,15 @@ def _cmd_curve(args) -> int:
         raise ConfigError(f"SCALES={args.scales!r}: each scale must be above 0")
     if args.ratio is not None and args.ratio <= 0:
         raise ConfigError(f"RATIO={args.ratio:g}: data bytes per byte of memory, above 0")
+    if args.mem_1x is not None:
+        if args.ratio is not None:
+            raise ConfigError("RATIO, MEM_1X: each sets every point's MEM; give one")
+        try:
+            parse_size_bytes(args.mem_1x)
+        except ValueError as e:
+            raise ConfigError(f"MEM_1X: {e}") from None
     return curve(args.scenario, args.engine, CellOptions.from_args(args), args.results, scales=scales,
-                 ratio=args.ratio, command=make_command("curve", args))
+                 ratio=args.ratio, command=make_command("curve", args), mem_1x=args.mem_1x)
 
 
 def add_knee(sub) -> None:

@@ -45,6 +45,9 @@ class CurveFile(Model):
     engine: str
     profile: Optional[str]
     ratio: float                        # data bytes per byte of MEM, at every point
+    # MEM = scale x this instead (the verdict's smallest level at 1x): one budget for the reference and a design
+    # whose layout is smaller, so both are measured at the reference data's ratio, not each at its own
+    mem_1x: Optional[str] = None
     overrides: list[str] = []
     command: str
     points: list[CurvePoint] = []

@@ -19,13 +19,14 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.records import Cell
 from harness.report.success.curve import MIN_POINTS, project
-from harness.report.success.curve_report import FIGURES, measured
+from harness.report.success.curve_report import FIGURES, basis, measured
 from harness.results import load_curve, load_result, write_json
 from harness.results.design import queryable_p99_ms
 from harness.results.curve import CurveFile, CurvePoint, CurveProjection
 from harness.results.headroom import Host
 from harness.scenario.decision import RatioMems, load_decision
 from harness.scenario.plan import resolve_plan
+from harness.units import parse_size_bytes
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
 CURVE_FILE = "curve.json"
@@ -84,27 +85,34 @@ def projections(points: list[CurvePoint], to_scale: float = PROJECT_TO) -> list[
     return out
 
 
+def mem_at(scale: float, size_bytes: int, ratio: float, mem_1x: str | None) -> str:
+    if mem_1x:
+        return f"{max(16, int(scale * parse_size_bytes(mem_1x)) >> 20)}m"
+    return mem_for(size_bytes, ratio)
+
+
 def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, scales: list[float] | None = None,
-          ratio: float | None = None, command: str = "make curve") -> int:
+          ratio: float | None = None, command: str = "make curve", mem_1x: str | None = None) -> int:
     t0 = time.monotonic()
     scales, ratio = sorted(scales or SCALES), ratio or default_ratio()
     # the ratio profile unless asked: 1x at the reference's data-to-memory ratios, each cell's 300 blocks
     opts = replace(opts, profile=opts.profile or "ratio", early_abort=False, take_states=True)
     root = sweep_dir_for(results_root, "curve", f"{Path(scenario).stem}-{engine}",
                          {"scenario": scenario, "engine": engine, "scales": scales, "ratio": ratio,
-                          "opts": opts.asked()})
+                          "opts": opts.asked(), **({"mem_1x": mem_1x} if mem_1x else {})})
     root.mkdir(parents=True, exist_ok=True)
     probe = resolve_plan(scenario, engine, profile=opts.profile, scale=scales[0], overrides=list(opts.overrides))
     old = _again(load_curve(root / CURVE_FILE), root)
     out = old or CurveFile(scenario=probe.scenario, engine=engine, profile=probe.profile, ratio=ratio,
-                           overrides=list(opts.overrides), command=command, updated_utc=utc_now())
+                           overrides=list(opts.overrides), command=command, mem_1x=mem_1x, updated_utc=utc_now())
     _log(f"{root}: {engine} {probe.scenario} ({probe.profile}) at scales {' '.join(f'{s:g}' for s in scales)}, "
-         f"MEM each state's size / {ratio:g}")
+         f"{basis(out)}")
     try:
         for scale in scales:
             if any(p.scale == scale for p in out.points):
                 continue
-            out = out.model_copy(update={"points": [*out.points, _measure(scenario, engine, opts, root, scale, ratio)],
+            point = _measure(scenario, engine, opts, root, scale, ratio, mem_1x)
+            out = out.model_copy(update={"points": [*out.points, point],
                                          "updated_utc": utc_now()})
             write_json(root / CURVE_FILE, out)          # nothing lost if interrupted
     except SweepInterrupted as e:
@@ -136,12 +144,14 @@ def _again(c: CurveFile | None, root: Path) -> CurveFile | None:
                                             for p in c.points]})
 
 
-def _measure(scenario: str, engine: str, opts: CellOptions, root: Path, scale: float, ratio: float) -> CurvePoint:
-    """One scale: its state built (outside any limit), MEM from its size, the cell in full, the state dropped."""
+def _measure(scenario: str, engine: str, opts: CellOptions, root: Path, scale: float, ratio: float,
+             mem_1x: str | None) -> CurvePoint:
+    """One scale: its state built (outside any limit), MEM from its size (or scale x mem_1x), the cell in full, the
+    state dropped."""
     from harness.state.build import ensure
     plan = resolve_plan(scenario, engine, profile=opts.profile, scale=scale, overrides=list(opts.overrides))
     _, man, _ = ensure(plan)
-    mem = mem_for(man.data_bytes, ratio)
+    mem = mem_at(scale, man.data_bytes, ratio, mem_1x)
     _log(f"scale {scale:g}: the state is {man.data_bytes / 2**30:.2f} GiB, MEM {mem}")
     [cr] = plan_cells([Cell(scenario, engine, mem, scale, 1, ())], opts, root, 1)
     cr.record = run_cell(cr, f"scale {scale:g} at MEM {mem}")

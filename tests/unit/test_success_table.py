@@ -326,3 +326,17 @@ def test_v1_is_its_go_or_no_go_and_every_frontier_point(tmp_path):
     f = figure_of(d)
     assert f.says == "no-go on this machine (621,000 entities; rows/s + reads/s: 10,000 + 2,300, 20,000 + none)"
     assert (f.scale, f.mem, f.sitting, f.host) == (0.776, "4g", "2026-12-06", "Intel Xeon x 2 cores")
+
+
+def test_a_curve_at_the_references_budget_gives_each_scale_scale_times_its_1x_mem():
+    """A design whose layout is smaller than the reference's measured at the reference data's ratio: MEM = scale x
+    the verdict's 1x level, whatever its own state's size; without it, the state's size / RATIO."""
+    from harness.report.success.curve_report import basis
+    from harness.results.curve import CurveFile
+    from harness.walks.curve import mem_at
+    assert mem_at(2.0, 8 << 30, 8.4, "1284m") == "2568m" and mem_at(0.5, 8 << 30, 8.4, "1284m") == "642m"
+    assert mem_at(1.0, int(8.4 * (951 << 20)), 8.4, None) == "951m"
+    c = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve",
+                  updated_utc="2026-12-05T00:00:00Z")
+    assert basis(c) == "MEM = the state's size / 8.4"
+    assert basis(c.model_copy(update={"mem_1x": "1284m"})).startswith("MEM = scale x 1284m")

@@ -19,11 +19,18 @@ def measured(points: list, figure: str, under: str = "") -> list[Measured]:
             if getattr(p, figure) is not None and p.status in ("passed", "failed")]
 
 
+def basis(c) -> str:
+    """How each point's MEM was set, in words (c: a CurveFile)."""
+    if c.mem_1x:
+        return f"MEM = scale x {c.mem_1x} (the reference data's ratio, whatever this layout's size)"
+    return f"MEM = the state's size / {c.ratio:g}"
+
+
 def curve_blocks(c) -> list[Block]:
     """c: a CurveFile (results/curve.py)."""
-    doc = [Block("p", f"{c.engine}, {c.scenario} ({c.profile}): each scale's starting state built, MEM its size / "
-                      f"{c.ratio:g} (one data-to-memory ratio at every point), the scenario's cell in full, never "
-                      f"stopped early. Made by `{c.command}`."
+    doc = [Block("p", f"{c.engine}, {c.scenario} ({c.profile}): each scale's starting state built, {basis(c)} (one "
+                      f"data-to-memory ratio at every point), the scenario's cell in full, never stopped early. Made by "
+                      f"`{c.command}`."
                       + (f" Wall time {c.wall_s / 60:.1f} min." if c.wall_s else "")
                       + ("" if c.complete else " Not finished: run the same command again to resume it."))]
     if (said := harness_caveat(c.points)) is not None:

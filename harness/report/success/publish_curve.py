@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import curve_rows
-from harness.report.success.curve_report import FIGURES, _projected, chart, harness_caveat, measured
+from harness.report.success.curve_report import FIGURES, _projected, basis, chart, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
 
@@ -62,7 +62,7 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> st
              f"{(env.get('ram_bytes') or 0) / 2**30:.0f} GiB RAM, kernel {env.get('kernel', '?')}, runtime "
              f"{env.get('runtime', '?')}",
              f"- Commit: `{env.get('git_commit') or '?'}`",
-             f"- Every point: its own starting state, MEM = the state's size / {c.ratio:g}, the scenario's cell in "
+             f"- Every point: its own starting state, {basis(c)}, the scenario's cell in "
              "full (never stopped early)"] + ([f"- Caveat: {said}"] if (said := harness_caveat(c.points)) else []) + ["",
              "| scale | state GiB | MEM | status | service p50 ms | ack p99 ms | queryable p99 ms | rows/s | "
              "applier busy | run |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
