@@ -335,7 +335,7 @@ def test_a_curve_at_the_references_budget_gives_each_scale_scale_times_its_1x_me
     from harness.results.curve import CurveFile
     from harness.walks.curve import mem_at
     assert mem_at(2.0, 8 << 30, 8.4, "1284m") == "2568m" and mem_at(0.5, 8 << 30, 8.4, "1284m") == "642m"
-    assert mem_at(1.0, int(8.4 * (951 << 20)), 8.4, None) == "951m"
+    assert mem_at(1.0, 8400 << 20, 8.4, None) == "1000m"
     c = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve",
                   updated_utc="2026-12-05T00:00:00Z")
     assert basis(c) == "MEM = the state's size / 8.4"
