@@ -11,9 +11,9 @@ from pathlib import Path
 from harness.errors import ConfigError
 from harness.report.success.publish_reads import READS_FILE, knee_says
 from harness.report.success.publish_reads import finished as reads_run
+from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
-from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import load_curve, read_json
 from harness.results.curve import CurveFile
