@@ -99,10 +99,11 @@ def combined(c: dict, folder: str, system: str) -> Figure:
 def v1(v: dict, folder: str, system: str) -> Figure:
     """The go/no-go and the frontier's points (rows/s written + checked reads/s held at each)."""
     points = ", ".join(f"{p['write_rows_per_s']:,.0f} + {reads_says(p)}" for p in v["frontier"])
-    says = f"{'go' if v.get('go') else 'no-go'} on this machine ({v['entities']:,} entities; rows/s + reads/s: {points})"
+    says = (f"{'go' if v.get('go') else 'no-go'} on this machine ({v['entities']:,} entities; rows/s + reads/s: "
+            f"{points})")
     return Figure(question="v1", system=system, says=says, scale=round(v["entities"] / MENDOZA_1X_ENTITIES, 3),
-                  mem=v.get("mem") or "none",
-                  command=v.get("command") or "", sitting=(v.get("finished_utc") or v["started_utc"])[:10],
+                  mem=v.get("mem") or "none", command=v.get("command") or "",
+                  sitting=(v.get("finished_utc") or v["started_utc"])[:10],
                   run=f"{folder}/{README}", host=v.get("measured_on"))
 
 
