@@ -41,13 +41,13 @@ def start_state(plan):
             print(f"[state] no room for a clone of {man.id} ({man.data_bytes / 2**30:.2f} GiB) and this cell's writes "
                   "beside it: moved in; the next cell that needs it builds it again", flush=True, file=sys.stderr)
             plan = plan.model_copy(update={"take_state": True})
-        prints = None
+        linked = link(d / store.DATA, Path(plan.data_dir)) \
+            if owner is None and not plan.take_state and reads_only(plan, man) else None
+        c, prints = linked or (None, None)
         if plan.take_state:
             with store.lock(d.parent, man.id):
                 d, c = take(d, Path(plan.data_dir), owner)
-        elif owner is None and reads_only(plan, man):
-            c, prints = link(d / store.DATA, Path(plan.data_dir))
-        else:
+        elif c is None:
             c = clone(d / store.DATA, Path(plan.data_dir), owner)
     except store.NoRoom as e:        # this cell's state does not fit the disk: a result, not the walk's end
         raise StateBuildFailed(str(e)) from e

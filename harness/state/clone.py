@@ -78,13 +78,15 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     return Clone(method, size, round(t1 - t0, 3), round(t2 - t1, 3), files)
 
 
-def link(src: Path, dst: Path) -> tuple[Clone, dict]:
+def link(src: Path, dst: Path) -> tuple[Clone, dict] | None:
     """A reads-alone cell's files as hard links to the state's (no byte copied: a read-only cell at 1x would
-    otherwise copy its ~15 GiB for each step of a read ceiling), cold; with the files' fingerprint, which
-    unchanged() checks after the cell. Only for an engine whose reads leave its files as they were
+    otherwise copy its ~15 GiB for each step of a read ceiling), cold; with the files' fingerprint, which the cell
+    checks after it (harness/cell.py). Only for an engine whose reads leave its files as they were
     (capabilities.reads_keep_files) and a cell that writes nothing; never handed to another user (chown would
-    change the state's own files)."""
+    change the state's own files). None where dst is on another filesystem (no hard link reaches it): clone."""
     dst.mkdir(parents=True, exist_ok=True)
+    if os.stat(src).st_dev != os.stat(dst).st_dev:
+        return None
     if any(dst.iterdir()):
         raise RuntimeError(f"{dst}: a clone goes into an empty directory")
     t0 = time.perf_counter()
