@@ -74,11 +74,42 @@ def test_a_checked_read_that_returns_a_wrong_row_fails_its_cell(tmp_path, monkey
     p = harness("state", *common)
     assert p.returncode == 0, p.stderr[-3000:]
     db = ROOT / p.stdout.strip().splitlines()[-1] / "data" / "arkiv.db"
-    with sqlite3.connect(db) as con:
+    con = sqlite3.connect(db)        # closed, so the change is in the file itself, its WAL checkpointed away
+    with con:
         changed = con.execute("UPDATE string_attributes SET value = 'gone' WHERE key = 'status'").rowcount
+    con.close()
     assert changed > 0
     rc, r, _, err = run_scenario(tmp_path, *common[2:], "--set", "integrity=counts")
     wrong = {k: v["wrong"] for k, v in r["metrics"]["reads_by_kind"].items() if v.get("wrong")}
     assert r["integrity"]["ok"] is True, "the row counts are the model's: only the reads can tell"
     assert wrong and r["status"] == "error" and "read answers differ from the model" in r["error"], err[-3000:]
     assert rc != 0
+
+
+@pytest.mark.slow
+def test_a_state_changed_under_a_linked_cell_is_removed_and_the_cell_is_an_error(tmp_path, monkeypatch):
+    """A reads-alone cell reads its state's files linked, not copied; if anything writes them (here a WAL left
+    beside the state, which SQLite checkpoints into the database when the cell opens it), the state is no longer
+    what was built: it is removed, and the cell says so instead of passing."""
+    import shutil
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    common = ("--engine", "sqlite", "--scenario", "read_mix_a", "--profile", "smoke")
+    p = harness("state", *common)
+    assert p.returncode == 0, p.stderr[-3000:]
+    state = ROOT / p.stdout.strip().splitlines()[-1]
+    db, kept = state / "data" / "arkiv.db", tmp_path / "kept"
+    kept.mkdir()
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA wal_autocheckpoint = 0")
+    with con:
+        con.execute("UPDATE payloads SET payload = payload")
+    for f in (db, db.with_name("arkiv.db-wal")):        # the database and its WAL, before the close checkpoints
+        shutil.copy2(f, kept / f.name)
+    con.close()
+    for f in kept.iterdir():
+        shutil.copy2(f, state / "data" / f.name)
+    rc, r, _, err = run_scenario(tmp_path, *common[2:])
+    assert r["load"]["clone_method"] == "link"
+    assert r["status"] == "error" and "files changed under a cell that only reads them" in r["error"], err[-3000:]
+    assert not state.exists(), "the changed state is gone: the next cell builds it again"
