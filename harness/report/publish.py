@@ -39,6 +39,18 @@ def publish(run: Path, dest_root: Path, name: str | None = None) -> Path:
     return dest
 
 
+def finished_walk(run: Path, file: str, target: str) -> dict:
+    """A walk's file (reads.json, writes.json, v1.json) once the walk has ended: refused, naming the make target
+    that finishes it, where it is missing or not complete."""
+    path = run / file
+    if not path.is_file():
+        raise ConfigError(f"{run}: holds no {file}")
+    out = json.loads(path.read_text())
+    if not out.get("complete"):
+        raise ConfigError(f"{path}: complete is false: run the same `make {target}` again to finish it")
+    return out
+
+
 def require_report(run: Path) -> None:
     """Publishing copies report.md: refused, with the command that writes it, where there is none."""
     if not (run / "report.md").is_file():

@@ -4,11 +4,9 @@ gzipped, its README), and a README that opens on the reference's read table: per
 offered rate holding p99 < 100 ms and 95% of it, its p99, what bounded it and whether its answers were checked."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from harness.errors import ConfigError
-from harness.report.publish import scrubber
+from harness.report.publish import finished_walk, scrubber
 from harness.report.publish_ceiling import publish_ceiling
 from harness.results.headroom import Host
 
@@ -27,13 +25,7 @@ def publish_reads(run: Path, dest_root: Path, name: str | None) -> Path:
 
 
 def finished(run: Path) -> dict:
-    path = run / READS_FILE
-    if not path.is_file():
-        raise ConfigError(f"{run}: holds no {READS_FILE}")
-    r = json.loads(path.read_text())
-    if not r.get("complete"):
-        raise ConfigError(f"{path}: complete is false: run the same `make reads` again to finish it")
-    return r
+    return finished_walk(run, READS_FILE, "reads")
 
 
 def search_name(row: dict) -> str:

@@ -3,11 +3,9 @@ each write rate's read ceiling published under searches/<rows/s>/, and a README 
 write x checked-read frontier, point by point, with the machine it was measured on."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from harness.errors import ConfigError
-from harness.report.publish import copy_report, require_report, scrubber
+from harness.report.publish import copy_report, finished_walk, require_report, scrubber
 from harness.report.publish_ceiling import publish_ceiling
 
 V1_FILE = "v1.json"
@@ -26,12 +24,7 @@ def publish_v1(run: Path, dest_root: Path, name: str | None) -> Path:
 
 
 def finished(run: Path) -> dict:
-    path = run / V1_FILE
-    if not path.is_file():
-        raise ConfigError(f"{run}: holds no {V1_FILE}")
-    v = json.loads(path.read_text())
-    if not v.get("complete"):
-        raise ConfigError(f"{path}: complete is false: run the same `make v1` again to finish it")
+    v = finished_walk(run, V1_FILE, "v1")
     require_report(run)
     return v
 

@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.errors import ConfigError
-from harness.report.publish import copy_report, require_report, scrubber, write_cells
+from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
 from harness.results.headroom import Host
 
 WRITES_FILE = "writes.json"
@@ -35,13 +34,7 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
 
 
 def finished(run: Path) -> dict:
-    path = run / WRITES_FILE
-    if not path.is_file():
-        raise ConfigError(f"{run}: holds no {WRITES_FILE}")
-    w = json.loads(path.read_text())
-    if not w.get("complete"):
-        raise ConfigError(f"{path}: complete is false: run the same `make writes` again to finish it")
-    return w
+    return finished_walk(run, WRITES_FILE, "writes")
 
 
 def point_name(row: dict) -> str:
