@@ -142,3 +142,20 @@ def test_over_a_pass_whose_busy_share_nears_the_line_the_next_step_is_just_past_
     got = cap.search(measure, cap.first_multiple(0.54, BOUND), BOUND)
     assert cap.CEILING not in seen and len(seen) <= 4, seen
     assert got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9
+
+
+def test_no_step_runs_under_one_that_passed():
+    """The 5137m block log of 12-05: 1.02x passed (59% busy), its busy share led the search to 1.40x (passed) and
+    1.54x (failed, 86%); the bracket's fixed 1.12x then ran, 3.5 min, and could only pass again."""
+    busy = {1.02: 0.588, 1.40: 0.789, 1.54: 0.86}
+    seen = []
+
+    def measure(m):
+        seen.append(m)
+        b = busy.get(round(m, 2), 0.56 * m)
+        return CapacityStep(multiple=m, passed=b < BOUND, busy=b)
+    got = cap.search(measure, 1.02, BOUND)
+    passed_before = [max([x for x in seen[:i] if busy.get(round(x, 2), 0.56 * x) < BOUND], default=0)
+                     for i in range(len(seen))]
+    assert all(m > lo for m, lo in zip(seen, passed_before)), f"a step under one that passed: {seen}"
+    assert got.multiple >= 1.40 and got.fails_at is not None
