@@ -159,3 +159,16 @@ def test_no_step_runs_under_one_that_passed():
                      for i in range(len(seen))]
     assert all(m > lo for m, lo in zip(seen, passed_before)), f"a step under one that passed: {seen}"
     assert got.multiple >= 1.40 and got.fails_at is not None
+
+
+def test_a_candidate_that_passed_at_the_load_is_never_stepped_under_it():
+    """12-05, 1284m: current ∪ history behind a block log passed every criterion at 1x (78% busy), failed at 1.04x
+    (98%: not linear there); its busy share then led a step to 0.85x, which could only say what 1x had said."""
+    seen = []
+
+    def measure(m):
+        seen.append(m)
+        return CapacityStep(multiple=m, passed=m < 1.02, busy=0.983 if m >= 1.02 else 0.78 * m)
+    got = cap.search(measure, cap.first_multiple(0.7773, BOUND), BOUND, passed_at=1.0)
+    assert seen == [cap.first_multiple(0.7773, BOUND)] and min(seen) > 1.0
+    assert got.multiple == 1.0 and got.fails_at == seen[0]
