@@ -50,21 +50,19 @@ def _clamp(x: float) -> float:
 
 
 def search(measure: Callable[[float], CapacityStep], first: float, bound: float | None = None,
-           max_steps: int = MAX_STEPS, failed_at: float | None = None, passed_at: float | None = None) -> Capacity:
+           max_steps: int = MAX_STEPS, passed_at_load: bool | None = None) -> Capacity:
     """Steps (measure(multiple) -> its step) until the bracket closes: a pass and a failure within RESOLUTION, a pass
     at CEILING, a failure at FLOOR, or max_steps. After the first step, each failure's busy share (where linear)
-    guides the next step under it; otherwise the bracket's doubling and geometric bisection. failed_at: a multiple
-    already known to fail (an alternative's own cell at 1x), passed_at one known to pass (a candidate's own cells at
-    1x), no step of their own: the 1284m design of 12-05 passed at 1x (78% busy), failed at 1.04x (98%), and its
-    busy share then led a step to 0.85x, under what it had already carried."""
+    guides the next step under it; otherwise the bracket's doubling and geometric bisection. passed_at_load: how its
+    own cells at 1x came out (a candidate passed, an alternative failed), a known outcome with no step of its own:
+    the 1284m design of 12-05 passed at 1x (78% busy), failed at 1.04x (98%), and its busy share then led a step
+    to 0.85x, under what it had already carried."""
     # led by a prediction, the step just above it closes the bracket; without one, the bracket's doubling does
     fixed = [first, _clamp(first * (1 + RESOLUTION * 0.95))] if bound is not None and first != NO_FIGURE_START \
         else [first]
     br = Bracket(fixed, FLOOR, CEILING, RESOLUTION)
-    if failed_at is not None:
-        br.record(failed_at, False)
-    if passed_at is not None:
-        br.record(passed_at, True)
+    if passed_at_load is not None:
+        br.record(1.0, passed_at_load)
     steps: list[CapacityStep] = []
     while len(steps) < max_steps:
         x = _next(br, steps, bound)

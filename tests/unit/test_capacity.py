@@ -169,6 +169,6 @@ def test_a_candidate_that_passed_at_the_load_is_never_stepped_under_it():
     def measure(m):
         seen.append(m)
         return CapacityStep(multiple=m, passed=m < 1.02, busy=0.983 if m >= 1.02 else 0.78 * m)
-    got = cap.search(measure, cap.first_multiple(0.7773, BOUND), BOUND, passed_at=1.0)
+    got = cap.search(measure, cap.first_multiple(0.7773, BOUND), BOUND, passed_at_load=True)
     assert seen == [cap.first_multiple(0.7773, BOUND)] and min(seen) > 1.0
     assert got.multiple == 1.0 and got.fails_at == seen[0]

@@ -102,7 +102,7 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
         log(f"{engine}{' ' + tag if tag else ''} at {mem}, {step.says()}")
         return step
     got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound,
-                     failed_at=1.0 if failed else None, passed_at=None if failed else 1.0)
+                     passed_at_load=not failed)
     return got.model_copy(update={"of": f"{engine}/{tag}" if tag else engine, "mem": mem,
                                   "sitting": utc_now()[:10], "code": first.environment.get("git_commit")
                                   if first is not None else None, "host": Host.of(first.environment if first else {})})
