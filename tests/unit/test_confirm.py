@@ -42,6 +42,27 @@ def test_a_close_call_is_one_whose_deciding_figures_lie_near_their_lines(rec, cl
     assert close_call(rec, None) is None
 
 
+def test_a_percentile_too_few_values_bound_is_not_shown_to_hold_rather_than_near_its_line():
+    """A 3-second reorg cell: p99 3 ms against 500 ms, its upper bound undefined (a handful of blocks)."""
+    why = close_call(_rec("passed", _t("p99(commit_ms) < 500", 3, True, "undecided", (2, None))), CONFIRM)
+    assert why is not None and "too few values" in why and "straddle" not in why
+    why = close_call(_rec("passed", _t("p99(commit_ms) < 500", 450, True, "undecided", (300, 520))), CONFIRM)
+    assert why is not None and "straddle the line" in why
+
+
+@pytest.mark.parametrize("at_hour_ms,close", [(487.0, True), (648.0, True), (380.0, False)])
+def test_a_pass_whose_trend_reaches_the_band_by_the_hour_is_a_close_call(at_hour_ms, close):
+    """2026-12-05: in-place SQLite passed p99 309 ms over 10 minutes, its fitted line at 487 ms by the hour, its slope
+    undecided ([-5, +452] ms/h): the hour the criterion asks about lands inside the band."""
+    from harness.results.trend import TrendResult
+    tr = TrendResult(method="ols", window_s=30, windows=20, slope_per_h=223, ci95_per_h=(-5, 452), horizon_s=3600,
+                     at_horizon=at_hour_ms)
+    t = _t("p99(commit_ms) < 500", 309, True).model_copy(update={"trend": tr})
+    why = close_call(_rec("passed", t), CONFIRM.model_copy(update={"bands": {"latency": 0.15}}))
+    assert (why is not None) is close
+    assert why is None or f"carries it to {at_hour_ms:,.4g} by 60 min" in why
+
+
 def test_runs_add_up_to_a_stable_outcome_or_an_unstable_one():
     p, f = _rec("passed"), _rec("failed")
     assert (runs_outcome([p, p, p]), runs_text([p, p, p])) == ("passed", "passed 3 of 3")

@@ -27,7 +27,7 @@ def _outside_burner(seconds: float) -> None:
                    check=True)
 
 
-@pytest.mark.serial
+@pytest.mark.serial     # it counts every process outside its tree: a parallel worker is one (failed so, 12-05, -n 3)
 def test_a_process_outside_the_tree_is_counted_and_a_child_is_not():
     a = watch.snapshot()
     child = subprocess.Popen([sys.executable, "-c", BURN.format(s=1.5)])
