@@ -107,6 +107,7 @@ class Headroom(Model):
     smallest: Optional[float] = None            # v9: the smallest capacity on record (this sitting's included)
     smallest_from: Optional[str] = None         # v9: the sitting it came from
     sittings: int = 1                           # v9: sittings on record for it (same runtime)
+    close_call: Optional[str] = None            # v11: why its own cells were a close call (no capacity measured)
 
     def at_m(self) -> str:
         """Before v9, the screen's figures at m: '(at 1.52x: p99 12 ms, applier 71% busy)'."""
@@ -115,6 +116,8 @@ class Headroom(Model):
         return f" (at {self.multiple:.2f}x: {', '.join(parts)})" if parts else ""
 
     def says(self) -> str:
+        if self.close_call is not None:
+            return f"passes today only: a close call ({self.close_call}), which more load does not measure"
         if self.capacity is not None:
             return self._says_capacity()
         if self.passed:

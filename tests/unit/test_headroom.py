@@ -9,7 +9,7 @@ import pytest
 
 from harness.results import CellRecord, ThresholdResult, VerdictFile, write_json
 from harness.results import LeafCell
-from harness.results.headroom import Capacity, Host, ReferenceRun
+from harness.results.headroom import Capacity, Host, ReferenceRun, fragile
 from harness.scenario.decision import load_decision
 from harness.walks.sweep import CellOptions
 from harness.walks.verdict import answer, headroom, walk as walk_module
@@ -113,10 +113,8 @@ def _rec(status, p99_ms, dir, scenario, bounds=None) -> CellRecord:
                       runtime="local", dir=dir, state="complete", status=status, thresholds=[t])
 
 
-def test_a_candidate_that_passed_has_its_capacity_measured_and_no_same_sitting_confirmation(tmp_path, monkeypatch):
-    """SQLite passes at 4g with a p99 whose bounds straddle the line (a close call: a walk without a reference runs
-    it twice). With a reference, its capacity steps run instead, with its blocks due m times as often and the
-    absolute rate's line raised with them; no second run."""
+def _sqlite_alone_at_4g(tmp_path, monkeypatch, p99_ms: float, bounds) -> tuple[Walk, list]:
+    """SQLite at 4g on the first criterion, with a reference cell: every cell it runs passes at p99_ms."""
     monkeypatch.setattr(headroom, "PUBLISHED", tmp_path / "none")
     monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
     tree = load_decision()
@@ -131,10 +129,17 @@ def test_a_candidate_that_passed_has_its_capacity_measured_and_no_same_sitting_c
         cells = []
         for cr in runs:
             ran.append((cr.cell.tag, cr.cell.repeat, cr.plan.workload.block_interval_ms, tuple(cr.plan.thresholds)))
-            cells.append(_rec("passed", 300.0, cr.dir.name, cr.cell.scenario, bounds=(250.0, 600.0)))
+            cells.append(_rec("passed", p99_ms, cr.dir.name, cr.cell.scenario, bounds=bounds))
         return SimpleNamespace(cells=cells)
     monkeypatch.setattr(walk_module, "run_cells", run_cells)
     walk.run()
+    return walk, ran
+
+
+def test_a_candidate_that_passed_has_its_capacity_measured_and_no_same_sitting_confirmation(tmp_path, monkeypatch):
+    """SQLite passes at 4g, p99 300 ms, decided. With a reference, its capacity steps run, with its blocks due m
+    times as often and the absolute rate's line raised with them; no second run."""
+    walk, ran = _sqlite_alone_at_4g(tmp_path, monkeypatch, 300.0, None)
     candidate = [r for r in ran if r[0] == ""]
     assert [r[1] for r in candidate] == [1], "one run: no confirmation"
     first = next(r for r in ran if r[0] == "at-1.15x")
@@ -143,6 +148,19 @@ def test_a_candidate_that_passed_has_its_capacity_measured_and_no_same_sitting_c
     h = walk.matrix[0].headroom
     assert h.passed and h.capacity.at_least and h.capacity.of == "sqlite" and h.capacity.mem == "4g"
     assert [r.label for r in walk.records if r.dir.startswith("sqlite-4g")][:1] == ["candidate"]
+
+
+def test_a_close_call_passes_today_only_without_a_capacity_measured_on_more_load(tmp_path, monkeypatch):
+    """p99 469 ms against 500, its bounds straddling the line (2026-12-05: in-place SQLite at 2568m, which then
+    carried 2.5x the load at the same p99: its blocks' service time, not their queueing, is what moves between
+    sittings). A close call answers nothing on another day: no capacity steps, passes today only, one run."""
+    walk, ran = _sqlite_alone_at_4g(tmp_path, monkeypatch, 469.0, (300.0, 560.0))
+    # each engine's step then has its try (a pass today only answers nothing), one run each
+    assert [r[:2] for r in ran if not r[0].startswith("reference")] == [("", 1)] * 4, "no capacity step, no confirmation"
+    h = walk.matrix[0].headroom
+    assert not h.passed and h.capacity is None and "469, its one-sided 95% bounds" in h.close_call
+    assert h.says().startswith("passes today only: a close call (p99(commit_ms) < 500: 469")
+    assert walk.matrix[0].outcome == "pass" and fragile(walk.matrix[0])
 
 
 def test_the_answer_table_puts_each_deciding_figure_beside_its_line():

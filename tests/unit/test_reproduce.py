@@ -147,6 +147,15 @@ def test_a_label_that_changes_is_disagreed_and_names_the_figure_it_changed_on(tm
     assert cap.published >= 1.8 and cap.reproduced < 1.1 and answer_now.capacity.of == f"sqlite/{CHBL}"
 
 
+def test_an_answer_that_is_now_a_close_call_names_the_figure_near_its_line(tmp_path, quiet_record):
+    """The answer's p99 now 480 ms against 500: passes today only, on its close call (no capacity measured)."""
+    v = _published(tmp_path / "walk")
+    _, done = _again(tmp_path / "again", v, p99={("sqlite", CHBL, "1g"): 480.0})
+    level = judge.level("1g", "-", [t for t in done if t.level == "1g"])
+    assert level.outcome == "disagreed" and "passed with headroom, now passes today only" in level.says
+    assert "(on a close call: p99(commit_ms) < 500: 480" in level.says, level.says
+
+
 def test_an_alternative_that_moved_is_said_and_is_no_disagreement(tmp_path, quiet_record):
     """The block log (the closest alternative at 1g) now carries 1.5x: 'alternative moved', the level agreed."""
     v = _published(tmp_path / "walk")

@@ -71,6 +71,8 @@ def _filled(t: Target, recs: list[CellRecord], screens: list[CellRecord], label,
                 f" ({c.binding()})" if c.binding() else "")
         if changed is None and headroom is not None and headroom.latency_over:
             changed = f"headroom: {headroom.latency_over[0]}"
+        if changed is None and headroom is not None and headroom.close_call is not None:
+            changed = f"a close call: {headroom.close_call}"
         if changed is None and headroom is not None and headroom.screen != "passed":
             changed = f"headroom screen at {headroom.multiple:.2f}x: {headroom.screen}"
     cap = headroom.capacity if headroom is not None else None
