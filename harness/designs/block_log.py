@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping
 
-from harness.designs.block_log_figures import Applied, Pending, Transaction, trend_points, window_figures
+from harness.designs.block_log_figures import Applied, Pending, Transaction, busy_share, trend_points, window_figures
 from harness.designs.log_file import BlockLogFile
 from harness.engine_api import LoggedBlock
 from harness.workload.block import Block
@@ -146,6 +146,11 @@ class BlockLogEngine:
 
     def ack_lag_blocks(self) -> int | None:
         return self._behind
+
+    def applier_busy_share(self, start_ns: int, end_ns: int) -> float | None:
+        """The applier's busy share over [start_ns, end_ns], of the transactions it has finished (one still open is
+        not in it yet: read early, a window's share is never over what the end of the phase will find)."""
+        return busy_share(list(self.transactions), start_ns, end_ns)
 
     def counters(self):
         """As of the applier's last group: off by at most the group in flight at either end of a phase."""

@@ -97,12 +97,17 @@ def window_figures(design, start_ns: int, end_ns: int,
 
 
 def trend_points(design, start_ns: int, end_ns: int, window_s: float) -> dict[str, list[tuple[float, float]]]:
-    """Its figures over [start_ns, end_ns] as (seconds since start_ns, value), for their trends: the lag at each
-    acknowledgement (blocks and ms) and the applier's busy share per window."""
+    """Its figures over [start_ns, end_ns] as (seconds since start_ns, value), for their trends and design.csv: the
+    lag at each acknowledgement (blocks and ms), the applier's busy share per window, each apply and its phases."""
     measured = [a for a in design.applied if start_ns <= a.ack_ns <= end_ns]
     w_ns = int(window_s * 1e9)
     busy = [((i + 0.5) * window_s, busy_share(design.transactions, start_ns + i * w_ns, start_ns + (i + 1) * w_ns))
             for i in range((end_ns - start_ns) // w_ns)]
+    # each apply transaction's phases at its end (statements, commit, checkpoint): where a rising busy share goes
+    txs = [t for t in design.transactions if start_ns <= t.end_ns <= end_ns]
+    phases = {f"apply_{k}_ms": [((t.end_ns - start_ns) / 1e9, t.phases[k]) for t in txs if k in t.phases]
+              for k in sorted({k for t in txs for k in t.phases})}
     return {"apply_lag_blocks": [((a.ack_ns - start_ns) / 1e9, float(a.lag_blocks)) for a in measured],
             "apply_lag_ms": [((a.ack_ns - start_ns) / 1e9, (a.applied_ns - a.ack_ns) / 1e6) for a in measured],
-            "apply_utilisation": [(t, v) for t, v in busy if v is not None]}
+            "apply_utilisation": [(t, v) for t, v in busy if v is not None],
+            "apply_ms": [((t.end_ns - start_ns) / 1e9, (t.end_ns - t.start_ns) / 1e6) for t in txs], **phases}

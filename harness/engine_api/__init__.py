@@ -184,6 +184,10 @@ class EngineBase:
         acknowledges ahead of its engine); None: what apply_block returns from is applied."""
         return None
 
+    def applier_busy_share(self, start_ns: int, end_ns: int) -> float | None:
+        """A design's applier's busy share over [start_ns, end_ns] (monotonic ns); None: no applier apart."""
+        return None
+
     def durable_mark(self) -> int:
         """The last applied mark (apply_group's) that a power cut would not take back: a commit the engine synced,
         or one a checkpoint has since really synced (not merely attempted). 0: none known. A block log lets go of
