@@ -13,7 +13,9 @@ phase would fail it (runner/trends.py: the slope's interval excludes 0 and the l
 limit by the hour): from JUDGE_MIN_WINDOWS complete 30 s windows up, once even the slope's lower bound carries it
 past the limit by the hour. The end judges the same windows and more with the point estimate, which is steeper, so
 an abort here fails there too unless later windows flatten it: a tune option that held its line for 300 blocks and
-failed on its rise (SQLite's, 12-05: +370 ms/h [225, 516]) no longer runs every block to say so.
+failed on its rise (SQLite's, 12-05: +370 ms/h [225, 516]) no longer runs every block to say so. A design's
+busy-share line (`last(apply_utilisation) < 0.85`) does the same on the applier's share per window, read from the
+design once the window is over.
 A matrix cell may also end once it is settled: its service p50 can no longer go below the limit it was given
 (the baseline's less the matrix's noise), the same whole-phase count on `p50(service_ms) < limit`. That is not
 a failure: the cell is judged on the blocks it ran, and says it was settled. Given a time budget too, a cell
@@ -27,6 +29,7 @@ from collections import deque
 from harness.runner.metrics import percentile_rank
 from harness.scenario.thresholds import Threshold, parse_threshold
 from harness.trend import JUDGE_MIN_WINDOWS, WINDOW_S, aggregate, fit
+from harness.units import format_figure
 
 # the per-block metrics a rule can watch, and which of check()'s values each is
 WATCHED = ("commit_ms", "service_ms", "apply_lag_blocks")
@@ -76,6 +79,10 @@ class _TrendRule:
         self.index = 0
         self.said: str | None = None
 
+    def after_block(self, at: dict, values: dict, measured_s: float, share) -> bool:
+        """After a measured block (EarlyAbort.check's figures): whether the line now crosses by the horizon."""
+        return self.breached(at[self.metric], values[self.metric])
+
     def breached(self, at_s: float, value_ms: float) -> bool:
         """at_s: the sample's time in the measured phase, as the trend places it (a commit's due time, a service
         time's start); samples come in that order."""
@@ -96,27 +103,53 @@ class _TrendRule:
         low = f.at(0) + f.lo_per_s * self.horizon_s
         if self.t.passes(low):
             return False
-        self.said = (f"even its slope's lower bound, {f.lo_per_s * 3600:+,.1f}/h over {f.windows} windows, carries it "
-                     f"to {low:,.1f} by {self.horizon_s / 60:g} min")
+        self.said = (f"even its slope's lower bound, +{format_figure(f.lo_per_s * 3600, '')}/h over {f.windows} "
+                     f"windows, carries it to {format_figure(low, '')} by {self.horizon_s / 60:g} min")
         return True
 
 
+class _ShareTrendRule(_TrendRule):
+    """A design's busy-share line (`last(apply_utilisation) < 0.85`) carried to the horizon: its figure per window
+    is the share itself, read from the design once the window is over, the windows the end's trend reads (12-05:
+    SQLite's block log at 2568m and 5137m ran all 300 blocks to fail on a rise its first 150 already showed)."""
+
+    def after_block(self, at: dict, values: dict, measured_s: float, share) -> bool:
+        """share(start_s, end_s): the applier's busy share over that span of the measured phase, or None; no share
+        (no applier apart): never."""
+        if share is None:
+            return False
+        done, grew = int(measured_s // WINDOW_S), False
+        while self.index < done:
+            v = share(self.index * WINDOW_S, (self.index + 1) * WINDOW_S)
+            if v is not None:
+                self.windows.append((self.index * WINDOW_S + WINDOW_S / 2, v))
+                grew = True
+            self.index += 1
+        return grew and len(self.windows) >= JUDGE_MIN_WINDOWS and self._crosses()
+
+
 def trend_rules(thresholds: list[Threshold], horizon_s: float | None) -> list[_TrendRule]:
-    """The lines runner/trends.py judges on a block's latency, where the plan has an hour to carry them to."""
+    """The lines runner/trends.py judges on a block's latency or a design's busy share, where the plan has an hour
+    to carry them to (horizon_s: the plan's size horizon, Phases.size_horizon: both figures follow the database's
+    size)."""
     if not horizon_s:
         return []
-    return [_TrendRule(t, horizon_s) for t in thresholds if t.metric in ("commit_ms", "service_ms")
-            and t.op in ("<", "<=") and not t.window_s and t.agg not in ("count", "rate")]
+    judged = [t for t in thresholds if t.op in ("<", "<=") and not t.window_s and t.agg not in ("count", "rate")]
+    return [_TrendRule(t, horizon_s) for t in judged if t.metric in ("commit_ms", "service_ms")] + \
+        [_ShareTrendRule(t, horizon_s) for t in judged if t.metric == "apply_utilisation"]
 
 
 class EarlyAbort:
     def __init__(self, thresholds: list[Threshold], expected_blocks: int | None,
                  settle_service_p50_ms: float | None = None, settle_budget_s: float | None = None,
-                 horizon_s: float | None = None) -> None:
+                 horizon_s: float | None = None, share=None) -> None:
+        """share(start_s, end_s): a design's applier busy share over a span of the measured phase (None: no
+        applier apart), read by its busy-share line's trend."""
         self.rules = [_Rule(t, expected_blocks) for t in thresholds
                       if t.metric in WATCHED and t.op in ("<", "<=")
                       and (t.agg == "max" or t.percentile is not None)]
         self.trends = trend_rules(thresholds, horizon_s)
+        self.share = share
         # settling needs the final block count: only a throttled writer's phase has one
         self.settle = (_Rule(parse_threshold(f"p50(service_ms) < {settle_service_p50_ms:.3f}"), expected_blocks)
                        if settle_service_p50_ms and expected_blocks else None)
@@ -140,7 +173,7 @@ class EarlyAbort:
                 return True
         at = {"commit_ms": measured_s - commit_ms / 1000, "service_ms": measured_s - service_ms / 1000}
         for tr in self.trends:
-            if tr.breached(at[tr.metric], values[tr.metric]):
+            if tr.after_block(at, values, measured_s, self.share):
                 self.reason = {"threshold": tr.expr, "measured_s": round(measured_s, 3), "block": block,
                                "trend": tr.said}
                 return True

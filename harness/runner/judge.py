@@ -54,7 +54,7 @@ def judge(plan: RunPlan, state: RunState, out: Outcome, thresholds, abort: Early
     metrics = metrics.model_copy(update={"trends": unlined_trends(points, phase, horizon_s)})
     results = [ThresholdResult(**t, note=window_note(th, plan)) for t, th in
                zip(evaluate(thresholds, metric_source(state, metrics), bounds_source(state)), thresholds)]
-    results = with_trends(results, thresholds, points, phase, horizon_s)
+    results = with_trends(results, thresholds, points, phase, horizon_s, plan.phases.size_horizon(plan.scale))
     if abort and abort.reason:
         out.early_abort = abort.reason
         log(f"early abort after {abort.reason['measured_s']} s: {abort.reason['threshold']} can no longer pass"

@@ -262,7 +262,9 @@ def _run(plan: RunPlan, engine, state: RunState, out: Outcome) -> int:
     abort = EarlyAbort(thresholds if plan.early_abort else [],
                        expected_measured_blocks(plan.workload.block_interval_ms, plan.phases.warmup_s,
                                                 plan.phases.measure_s), plan.settle_service_p50_ms,
-                       plan.settle_budget_s, horizon_s=plan.phases.horizon_s) or None
+                       plan.settle_budget_s, horizon_s=plan.phases.size_horizon(plan.scale)[0],
+                       share=lambda a, b: engine.applier_busy_share(state.measure_start_ns + int(a * 1e9),
+                                                                   state.measure_start_ns + int(b * 1e9))) or None
     try:
         dc = plan.workload_spec().dc
         log(plan, f"load: {plan.load_entities} entities (scale {plan.scale})" + (

@@ -11,6 +11,9 @@ from harness.scenario.thresholds import Threshold
 from harness.trend import JUDGE_MIN_WINDOWS, METHOD, WINDOW_S, fit, windowed
 
 ACCUMULATING = ("commit_ms", "service_ms", "apply_lag_blocks", "apply_lag_ms", "wal_bytes", "apply_utilisation")
+# A block's cost follows the database's size (its indexes' share in memory): carried to the size horizon. A backlog
+# (the apply lag) grows with time at the offered rate whatever the scale: carried to the whole hour.
+FOLLOWS_SIZE = ("commit_ms", "service_ms", "apply_utilisation")
 UNLINED = ("db_bytes", "wal_bytes")       # reported with their slope in metrics.trends
 
 
@@ -34,7 +37,7 @@ def phase_s(state: RunState) -> float:
 
 
 def trend_of(points: list[tuple[float, float]], agg: str, phase: float, horizon_s: float | None,
-             th: Threshold | None = None) -> TrendResult | None:
+             th: Threshold | None = None, horizon_of: str | None = None) -> TrendResult | None:
     """The trend of one figure read as `agg` per window; judged against th where there is a horizon."""
     f = fit(windowed(points, phase, agg))
     if f is None:
@@ -45,19 +48,22 @@ def trend_of(points: list[tuple[float, float]], agg: str, phase: float, horizon_
     return TrendResult(method=f"{METHOD}, {f.lags} lag{'s' * (f.lags > 1)}", window_s=WINDOW_S, windows=f.windows,
                        slope_per_h=round(f.slope_per_s * 3600, 6),
                        ci95_per_h=(round(f.lo_per_s * 3600, 6), round(f.hi_per_s * 3600, 6)), horizon_s=horizon_s,
+                       horizon_of=horizon_of,
                        at_horizon=round(at, 6) if at is not None else None,
                        would_fail=bool(th is not None and at is not None and rising and not th.passes(at)))
 
 
 def with_trends(results: list[ThresholdResult], thresholds: list[Threshold], points: dict, phase: float,
-                horizon_s: float | None) -> list[ThresholdResult]:
+                horizon_s: float | None, size_horizon: tuple[float | None, str | None] = (None, None)
+                ) -> list[ThresholdResult]:
     """Each accumulating upper-bound threshold with its trend; one that would fail by the horizon fails now.
-    points, phase: phase_points(state), phase_s(state)."""
+    points, phase: phase_points(state), phase_s(state); size_horizon: Phases.size_horizon (None: horizon_s)."""
     out = []
     for r, th in zip(results, thresholds):
         if th.metric in ACCUMULATING and th.op in ("<", "<=") and not th.window_s and th.metric in points \
                 and th.agg not in ("count", "rate"):
-            tr = trend_of(points[th.metric], th.agg, phase, horizon_s, th)
+            at_s, why = size_horizon if th.metric in FOLLOWS_SIZE and size_horizon[0] else (horizon_s, None)
+            tr = trend_of(points[th.metric], th.agg, phase, at_s, th, why)
             if tr is not None:
                 r = r.model_copy(update={"trend": tr})
                 if tr.would_fail and r.passed:

@@ -146,11 +146,27 @@ class Phases(Strict):
     horizon_s: Optional[float] = Field(None, gt=0, description="carry each accumulating figure's trend to this "
                                        "many seconds (the criterion's hour) and fail a threshold it would cross by "
                                        "then; unset: trends reported, not judged")
+    horizon_scale: Optional[float] = Field(None, gt=0, description="the scale the horizon's hour is asked at (a "
+                                           "verdict sets its criterion's target.scale): a smaller cell, writing "
+                                           "the same rows a second, grows that much faster relative to its size, so "
+                                           "a figure that follows its size is carried to horizon_s x scale / "
+                                           "horizon_scale (runner/trends.py); unset: horizon_s for every figure")
     # The reference's read protocol counts queries: at the offered rate they are a duration, since query k of
     # the open-loop schedule is due at k / rate whatever the engine does; they replace warmup_s / measure_s.
     warmup_queries: Optional[int] = Field(None, ge=0, description="warmup as read queries at readers.rate_per_s")
     measure_queries: Optional[int] = Field(None, gt=0, description="measured phase as read queries at "
                                                                      "readers.rate_per_s")
+
+    def size_horizon(self, scale: float) -> tuple[float | None, str | None]:
+        """(seconds, why) a figure that follows the database's size is carried to at `scale`: the share of the
+        criterion's hour in which this cell's database grows as much, relative to its size, as the hour grows it at
+        horizon_scale (2026-12-02: the 1x stand-in's applier busy share over its 600 s matched the 5x hour's within
+        7%, while its slope per hour was 2-6x the hour's own); horizon_s where the cell is not smaller; never short of
+        the measured phase (a smoke cell's share of the hour is seconds: a trend is carried forward, not back)."""
+        if not self.horizon_s or not self.horizon_scale or scale >= self.horizon_scale:
+            return self.horizon_s, None
+        return max(self.measure_s, self.horizon_s * scale / self.horizon_scale), (
+            f"the database's growth over {self.horizon_s / 60:g} min at scale {self.horizon_scale:g}")
 
     def at_rate(self, read_rate_per_s: float) -> "Phases":
         """Query counts as seconds at the readers' offered rate (unthrottled readers: the seconds stand)."""

@@ -166,8 +166,8 @@ def test_starting_state_flags_a_cell_whose_load_lost_rows():
 def test_a_result_of_an_unknown_version_is_refused(tmp_path):
     """Every reader goes through one loader, which refuses what it does not know rather than guess."""
     from harness.results import load_result, load_sweep, load_verdict
-    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18"), ("sweep.json", load_sweep, "1"),
-                              ("verdict.json", load_verdict, "1, 2, 3, 4, 5, 6, 7, 8, 9")):
+    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19"), ("sweep.json", load_sweep, "1"),
+                              ("verdict.json", load_verdict, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")):
         (tmp_path / name).write_text('{"version": 99}')
         with pytest.raises(ConfigError, match=f"{name}: version 99; this harness reads version {known} only"):
             load(tmp_path / name)
@@ -242,6 +242,37 @@ def test_a_line_held_on_every_block_but_rising_past_it_by_the_hour_stops_once_it
     assert EarlyAbort([parse_threshold("p99(commit_ms) < 500")], 300).trends == []
 
 
+def _share_abort(rise_per_h: float, at_start: float = 0.6, blocks: int = 300):
+    """A block log's applier whose busy share holds under 0.85 in every window but rises; (aborted at block, the
+    reason, the windows the design would give the end's trend)."""
+    line = parse_threshold("last(apply_utilisation) < 0.85")
+    rng = random.Random(7)
+    noise = {i: rng.uniform(-0.02, 0.02) for i in range(blocks)}
+    share = lambda a, b: at_start + rise_per_h * (a + b) / 2 / 3600 + noise[int(a // 30)]    # noqa: E731
+    ab = EarlyAbort([line], blocks, horizon_s=3600, share=share)
+    for i in range(blocks):
+        measured_s = 2.0 * i + 0.003
+        if ab.check(measured_s, 3.0, 3.0, measured_s, i + 1, 0):
+            return i + 1, ab.reason, [((k + 0.5) * 30, share(k * 30, (k + 1) * 30)) for k in range(int(measured_s // 30))]
+    return None, ab.reason, []
+
+
+def test_a_busy_share_held_in_every_window_but_rising_past_its_line_by_the_hour_stops_early():
+    """12-05: SQLite's block log at 2568m and 5137m held its 0.85 busy line over all 300 blocks and failed at the end
+    on its rise, 10 minutes each. Stopped on the same windows' trend once its lower bound crosses by the hour; the
+    end's own trend fails it too. Flat, or with no applier to read, every block runs."""
+    from harness.runner.trends import trend_of
+    block, reason, windows = _share_abort(0.6)
+    assert block is not None and 150 <= block < 300, block
+    assert reason["threshold"] == "last(apply_utilisation) < 0.85" and "lower bound" in reason["trend"]
+    end = trend_of(windows, "last", windows[-1][0] + 15, 3600, parse_threshold("last(apply_utilisation) < 0.85"))
+    assert end.would_fail
+    assert _share_abort(0.0)[0] is None and _share_abort(0.1)[0] is None
+    ab = EarlyAbort([parse_threshold("last(apply_utilisation) < 0.85")], 300, horizon_s=3600,
+                    share=lambda a, b: None)      # an engine in place: no applier apart
+    assert not any(ab.check(2.0 * i, 3.0, 3.0, 2.0 * i, i + 1) for i in range(300)), "no applier: no rule"
+
+
 def test_a_line_held_but_rising_is_said_as_a_rise_not_as_stalls():
     """12-05: 'stalls: 0 of 300 blocks over 500 ms' was the walk's word for a cell that failed on its trend alone."""
     from harness.results import RunResult
@@ -255,5 +286,12 @@ def test_a_line_held_but_rising_is_said_as_a_rise_not_as_stalls():
         "metrics": {"commit_latency_ms": {"p99": 407.0}}})
     assert _rising(r) == ("rising: p99(commit_ms) < 500 held over the blocks measured (407) but rises +370/h "
                           "[+225, +516], 725 by 60 min")
+    # a share keeps its digits (12-05's block log at 2568m printed "(1) but rises +0/h [+0, +1], 1 by 60 min")
+    share = trend | {"slope_per_h": 0.312, "ci95_per_h": [0.05, 0.574], "at_horizon": 1.02}
+    busy = r.model_copy(update={"thresholds": [r.thresholds[0].model_copy(update={
+        "expr": "last(apply_utilisation) < 0.85", "value": 0.71,
+        "trend": type(r.thresholds[0].trend).model_validate(share)})]})
+    assert _rising(busy) == ("rising: last(apply_utilisation) < 0.85 held over the blocks measured (0.71) but rises "
+                             "+0.312/h [+0.05, +0.574], 1.02 by 60 min")
     over = r.model_copy(update={"thresholds": [r.thresholds[0].model_copy(update={"value": 650.0})]})
     assert _rising(over) is None, "over its line already: not a rise but the stalls or slowness it shows"

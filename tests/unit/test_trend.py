@@ -77,3 +77,28 @@ def test_a_screens_four_windows_report_a_trend_and_judge_nothing():
     st = _state({th.metric: points}, phase_s=120.0)
     (r,) = with_trends([first], [th], phase_points(st), phase_s(st), 3600)
     assert r.trend is not None and r.trend.windows == 4 and r.passed and not r.trend.would_fail
+
+
+def test_a_busy_share_at_a_fifth_of_the_criterions_scale_is_carried_to_a_fifth_of_its_hour_and_a_lag_to_all_of_it():
+    """A ratio cell (1x) of a 5x criterion writes the hour's rows a second into a fifth of the rows: its database grows
+    5x as fast relative to its size, so a figure that follows its size (the applier's busy share, a block's latency)
+    reaches the hour's state at 720 s. 2026-12-05 at 1284m: 0.393 rising +0.41/h, carried to 60 min 0.765 (the
+    band's edge), to 12 min ~0.44; the 5x hour itself (2026-12-02) rose +0.064/h. A backlog grows with time: 3600 s."""
+    from harness.scenario.spec import Phases
+    ph = Phases(measure_s=600, horizon_s=3600, horizon_scale=5)
+    size = ph.size_horizon(1.0)
+    assert size == (720.0, "the database's growth over 60 min at scale 5")
+    assert ph.size_horizon(5.0) == (3600, None) and Phases(measure_s=600, horizon_s=3600).size_horizon(1.0)[0] == 3600
+    assert ph.size_horizon(0.01)[0] == 600, "a smoke cell's trend is never carried short of its own phase"
+    rnd = random.Random(4)
+    busy = [(t + 15.0, 0.33 + 0.41 * t / 3600 + rnd.uniform(-0.01, 0.01)) for t in range(0, 600, 30)]
+    th_busy, th_lag = parse_threshold("last(apply_utilisation) < 0.85"), parse_threshold("p99(apply_lag_blocks) < 5")
+    st = _state({"apply_utilisation": busy, "apply_lag_blocks": _lag(1.9)})
+    firsts = [ThresholdResult(expr=t.expr, value=v, passed=True, judged="passed") for t, v in ((th_busy, 0.39),
+                                                                                           (th_lag, 2.0))]
+    b, lag = with_trends(firsts, [th_busy, th_lag], phase_points(st), phase_s(st), 3600, size)
+    assert b.trend.horizon_s == 720 and 0.4 < b.trend.at_horizon < 0.5 and "at 12 min (the database's growth" in \
+        b.trend.says()
+    whole = with_trends(firsts, [th_busy, th_lag], phase_points(st), phase_s(st), 3600)[0]
+    assert whole.trend.at_horizon > 0.7, "carried to the whole hour, as before"
+    assert lag.trend.horizon_s == 3600 and lag.trend.horizon_of is None and not lag.passed
