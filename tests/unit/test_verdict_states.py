@@ -99,3 +99,21 @@ def test_a_derived_states_source_goes_with_it_and_the_walk_leaves_nothing_it_bui
     _state(walk.states, "escaped", None)
     states.drop_new_states(before)
     assert _listed(walk) == sorted(before)
+
+
+@pytest.mark.parametrize("free_gib, reference, kept", [(60, "sqlite", ["sqlite", "sqlite-aged"]), (40, "sqlite", []),
+                                                       (60, None, [])])
+def test_the_leaf_drops_an_engines_states_before_the_next_engines_designs(walk, monkeypatch, free_gib, reference,
+                                                                          kept):
+    """2026-12-05: SQLite's designs kept its states and their current ∪ history layout (~45 GB) and PostgreSQL's
+    leaf state could not be built. After an engine's designs every state of it goes, its designs' layouts too, but
+    the end's reference cell's (SQLite at its own settings) where PostgreSQL's leaf still fits beside them."""
+    _state(walk.states, "ch", None)
+    _state(walk.states, "ch-aged", "ch")
+    walk.records.append(_cell(walk.root, "sqlite", "leaf-current_history", "ch-aged"))
+    walk.tree.reference = SimpleNamespace(engine=reference) if reference else None
+    walk.headroom_on = reference is not None
+    walk.criteria = [SimpleNamespace(criterion=SimpleNamespace(scenario="p99_5x"))]
+    _room(monkeypatch, free_gib=free_gib, later_need_gib=45)
+    states.drop_leaf_engine_states("sqlite", PLANS, walk)
+    assert _listed(walk) == kept

@@ -11,6 +11,9 @@ below, as the steps are. The first design that meets every criterion at a MEM is
 passes, the closest is named with where its block went."""
 from __future__ import annotations
 
+from itertools import groupby
+from typing import Callable
+
 from harness.results import CellRecord, LeafCell, MemAnswer, load_result
 from harness.results.design import block_log_line, queryable_p99_ms
 from harness.results.headroom import fragile
@@ -34,41 +37,53 @@ def designs_in_order(tree) -> list[tuple[str, str]]:
     return [(e, d) for *_, e, d in sorted(pairs)]
 
 
-def run_leaf(walk) -> list[LeafCell]:
-    """The leaf's cells at every MEM the steps left without an engine (walk.open_mems())."""
+def run_leaf(walk, after_engine: Callable[[str], None] | None = None) -> list[LeafCell]:
+    """The leaf's cells at every MEM the steps left without an engine (walk.open_mems()); `after_engine(engine)` once
+    an engine's designs are done (a walk that drops its states drops that engine's there)."""
     mems = walk.open_mems()
     if not mems:
         return []
-    mx, steps = load_matrix(), {s.engine: s for s in walk.tree.steps}
+    mx = load_matrix()
     expect = set(walk.tree.estimate.passes) | set(walk.tree.estimate.passes_at_largest)    # somewhere: walked up
     out: list[LeafCell] = []
     answered: set[str] = set()
     walk.reference_between("before the leaf")
-    for engine, design in designs_in_order(walk.tree):
-        opt = mx.engines[engine].options[design]
-        settings = steps[engine].set if engine in steps else {}
-        up = f"{engine}/leaf-{design}" in expect
-        order = [m for m in (reversed(mems) if up else mems) if m not in answered]
-        below = None            # walking up: its pass today only at a smaller level, whose full cells imply this one's
-        for i, mem in enumerate(order):
-            log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
-            if below is not None:
-                cell = _headroom_above(walk, below, mem, settings, opt)
-            else:
-                recs, headroom = walk.candidate(engine, settings, f"leaf-{design}", mem, opt)
-                cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root).model_copy(update={"headroom": headroom})
-                below = (cell, recs) if up and fragile(cell) else None
-            out.append(cell)
-            log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}{' today only' if fragile(cell) else ''}")
-            held = cell.outcome == "pass" and not fragile(cell)     # a pass today only answers nothing yet
-            answered |= {mem} if held else set()
-            implied = order[i + 1:] if (held if up else cell.outcome == "fail") else []
-            if implied:
-                out += [cell.model_copy(update={"mem": m, "implied_from": mem, "cells": [], "runs": [],
-                                                "outcome": "pass" if up else "implied"}) for m in implied]
-                answered |= set(implied) if up else set()
-                log(f"leaf: {engine} with {design} {cell.outcome}ed at {mem}: implied at {', '.join(implied)}")
-                break
+    for engine, pairs in groupby(designs_in_order(walk.tree), key=lambda p: p[0]):
+        for _, design in pairs:
+            out += _design(walk, engine, design, mx.engines[engine].options[design],
+                           f"{engine}/leaf-{design}" in expect, mems, answered)
+        if after_engine is not None:
+            after_engine(engine)
+    return out
+
+
+def _design(walk, engine: str, design: str, opt, up: bool, mems: list[str], answered: set[str]) -> list[LeafCell]:
+    """One design (its matrix option) at the open MEMs not yet `answered` (updated here): walked up where the
+    estimate expects it to pass somewhere, else down; stopped where its outcome implies the rest."""
+    step = next((s for s in walk.tree.steps if s.engine == engine), None)
+    settings = step.set if step is not None else {}
+    order = [m for m in (reversed(mems) if up else mems) if m not in answered]
+    out: list[LeafCell] = []
+    below = None            # walking up: its pass today only at a smaller level, whose full cells imply this one's
+    for i, mem in enumerate(order):
+        log(f"leaf at {mem}: {engine} with {design} ({opt.says})")
+        if below is not None:
+            cell = _headroom_above(walk, below, mem, settings, opt)
+        else:
+            recs, headroom = walk.candidate(engine, settings, f"leaf-{design}", mem, opt)
+            cell = leaf_cell(engine, design, opt.says, mem, recs, walk.root).model_copy(update={"headroom": headroom})
+            below = (cell, recs) if up and fragile(cell) else None
+        out.append(cell)
+        log(f"leaf at {mem}: {engine} with {design}: {cell.outcome}{' today only' if fragile(cell) else ''}")
+        held = cell.outcome == "pass" and not fragile(cell)     # a pass today only answers nothing yet
+        answered |= {mem} if held else set()
+        implied = order[i + 1:] if (held if up else cell.outcome == "fail") else []
+        if implied:
+            out += [cell.model_copy(update={"mem": m, "implied_from": mem, "cells": [], "runs": [],
+                                            "outcome": "pass" if up else "implied"}) for m in implied]
+            answered |= set(implied) if up else set()
+            log(f"leaf: {engine} with {design} {cell.outcome}ed at {mem}: implied at {', '.join(implied)}")
+            break
     return out
 
 

@@ -16,30 +16,56 @@ from harness.walks.verdict.walk import log
 
 def drop_step_states(engine: str, plans: dict, walk, leaf_done: bool = False) -> None:
     """After `engine`'s step (leaf_done: after the leaf, every state of `engine` goes)."""
-    root = store.root_dir()
     engines = list(dict.fromkeys(e for _, e in plans))              # the tree's order
     after = engines[engines.index(engine) + 1:] if engine in engines and not leaf_done else []
     later = {i.id for (_, e), p in plans.items() if e in after for i in state_inputs(p)}
+    ids = _states_of(engine, plans, walk) - later
+    for_leaf = [] if leaf_done else [i for i in _leaf_states(walk, plans) if i in ids]
+    # the later steps' states one at a time, each cell moving its state in where a clone does not fit (a cell
+    # decides when its turn comes): what they cannot do without; their clones are guessed high before a build
+    _drop_keeping(ids, for_leaf, [p for (_, e), p in plans.items() if e in after], "for the leaf's first engine")
+
+
+def drop_leaf_engine_states(engine: str, plans: dict, walk) -> None:
+    """After the leaf's designs on `engine`: every state of it goes, its designs' own layouts too (2026-12-05: the
+    SQLite designs kept ~45 GB and PostgreSQL's state could not be built), but the end's reference cell's where the
+    leaf's later engines' states fit beside them (built again, they cost ~4 min at ratio)."""
+    from harness.walks.verdict.leaf import designs_in_order
+    order = list(dict.fromkeys(e for e, _ in designs_in_order(walk.tree)))
+    after = order[order.index(engine) + 1:] if engine in order else []
+    ref, scenario = walk.tree.reference, walk.criteria[0].criterion.scenario
+    plan = plans.get((scenario, engine)) if ref is not None and ref.engine == engine and walk.headroom_on else None
+    ids = _states_of(engine, plans, walk)
+    keep = [i.id for i in state_inputs(plan) if i.id in ids] if plan is not None else []
+    _drop_keeping(ids, keep, [p for (_, e), p in plans.items() if e in after], "for the end's reference cell")
+
+
+def _states_of(engine: str, plans: dict, walk) -> set[str]:
+    """`engine`'s states: its plans', those its cells cloned (a design's or an option's own layout), and what each
+    was aged or derived from, all the way down."""
+    root = store.root_dir()
     ids = {store.inputs_for(p).id for (_, e), p in plans.items() if e == engine}
     for r in walk.records:
         record = walk.root / r.scenario / r.dir / CLONE_RECORD
         if r.engine == engine and record.is_file():
             ids.add(json.loads(record.read_text())["state"])
-    for i in list(ids):                 # what each was aged or derived from, all the way down
+    for i in list(ids):
         while (i := _base_of(root, i)) and i not in ids:
             ids.add(i)
-    for_leaf = [] if leaf_done else [i for i in _leaf_states(walk, plans) if i in ids - later]
-    for sid in sorted(ids - later - set(for_leaf)):
+    return ids
+
+
+def _drop_keeping(ids: set[str], keep: list[str], rest: list, for_what: str) -> None:
+    """Drop `ids` but `keep` (in its order, the base first), each kept only while `rest`'s cells still fit beside it."""
+    root = store.root_dir()
+    for sid in sorted(ids - set(keep)):
         _drop(root, sid, "--drop-states")
-    rest = [p for (_, e), p in plans.items() if e in after]
-    for sid in for_leaf:            # the base first: the leaf ages its reorg state from it
-        # the later steps' states one at a time, each cell moving its state in where a clone does not fit (a cell
-        # decides when its turn comes): what they cannot do without; their clones are guessed high before a build
+    for sid in keep:
         need = walk_disk(rest, root, True).taking + MARGIN
         if (root / sid).exists() and need > store.free_bytes(root):
-            _drop(root, sid, f"no room to keep it for the leaf: the later steps need about {need / GIB:.1f} GiB")
+            _drop(root, sid, f"no room to keep it {for_what}: the later cells need about {need / GIB:.1f} GiB")
         elif (root / sid).exists():
-            log(f"kept the state {sid} for the leaf's first engine")
+            log(f"kept the state {sid} {for_what}")
 
 
 def _leaf_states(walk, plans: dict) -> list[str]:
