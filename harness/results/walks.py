@@ -11,7 +11,7 @@ from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 9
+VERDICT_VERSION = 11
 
 
 class CellRecord(Model):
@@ -135,6 +135,7 @@ class MatrixCell(Model):
     tuned_with: Optional[str] = None            # a pass only with this matrix option (decision.yaml's tune)
     tried: list[str] = []                       # the options tried after a failure at the policy's settings
     trade_offs: list[str] = []                  # options that passed only by giving something up
+    unscreened: list[str] = []                  # v10: trade-offs due a screen the walk's budget left out
     passed_options: list[str] = []              # v5: the options that passed here, trade-offs included (tried below)
     headroom: Optional[Headroom] = None         # v7: its pass at m times the load (None: not a pass, or no reference)
 
@@ -201,7 +202,7 @@ class Estimate(Model):
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str

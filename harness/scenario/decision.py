@@ -179,6 +179,9 @@ class Costs(Strict):
                                          "blocks than the p99 allows (default: fail)")
     screen: float = Field(gt=0, description="a screened cell: setup, warm-up and the screen's blocks")
     full: dict[str, float] = Field(description="criterion scenario -> minutes of a cell that runs its whole phase")
+    walk_budget: Optional[float] = Field(None, gt=0, description="minutes a walk may take here: a trade-off's "
+                                         "screen (after the answer) runs only if its screen and state minutes fit "
+                                         "in what is left; none: every screen runs")
     measured: str = Field(description="where these minutes come from")
 
     @field_validator("state")

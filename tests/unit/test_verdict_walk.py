@@ -2,6 +2,7 @@
 answer is. The cells themselves are replaced by outcomes given per engine and MEM: these tests are about
 the walk's own logic (the CLI tests in tests/cli/test_sweep.py run real cells)."""
 import json
+from dataclasses import replace
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from harness.walks.sweep import CellOptions
 from harness.walks.verdict import answer
 from harness.walks.verdict.plan import criterion_plans, order_mems
 from harness.walks.verdict.roles import candidate_of
+from harness.walks.verdict.trade_offs import screen_trade_offs
 from harness.walks.verdict.walk import CANDIDATE, Walk
 
 MEMS = order_mems(["1g", "4g", "2g"])
@@ -197,6 +199,7 @@ def test_a_failing_step_tries_its_options_cheapest_first_and_answers_with_the_on
     walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("sqlite", "4g", "autockpt_off_passive"): "passed",
                                 ("sqlite", "2g"): "failed"}, tree=_tuned_tree())
     walk.run()
+    screen_trade_offs(walk)
     tried = [t for e, m, *t in walk.ran if m == "4g" and t]
     assert tried == [["mmap"], ["autockpt_off_passive"]], "no trade-off once an option that gives nothing up passed"
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
@@ -216,6 +219,7 @@ def test_a_trade_off_that_passes_is_screened_once_never_confirmed_nor_carried_do
                      tree=_tuned_tree())
     walk.confirmations = lambda *a, **k: pytest.fail("a trade-off was confirmed")
     walk.run()
+    screen_trade_offs(walk)
     ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
     assert ans["4g"].engine == "libsql" and ans["4g"].trade_offs == [
         "sqlite: no bi-temporality (the simple schema, 6 indexes) (gives up history: no version survives its update; "
@@ -224,6 +228,29 @@ def test_a_trade_off_that_passes_is_screened_once_never_confirmed_nor_carried_do
     assert screened == [("sqlite", "4g", "no_bitemporal", f"screened over {walk.tree.screen_blocks} blocks")]
     assert not [x for x in walk.ran if x[0] == "sqlite" and x[1] != "4g"], "nothing of sqlite's runs below 4g"
     assert ans["2g"].trade_offs == [] and ans["1g"].trade_offs == []
+
+
+def test_a_trade_off_is_screened_after_the_answer_and_only_within_the_walks_budget(tmp_path):
+    """SQLite fails at 4g with every option that gives nothing up: its trade-off is not screened then (the walk goes
+    on to libSQL first), but after it. With a budget it cannot fit in, it is never run and the answer says so."""
+    from harness.scenario.decision import Costs
+    tree = _tuned_tree()
+    costs = Costs(state={"sqlite": 1}, fail=1, screen=5, full={}, measured="a test's", walk_budget=4)
+    tree = tree.model_copy(update={"estimate": tree.estimate.model_copy(update={"minutes": {"smoke": costs}})})
+    walk = fake_walk(tmp_path, {("sqlite", m): "failed" for m in MEMS} | {("sqlite", "4g", "no_bitemporal"): "passed"},
+                     tree=tree)
+    walk.opts = replace(walk.opts, profile="smoke")
+    walk.run()
+    assert [p[1:] for p in walk.pending] == [("4g", "no_bitemporal")] and not [x for x in walk.ran if x[2:]
+                                                                              == ("no_bitemporal",)]
+    assert any(x[0] == "libsql" for x in walk.ran), "libSQL was walked before the trade-off's screen"
+    screen_trade_offs(walk)
+    assert not [x for x in walk.ran if "no_bitemporal" in x], "5 min of screen do not fit in a 4 min budget"
+    four = next(c for c in walk.matrix if c.engine == "sqlite" and c.mem == "4g")
+    assert "no_bitemporal" not in four.tried and len(four.unscreened) == 1
+    assert "not screened" in four.unscreened[0] and "budget of 4 min" in four.unscreened[0]
+    ans = {a.mem: a for a in answer.answers(walk.tree, MEMS, walk.matrix, lambda m: None)}
+    assert ans["4g"].trade_offs == [f"sqlite: {four.unscreened[0]}"]
 
 
 def test_tune_stops_at_the_first_option_that_passes_and_gives_nothing_up(tmp_path):
@@ -236,6 +263,7 @@ def test_tune_stops_at_the_first_option_that_passes_and_gives_nothing_up(tmp_pat
     walk = fake_walk(tmp_path, {("sqlite", "4g"): "failed", ("sqlite", "4g", "autockpt_off_passive"): "passed",
                                 ("sqlite", "4g", "ckpt_background_256m"): "passed"}, tree=tree)
     walk.run()
+    screen_trade_offs(walk)
     opts = load_matrix().engines["sqlite"].options
     cheaper = min(["ckpt_background_256m", "autockpt_off_passive"], key=lambda n: opts[n].cost)
     assert [t for e, m, *t in walk.ran if m == "4g" and t] == [[cheaper]]
@@ -425,6 +453,7 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     tally = play(fake_walk(tmp_path, {}, tree=tree), passes, costs)
     walk.run()
     implication_controls(walk, run_leaf(walk))
+    screen_trade_offs(walk)
     assert tally.cells == len(cells) > 0
     labels = {}
     for c in cells:
@@ -441,9 +470,10 @@ def test_the_estimate_of_a_walk_is_the_cells_that_walk_then_runs(tmp_path):
     assert tally.minutes > tally.state_minutes
     # where each step's states are dropped after it (DROP_STATES, or a disk too small), sqlite's own stay (libsql
     # opens them, the leaf's first engine clones them: the 11-29 walk rebuilt them, 4.7 min), postgres's go after
-    # its step, so its block log in the leaf builds them again
+    # its step, so its block log in the leaf builds them again; duckdb's go too, and its trade-off, screened after
+    # the answer, builds them again
     dropping = play(fake_walk(tmp_path, {}, tree=tree), passes, costs, drop_states=True)
-    assert dropping.state_minutes == tally.state_minutes + 12
+    assert dropping.state_minutes == tally.state_minutes + 12 + 5
     assert dropping.cells == tally.cells
     # a leaf design behind a block log that fails costs its own minutes (its lag piles up before the stop); any
     # other failure, a step's or a design's without a log, the fail's
@@ -475,6 +505,7 @@ def test_a_design_expected_to_pass_at_the_largest_mem_only_is_estimated_as_the_w
     tally = play(fake_walk(tmp_path, {}, tree=tree), set(), costs, at_largest={"sqlite/leaf-block_log"})
     walk.run()
     implication_controls(walk, run_leaf(walk))
+    screen_trade_offs(walk)
     assert tally.cells == len(cells) > 0
     log = [(c.mem, c.status) for c in cells if c.dir.startswith("sqlite-leaf-block_log-")]
     assert log == [("1g", "failed"), ("2g", "failed")] + [("4g", "passed")] * len(walk.criteria), log

@@ -27,8 +27,10 @@ from harness.walks.verdict.controls import implication_controls, with_controls
 from harness.walks.verdict.estimate import estimate
 from harness.walks.verdict.headroom import reference_cell
 from harness.walks.verdict.leaf import run_leaf, with_leaf
-from harness.walks.verdict.states import drop_new_states, drop_step_states, leaf_engine, state_ids
+from harness.walks.verdict.states import (drop_leaf_engine_states, drop_new_states, drop_step_states, leaf_engine,
+                                          state_ids)
 from harness.walks.verdict.typed import readers_answers, typed
+from harness.walks.verdict.trade_offs import screen_trade_offs
 from harness.walks.verdict.walk import Walk, log
 
 
@@ -165,12 +167,8 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     out = out.model_copy(update={"estimate": _expect(walk, prof, drop_states)})
     try:
         steps = walk.run()
-        leaf = run_leaf(walk)
-        if not all_cells:
-            controls = implication_controls(walk, leaf)
-        if walk.headroom_on:
-            alternative = None if all_cells else closest_alternative(walk, leaf)
-            reference_cell(walk, "end")
+        leaf = run_leaf(walk, (lambda e: drop_leaf_engine_states(e, plans, walk)) if drop_states else None)
+        controls, alternative = _after_the_answer(walk, leaf, all_cells)
         if drop_states:
             _drop_leaf_states(walk, leaf, plans, states_before)
     except SweepInterrupted as e:
@@ -189,6 +187,17 @@ def verdict(profile: str | None, mems: list[str] | None, opts: CellOptions, resu
     from harness.report import write_report
     _, html = write_report(root, mixed_nodes=opts.mixed_nodes)
     return _summary(out, walk.cells_run, root, html)
+
+
+def _after_the_answer(walk: Walk, leaf: list, all_cells: bool) -> tuple[list, object]:
+    """What follows the answer: the implication controls, the closest alternative and the end's reference cell (with
+    headroom), then the trade-offs' screens, never the answer, within the walk's budget (verdict/trade_offs.py)."""
+    controls = [] if all_cells else implication_controls(walk, leaf)
+    alternative = closest_alternative(walk, leaf) if walk.headroom_on and not all_cells else None
+    if walk.headroom_on:
+        reference_cell(walk, "end")
+    screen_trade_offs(walk)
+    return controls, alternative
 
 
 def _drop_leaf_states(walk: Walk, leaf: list, plans: dict, before: set[str]) -> None:

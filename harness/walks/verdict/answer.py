@@ -11,7 +11,7 @@ from harness.results.headroom import fragile
 from harness.results.phases import describe
 from harness.scenario.decision import DecisionTree, Step
 from harness.scenario.thresholds import parse_threshold
-from harness.units import format_bytes
+from harness.units import format_bytes, format_figure
 from harness.walks.verdict.confirm import runs_outcome, runs_text
 
 
@@ -63,8 +63,11 @@ def _rising(r: RunResult) -> str | None:
     if t is None:
         return None
     tr = t.trend
-    return (f"rising: {t.expr} held over the blocks measured ({t.value:,.0f}) but rises {tr.slope_per_h:+,.0f}/h "
-            f"[{tr.ci95_per_h[0]:+,.0f}, {tr.ci95_per_h[1]:+,.0f}], {tr.at_horizon:,.0f} by "
+    # a share (the applier's busy 0.8) needs its digits: ",.0f" printed "held (1) but rises +0/h [+0, +1]"
+    num = lambda v: format_figure(v, "")                                    # noqa: E731
+    sig = lambda v: ("+" if v >= 0 else "") + num(v)                        # noqa: E731
+    return (f"rising: {t.expr} held over the blocks measured ({num(t.value)}) but rises {sig(tr.slope_per_h)}/h "
+            f"[{sig(tr.ci95_per_h[0])}, {sig(tr.ci95_per_h[1])}], {num(tr.at_horizon)} by "
             f"{(tr.horizon_s or 0) / 60:g} min{_stopped(r)}")
 
 
@@ -158,8 +161,9 @@ def answers(tree: DecisionTree, mems: list[str], matrix: list[MatrixCell], at_re
         today = None
         for step in tree.steps:
             c = row.get(step.engine)
-            if c is not None and c.trade_offs:
-                ans = ans.model_copy(update={"trade_offs": ans.trade_offs + [f"{step.engine}: {t}" for t in c.trade_offs]})
+            if c is not None and (c.trade_offs or c.unscreened):
+                ans = ans.model_copy(update={"trade_offs": ans.trade_offs + [
+                    f"{step.engine}: {t}" for t in c.trade_offs + c.unscreened]})
             if c is not None and c.outcome == "unstable":      # never an answer: said, and the next engine walked
                 ans = ans.model_copy(update={"unstable": ans.unstable + [f"{step.engine}: {'; '.join(c.runs)}"]})
             if c is not None and fragile(c):                   # the walk went on: an answer only if nothing holds

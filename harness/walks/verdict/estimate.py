@@ -21,6 +21,7 @@ from harness.walks.verdict.answer import answers
 from harness.walks.verdict.leaf import run_leaf, with_leaf
 from harness.walks.verdict.states import leaf_engine
 from harness.walks.verdict.roles import CANDIDATE, Role, candidate_of
+from harness.walks.verdict.trade_offs import screen_trade_offs
 from harness.walks.verdict.walk import Walk
 
 
@@ -126,9 +127,10 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
         done = w.steps[-1].engine
         later = {owner(e) for e in engines[engines.index(done) + 1:]}
         tally.forget(owner(done), owner(done) in later | kept)
-    twin = replace(walk, records=[], matrix=[], steps=[], reference=[], cells_at_reference=0,
+    twin = replace(walk, records=[], matrix=[], steps=[], reference=[], cells_at_reference=0, pending=[],
                    on_step=dropped if drop_states else None)
     twin.engine_at = predicted(twin, passes, costs, tally, at_largest)
+    twin.elapsed_min = lambda: tally.minutes        # the trade-offs' budget against the played walk's minutes
     with contextlib.redirect_stderr(io.StringIO()):         # the played walk's log is not the walk's
         twin.run()
         leaf = run_leaf(twin)
@@ -136,6 +138,7 @@ def play(walk: Walk, passes: set[str], costs: Costs | None, drop_states: bool = 
         if twin.headroom_on:
             closest_alternative(twin, leaf)
             reference_cell(twin, "end")
+        screen_trade_offs(twin)
     tally.count(twin.records)
     if twin.headroom_on and costs is not None and any(r.status == "failed" and r.label == "candidate"
                                                       for r in twin.records):

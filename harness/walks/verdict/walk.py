@@ -43,11 +43,16 @@ class Walk:
     reference: list[ReferenceRun] = field(default_factory=list)     # the sitting's reference cells so far
     cells_at_reference: int = 0         # cells run when the last reference cell ended
     first_fsync_p50_us: float | None = None     # the walk's first disk probe: the machine's watch compares with it
+    pending: list[tuple[Step, str, str]] = field(default_factory=list)  # trade-off screens due after the answer
 
     @property
     def headroom_on(self) -> bool:
         """A walk with a reference cell asks its candidates for headroom instead of same-sitting confirmations."""
         return self.tree.reference is not None
+
+    def elapsed_min(self) -> float:
+        """Minutes since the walk started (the estimate's played walk counts its predicted minutes instead)."""
+        return (time.monotonic() - self.started) / 60
 
     @property
     def cells_run(self) -> int:
@@ -141,14 +146,14 @@ class Walk:
              failed_at: dict[str, str]) -> tuple[MatrixCell, list[CellRecord]]:
         """The step's matrix options at a MEM where it failed, cheapest first: the first that passes and gives
         nothing up is the answer there, and the rest are not run. Where none does, each option that gives
-        something up is screened once (never the answer, never confirmed, never carried to another MEM): the
-        report's trade-offs. Below a MEM where they all failed, they are implied failed with the engine; below
-        one where an option passed, those that failed there are implied failed (failed_at, updated here)."""
+        something up is due a screen after the answer (verdict/trade_offs.py: never the answer, never confirmed,
+        never carried to another MEM). Below a MEM where they all failed, they are implied failed with the engine;
+        below one where an option passed, those that failed there are implied failed (failed_at, updated here)."""
         em = load_matrix().engines[step.engine]
         cost = lambda n: em.options[n].cost                       # noqa: E731
         keeps = sorted((n for n in step.tune if em.options[n].trade_off is None), key=cost)
         gives = sorted((n for n in step.tune if em.options[n].trade_off is not None), key=cost)
-        tried, trade_offs, records, passed, implied = [], [], [], [], []
+        tried, records, passed, implied = [], [], [], []
         for name in keeps:
             opt = em.options[name]
             if name in failed_at and not self.all_cells:
@@ -170,19 +175,11 @@ class Walk:
                                                    "headroom": headroom})
                 if held:
                     break
-        for name in [] if passed else gives:
-            opt, role = em.options[name], screen(self.tree.screen_blocks)
-            log(f"{step.engine} at {mem}: screening the trade-off {name} ({opt.says}; {role.label})")
-            recs = self.engine_at(step.engine, step.set, name, mem, opt, role)
-            records += recs
-            tried.append(name)
-            if at_mem(recs) == "pass":
-                trade_offs.append(f"{opt.says} (gives up {opt.trade_off}; passed {recs[0].scenario}, {role.label}, "
-                                  "one run)")
+        self.pending += [] if passed else [(step, mem, name) for name in gives]
         diagnosis = cell.diagnosis if cell.tuned_with else \
             f"{cell.diagnosis}; tried {', '.join(tried) or 'nothing'}" \
             f"{'; implied failed: ' + ', '.join(implied) if implied else ''}: no option was enough"
-        return cell.model_copy(update={"tried": tried, "trade_offs": trade_offs, "diagnosis": diagnosis,
+        return cell.model_copy(update={"tried": tried, "diagnosis": diagnosis,
                                        "passed_options": passed}), records
 
     def criterion_runs(self, cp: CriterionPlan, engine: str, settings: dict, tag: str, mem: str,
@@ -200,7 +197,8 @@ class Walk:
             opts = replace(opts, overrides=tuple(o for o in opts.overrides if not o.startswith("durability=")),
                            early_abort=False)
         elif hour_s:        # the walk's, as its durability: no cell's variant
-            opts = replace(opts, overrides=(*opts.overrides, f"phases.horizon_s={hour_s:g}"))
+            opts = replace(opts, overrides=(*opts.overrides, f"phases.horizon_s={hour_s:g}",
+                                            f"phases.horizon_scale={cp.criterion.target.scale:g}"))
         over = as_overrides(engine, settings)
         if option is not None or screen_blocks or load != 1:
             base = resolve_plan(cp.criterion.scenario, engine, profile=opts.profile, scale=self.scale, mem=mem,
