@@ -34,6 +34,9 @@ class RunState:
     generator_wait_s: float = 0.0     # writer time spent waiting for the block generator (harness cost)
     timed_start_ns: int | None = None  # warmup start: the origin of the writer's schedule
     measure_start_ns: int | None = None
+    # the measured phase's planned start (the warm-up's end): the window starts there, not when the writer (or a
+    # read-only run's sleep) got round to it, so a query due between the two is measured, not lost to both phases
+    measure_from_ns: int | None = None
     measure_end_ns: int | None = None  # when the writer stopped (the last measured block's commit)
     window_end_ns: int | None = None   # the measured window's end: planned, or the early abort
     rows_in_window: int = 0           # rows of measured blocks committed before window_end_ns
@@ -98,7 +101,7 @@ class RunState:
             self.io_watch.counters_end = self.io_watch.counters()
 
     def window_s(self) -> float:
-        """The measured window: from the first measured block's due time to the planned end (or the early
+        """The measured window: from its planned start (measure_from_ns) to the planned end (or the early
         abort). Rates are over it, so a writer that falls behind is not credited with its overrun."""
         if self.measure_start_ns is None or self.window_end_ns is None:
             return self.measured_s()

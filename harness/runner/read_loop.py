@@ -109,12 +109,13 @@ class Report:
 class ReadSink:
     """Records what the readers report into the run's recorders. A query belongs to the phase it was due in,
     however late it ends (or its report arrives): one due before the measured window is the warmup's, one
-    due after it is not counted."""
+    due after it is not counted. One due in the window but reported before its reset is held until after it."""
 
     def __init__(self, state: RunState, names: list[str], answers_path: Path | None = None) -> None:
         self.state, self.names = state, names
         self._lock = threading.Lock()
         self._answers_path, self._answers = answers_path, None
+        self._held = array("q")     # reported before the measured phase's reset, due after its planned start
         for n in names:
             state.read_kinds.setdefault(n, KindStats())
 
@@ -128,18 +129,24 @@ class ReadSink:
                 if self._answers is None:
                     self._answers = open(self._answers_path, "ab")
                 answers.tofile(self._answers)
-        if not records:
+        if not records and not self._held:
             return
         with self.state.reads_lock:
+            if self._held and self.state.measure_start_ns is not None:
+                records, self._held = self._held + records, array("q")
             self._record(records)
 
     def _record(self, records: array) -> None:
         st = self.state
         lo, hi = st.measure_start_ns, st.window_end_ns
+        planned = st.measure_from_ns if lo is None else None    # the warm-up's figures are reset at that start
         by_kind: dict[int, tuple[list[int], list[int]]] = {}     # kind -> (latencies us, [rows, empties])
         late: list[int] = []
         for k in range(0, len(records), 4):
             due = records[k + 1]
+            if planned is not None and due >= planned:     # the measured phase's, reported before its reset
+                self._held.extend(records[k:k + 4])
+                continue
             if lo is not None and (due < lo or (hi is not None and due >= hi)):
                 continue
             rows = records[k + 3]

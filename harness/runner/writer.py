@@ -22,7 +22,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
     run0 = state.t0_ns
     state.timed_start_ns = t0
     warm_end, end = t0 + int(warmup_s * 1e9), t0 + int((warmup_s + measure_s) * 1e9)
-    state.window_end_ns = end
+    state.window_end_ns, state.measure_from_ns = end, warm_end
 
     def start_measure(due_ns: int) -> None:
         state.start_measure(due_ns)
@@ -41,7 +41,7 @@ def write_blocks(engine, pre: BlockFeed, state: RunState, *, interval_ms: float,
         if due >= end:
             break
         if state.phase == "warmup" and due >= warm_end:
-            start_measure(due)
+            start_measure(warm_end)     # the planned window: its blocks are those due in it, this one first
         state.next_due_ns = due
         w0 = time.monotonic_ns()
         built = pre.get()
@@ -108,8 +108,9 @@ def hold_phases(engine, state: RunState, *, warmup_s: float, measure_s: float) -
     t0 = time.monotonic_ns()
     state.timed_start_ns = t0
     state.window_end_ns = end = t0 + int((warmup_s + measure_s) * 1e9)
+    state.measure_from_ns = t0 + int(warmup_s * 1e9)
     time.sleep(warmup_s)
-    state.start_measure(time.monotonic_ns())
+    state.start_measure(state.measure_from_ns)      # the planned start, however late the sleep ended
     state.counters_at_measure_start = engine.counters()
     time.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
     _end_measure(engine, state)
