@@ -92,7 +92,7 @@ def load_curve(path: Path) -> CurveFile | None:
 
 
 def load_verdict(path: Path) -> VerdictFile | None:
-    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+    return _load(path, VerdictFile, VERDICT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11))
 
 
 def load_reproduce(path: Path) -> ReproduceFile | None:

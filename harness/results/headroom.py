@@ -48,15 +48,21 @@ class CapacityStep(Model):
     error: bool = False                         # it measured nothing (neither a pass nor a failure)
     why: Optional[str] = None                   # the line it crossed, or why it was not steady
     busy: Optional[float] = None                # a block log's applier busy share
+    busy_at_horizon: Optional[float] = None     # v12: that share carried by the candidate's rise (walks/capacity.Growth)
     lag_p99_blocks: Optional[float] = None
     p99_ms: Optional[float] = None              # the commit (behind a log: the acknowledgement) p99
     queryable_p99_ms: Optional[float] = None    # when a reader can see a block, from its due time
     cell: Optional[str] = None                  # <scenario>/<dir>
 
+    def judged_busy(self) -> float | None:
+        """The share its line was judged on: carried to the horizon where it was."""
+        return self.busy_at_horizon if self.busy_at_horizon is not None else self.busy
+
     def says(self) -> str:
-        """'2.31x: passed (applier 80% busy)', '1.72x: failed: applier 93% busy (< 85%)'."""
+        """'2.31x: passed (applier 80% busy, 84% carried)', '1.72x: failed: applier 93% busy (< 85%)'."""
+        carried = f", {self.busy_at_horizon:.0%} carried" if self.busy_at_horizon is not None else ""
         return (f"{self.multiple:.2f}x: {'passed' if self.passed else 'failed'}" + (f": {self.why}" if self.why else
-                "") + (f" (applier {self.busy:.0%} busy)" if self.busy is not None and self.passed else ""))
+                "") + (f" (applier {self.busy:.0%} busy{carried})" if self.busy is not None and self.passed else ""))
 
 
 class Capacity(Model):

@@ -11,7 +11,7 @@ from harness.results.headroom import Headroom, ReferenceRun
 from harness.results.models import Model, Status, ThresholdResult
 
 SWEEP_VERSION = 1
-VERDICT_VERSION = 11
+VERDICT_VERSION = 12
 
 
 class CellRecord(Model):
@@ -202,7 +202,7 @@ class Estimate(Model):
 
 
 class VerdictFile(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] = VERDICT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] = VERDICT_VERSION
     kind: Literal["verdict"] = "verdict"
     decision_file: str
     profile: str

@@ -9,9 +9,16 @@ where it has one: a block log's applier busy share is about linear in the load (
 same work), so the first step is just under where that line predicts the 0.85 bound is met, and the next one
 RESOLUTION above it; two steps settle a design whose busy share is linear. Each step is judged only once steady
 at its own load: a step whose applier was already behind at the clock (a warm-up backlog) failed to carry that
-load, and the blocks it measured before it stopped are not its figure."""
+load, and the blocks it measured before it stopped are not its figure.
+
+A step is a short screen from a fresh clone: its busy share is the phase's first minutes'. The candidate's own line
+is judged where its trend carries it by the hour's growth (runner/trends.py), so a step's share is carried as far
+(Growth): by the candidate's own rise per hour relative to its share, m times as steep at m times the load (its
+database grows m times as fast). 12-05 (AMD, 2568m): the design's 0.707 rose +0.37/h to 0.750 by 12 min; its 1.33x
+step read 83% over its 60 blocks, which that rise carries past 0.85."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from harness.results import RunResult
@@ -26,6 +33,34 @@ RESOLUTION = 0.10          # fails_at / multiple once converged
 MAX_STEPS = 6
 UNDER_PREDICTION = 0.95    # the first step this far under the busy share's predicted capacity
 NO_FIGURE_START = 1.15     # where to start without a figure to predict from: the within-sitting band
+
+
+@dataclass(frozen=True)
+class Growth:
+    """The candidate's busy share's rise as its database grows, from its own full cell's trend at the offered load."""
+    slope_per_h: float          # the fitted line's slope (share per hour of its phase)
+    at_horizon: float           # its value at the horizon
+    horizon_s: float            # the share of the criterion's hour it is carried to (Phases.size_horizon)
+    horizon_of: str | None = None
+
+    @classmethod
+    def of(cls, result: RunResult | None) -> "Growth | None":
+        """From the busy-share line's trend of the candidate's cell; None where it has none or does not rise (a share
+        that falls is not carried down: a step's own figure stands)."""
+        t = next((t for t in (result.thresholds if result is not None else [])
+                  if t.trend is not None and parse_threshold(t.expr).metric == "apply_utilisation"), None)
+        tr = t.trend if t is not None else None
+        if tr is None or tr.slope_per_h <= 0 or tr.at_horizon is None or not tr.horizon_s:
+            return None
+        return cls(tr.slope_per_h, tr.at_horizon, tr.horizon_s, tr.horizon_of)
+
+    def carried(self, busy: float, multiple: float, at_s: float) -> float:
+        """A step's share measured about `at_s` into its phase, at `multiple` times the load, carried to the horizon:
+        the candidate's relative rise from there, m times as steep."""
+        fitted = self.at_horizon - self.slope_per_h * max(0.0, self.horizon_s - at_s) / 3600
+        if fitted <= 0:
+            return busy
+        return busy * (1 + multiple * (self.at_horizon - fitted) / fitted)
 
 
 def load_tag(tag: str, load: float) -> str:
@@ -85,7 +120,7 @@ def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float 
     if x is None:       # every step passed: the ceiling itself, where the bracket's doubling stopped short of it
         return CEILING if hi is None and lo is not None and lo < CEILING else None
     last = steps[-1] if steps else None
-    p = predicted(last.multiple, last.busy, bound) if last is not None and last.steady else None
+    p = predicted(last.multiple, last.judged_busy(), bound) if last is not None and last.steady else None
     if p is not None and not last.passed and hi == last.multiple:      # under a failure: where its busy share says
         guess = _clamp(p * UNDER_PREDICTION)
         if guess < hi / (1 + RESOLUTION) and (lo is None or guess > lo * (1 + RESOLUTION)):
@@ -98,9 +133,10 @@ def _next(br: Bracket, steps: list[CapacityStep], bound: float | None) -> float 
     return _clamp(x)
 
 
-def step_of(multiple: float, result: RunResult | None, cell: str | None) -> CapacityStep:
-    """A step's judgement from its cell's result: every threshold (the busy share's included), and steady at the
-    clock (a block log's backlog carried from its warm-up, past the lag bound, is no steady state)."""
+def step_of(multiple: float, result: RunResult | None, cell: str | None, growth: Growth | None = None) -> CapacityStep:
+    """A step's judgement from its cell's result: every threshold (the busy share's included, carried by `growth`
+    where the candidate's share rises), and steady at the clock (a block log's backlog carried from its warm-up, past
+    the lag bound, is no steady state)."""
     if result is None or result.status not in ("passed", "failed", "oom"):
         why = "no result" if result is None else f"{result.status}: {result.error or '-'}"
         return CapacityStep(multiple=multiple, passed=False, error=True, why=why, cell=cell)
@@ -110,11 +146,19 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None) -> Capa
         return CapacityStep(multiple=multiple, passed=False, steady=False, cell=cell,
                             why=f"fell {behind:g} blocks behind in its warm-up (bound {bl.lag_bound_blocks})")
     passed = result.status == "passed"
-    crossed = "; ".join(_crossed(t) for t in result.thresholds if not t.passed)
-    return CapacityStep(multiple=multiple, passed=passed, why=None if passed else crossed or result.error
-                        or result.status, cell=cell,
-        busy=bl.apply_utilisation if bl else None, lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
-        p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
+    crossed = [_crossed(t) for t in result.thresholds if not t.passed]
+    busy = bl.apply_utilisation if bl else None
+    line = next((parse_threshold(t.expr) for t in result.thresholds
+                 if parse_threshold(t.expr).metric == "apply_utilisation"), None)
+    carried = growth.carried(busy, multiple, m.measured_s / 2) if growth and busy is not None and line else None
+    if carried is not None and not line.passes(carried):
+        passed = False
+        crossed.append(f"applier {busy:.0%} busy, {carried:.0%} by {growth.horizon_s / 60:g} min as its database "
+                       f"grows ({line.op} {line.limit:.0%})")
+    return CapacityStep(multiple=multiple, passed=passed, why=None if passed else "; ".join(crossed) or result.error
+                        or result.status, cell=cell, busy=busy, busy_at_horizon=carried,
+                        lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
+                        p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
 
 
 def _behind_at_clock(result: RunResult) -> float | None:

@@ -76,7 +76,8 @@ def run_capacity(scenario: str, engine: str, opts: CellOptions, results_root: Pa
                         cap.load_tag("", m))
             [cr] = plan_cells([cell], replace(opts, thresholds=scaled_thresholds(probe.thresholds, m)), root, 1)
             cr.record = run_cell(cr, f"{m:.2f}x the load")
-            step = cap.step_of(m, load_result(cr.dir / "result.json"), f"{probe.scenario}/{cr.dir.name}")
+            step = cap.step_of(m, load_result(cr.dir / "result.json"), f"{probe.scenario}/{cr.dir.name}",
+                               cap.Growth.of(r1))
             _log(step.says())
             return step
         got = cap.search(measure, cap.first_multiple(busy, bound), bound)

@@ -4,6 +4,7 @@ import pytest
 
 from harness.results import RunResult
 from harness.results.headroom import CapacityStep
+from harness.results.trend import TrendResult
 from harness.scenario.decision import load_decision
 from harness.scenario.matrix import load_matrix
 from harness.walks import capacity as cap
@@ -172,3 +173,46 @@ def test_a_candidate_that_passed_at_the_load_is_never_stepped_under_it():
     got = cap.search(measure, cap.first_multiple(0.7773, BOUND), BOUND, passed_at_load=True)
     assert seen == [cap.first_multiple(0.7773, BOUND)] and min(seen) > 1.0
     assert got.multiple == 1.0 and got.fails_at == seen[0]
+
+
+def _rising(busy: float, slope_per_h: float, at_horizon: float | None, horizon_s: float = 720) -> RunResult:
+    """A candidate's full cell whose busy share rises with its database, carried to its size horizon."""
+    r = _result(0, busy, "passed", [("last(apply_utilisation) < 0.85", busy, True)])
+    t = r.thresholds[0].model_copy(update={"trend": TrendResult(
+        method="ols", window_s=30, windows=20, slope_per_h=slope_per_h, ci95_per_h=(slope_per_h / 2, slope_per_h * 2),
+        horizon_s=horizon_s, at_horizon=at_horizon)})
+    return r.model_copy(update={"thresholds": [t]})
+
+
+def _step(busy: float, measured_s: float = 90.0) -> RunResult:
+    r = _result(0, busy, "passed", [("last(apply_utilisation) < 0.85", busy, True)])
+    return r.model_copy(update={"metrics": r.metrics.model_copy(update={"measured_s": measured_s})})
+
+
+def test_a_steps_busy_share_is_carried_by_the_candidates_own_rise_m_times_as_steep():
+    """12-05 (AMD, 2568m): the design's 0.707 rose +0.37/h to 0.750 by 12 min (its size horizon); its steps, 60
+    blocks from a fresh clone, read 69% at 1.14x and 83% at 1.33x and both 'passed' on those first minutes. Carried
+    as the candidate's own share is (its database growing 1.33x as fast), 1.33x crosses 0.85; 1.14x holds."""
+    growth = cap.Growth.of(_rising(0.707, 0.37, 0.750))
+    over = cap.step_of(1.33, _step(0.83), "p99_5x/a", growth)
+    assert not over.passed and over.busy == 0.83 and over.busy_at_horizon == pytest.approx(0.94, abs=0.01)
+    assert "83% busy, 94% by 12 min as its database grows (< 85%)" in over.why
+    under = cap.step_of(1.14, _step(0.69), "p99_5x/b", growth)
+    assert under.passed and under.busy_at_horizon == pytest.approx(0.77, abs=0.01) and "77% carried" in under.says()
+    assert cap.step_of(1.33, _step(0.83), "p99_5x/a").passed, "without a rise to carry, the step's own share stands"
+    assert cap.Growth.of(_rising(0.96, -0.88, 0.80)) is None, "a share that falls (a warm-up's backlog) is not carried"
+    assert cap.Growth.of(_rising(0.5, 0.3, None)) is None, "a trend carried nowhere (no horizon) carries no step"
+
+
+def test_the_search_is_led_by_the_carried_share_and_settles_under_the_step_it_crosses():
+    """A design linear in the load whose share rises 10% by the horizon at 1x: its capacity is where the carried
+    share meets the line, under the one its first minutes' share alone would give."""
+    growth = cap.Growth.of(_rising(0.64, 0.3, 0.70))
+
+    def measure(m):
+        return cap.step_of(m, _step(0.64 * m, 30.0), "p99_5x/x", growth)
+    plain = cap.search(lambda m: CapacityStep(multiple=m, passed=0.64 * m < BOUND, busy=0.64 * m),
+                       cap.first_multiple(0.64, BOUND), BOUND, passed_at_load=True)
+    got = cap.search(measure, cap.first_multiple(0.70, BOUND), BOUND, passed_at_load=True)
+    assert got.multiple < plain.multiple and all(s.busy_at_horizon < BOUND for s in got.steps if s.passed)
+    assert got.fails_at is not None and got.fails_at / got.multiple <= 1 + cap.RESOLUTION + 1e-9

@@ -92,19 +92,21 @@ def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, opti
     first = load_result(walk.root / recs[0].scenario / recs[0].dir / "result.json") if recs else None
     bl = first.metrics.block_log if first is not None else None
     bound = walk.tree.leaf.utilisation_bound if walk.tree.leaf is not None else None
+    growth = cap.Growth.of(first)       # its steps' shares carried as its own is (walks/capacity.py)
 
     def measure(m: float):
         screen = walk.engine_at(engine, settings, cap.load_tag(tag, m), mem, option, at_load(walk.tree.screen_blocks, m))
         rec = screen[0] if screen else None
         result = load_result(walk.root / rec.scenario / rec.dir / "result.json") if rec else None
-        step = cap.step_of(m, result, f"{rec.scenario}/{rec.dir}" if rec else None)
+        step = cap.step_of(m, result, f"{rec.scenario}/{rec.dir}" if rec else None, growth)
         if result is None and rec is not None and rec.status in ("passed", "failed", "oom"):   # its record's word
             ok = rec.status == "passed"
             step = step.model_copy(update={"passed": ok, "error": False,
                                            "why": None if ok else rec.diagnosis or rec.status})
         log(f"{engine}{' ' + tag if tag else ''} at {mem}, {step.says()}")
         return step
-    got = cap.search(measure, cap.first_multiple(bl.apply_utilisation if bl else None, bound), bound,
+    at_1x = max(bl.apply_utilisation, growth.at_horizon) if bl and growth else bl.apply_utilisation if bl else None
+    got = cap.search(measure, cap.first_multiple(at_1x, bound), bound,
                      passed_at_load=not failed)
     return got.model_copy(update={"of": f"{engine}/{tag}" if tag else engine, "mem": mem,
                                   "sitting": utc_now()[:10], "code": first.environment.get("git_commit")
