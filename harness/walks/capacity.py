@@ -41,18 +41,16 @@ class Growth:
     slope_per_h: float          # the fitted line's slope (share per hour of its phase)
     at_horizon: float           # its value at the horizon
     horizon_s: float            # the share of the criterion's hour it is carried to (Phases.size_horizon)
-    horizon_of: str | None = None
 
     @classmethod
     def of(cls, result: RunResult | None) -> "Growth | None":
         """From the busy-share line's trend of the candidate's cell; None where it has none or does not rise (a share
         that falls is not carried down: a step's own figure stands)."""
-        t = next((t for t in (result.thresholds if result is not None else [])
-                  if t.trend is not None and parse_threshold(t.expr).metric == "apply_utilisation"), None)
+        t, _ = busy_line(result)
         tr = t.trend if t is not None else None
         if tr is None or tr.slope_per_h <= 0 or tr.at_horizon is None or not tr.horizon_s:
             return None
-        return cls(tr.slope_per_h, tr.at_horizon, tr.horizon_s, tr.horizon_of)
+        return cls(tr.slope_per_h, tr.at_horizon, tr.horizon_s)
 
     def carried(self, busy: float, multiple: float, at_s: float) -> float:
         """A step's share measured about `at_s` into its phase, at `multiple` times the load, carried to the horizon:
@@ -61,6 +59,15 @@ class Growth:
         if fitted <= 0:
             return busy
         return busy * (1 + multiple * (self.at_horizon - fitted) / fitted)
+
+
+def busy_line(result: RunResult | None):
+    """(its threshold result, the parsed line) of a result's busy-share line, or (None, None)."""
+    for t in result.thresholds if result is not None else []:
+        line = parse_threshold(t.expr)
+        if line.metric == "apply_utilisation":
+            return t, line
+    return None, None
 
 
 def load_tag(tag: str, load: float) -> str:
@@ -148,8 +155,7 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None, growth:
     passed = result.status == "passed"
     crossed = [_crossed(t) for t in result.thresholds if not t.passed]
     busy = bl.apply_utilisation if bl else None
-    line = next((parse_threshold(t.expr) for t in result.thresholds
-                 if parse_threshold(t.expr).metric == "apply_utilisation"), None)
+    _, line = busy_line(result)
     carried = growth.carried(busy, multiple, m.measured_s / 2) if growth and busy is not None and line else None
     if carried is not None and not line.passes(carried):
         passed = False
