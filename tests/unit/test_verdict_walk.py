@@ -375,8 +375,10 @@ def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_ex
     (current_history: fails at 1g, passes at 2g and answers there); after it only 1g is open."""
     from harness.walks.verdict.leaf import designs_in_order, run_leaf, with_leaf
     fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in ("2g", "1g")}
-    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-current_history"): "passed"},
-                     tree=_expecting(_untuned(), "sqlite/leaf-current_history"))
+    tree = _expecting(_untuned(), "sqlite/leaf-current_history")
+    designs = {**tree.leaf.designs, "sqlite": ["block_log", "current_history", "current_history_block_log"]}
+    tree = tree.model_copy(update={"leaf": tree.leaf.model_copy(update={"designs": designs})})
+    walk = fake_walk(tmp_path, {**fails, ("sqlite", "2g", "leaf-current_history"): "passed"}, tree=tree)
     walk.run()
     before = len(walk.ran)
     leaf = run_leaf(walk)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from harness import registry
 from harness.results import CellRecord, Estimate
 from harness.scenario.decision import Costs
+from harness.scenario.matrix import load_matrix
 from harness.state.store import owner
 from harness.walks.verdict.alternatives import closest_alternative
 from harness.walks.verdict.controls import checked, implication_controls
@@ -94,15 +95,28 @@ def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> Non
     """A starting state, the first time a cell of `engine` needs it at the option's layout (its workload.* settings:
     the schema, the indexes): built and aged (an engine that opens another's states, libSQL, needs none of its
     own), at the minutes decision.yaml gives `engine/option` (the option's layout), else `engine`."""
-    layout = tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
-                          if k.startswith("workload.")))
+    layout = _layout(option)
     if (owner(engine), layout) not in tally.states:
         tally.states.add((owner(engine), layout))
         if not layout and registry.manifest(engine).capabilities.indexes_after_ageing:
             tally.states.add((owner(engine), UNINDEXED))    # built and aged first, then indexed: its minutes hold both
-        minutes = costs.state.get(f"{engine}/{tag.removeprefix('leaf-')}", costs.state.get(engine, 0.0))
+        minutes = costs.state.get(f"{engine}/{tag.removeprefix('leaf-')}", _same_layout(costs, engine, layout))
         tally.state_minutes += minutes
         tally.minutes += minutes
+
+
+def _layout(option) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
+                        if k.startswith("workload.")))
+
+
+def _same_layout(costs: Costs, engine: str, layout: tuple) -> float:
+    """The minutes decision.yaml gives another option of `engine` at the same layout (its current ∪ history state is
+    the same whichever design first needs it), else the engine's own."""
+    options = load_matrix().engines[engine].options
+    return next((m for key, m in costs.state.items() if key.startswith(f"{engine}/") and layout
+                 and key.split("/", 1)[1] in options and _layout(options[key.split("/", 1)[1]]) == layout),
+                costs.state.get(engine, 0.0))
 
 
 def _closest_alternative(tally: Tally, costs: Costs) -> None:
