@@ -52,6 +52,20 @@ def test_a_faster_sitting_leaves_the_label_of_a_design_that_carries_the_band_in_
     assert not slower.passed and slower.smallest == 1.1, "a slower sitting lowers it, by a measured figure"
 
 
+def test_a_capacity_that_moved_between_sittings_more_than_the_band_is_held_only_from_that_spread_up():
+    """The mission's rule: headroom larger than the spread between sittings. On record 1.70x; today 1.30x: a spread of
+    1.31x, wider than the 1.15 band, so 1.30x does not hold; 1.40x (spread 1.21x) does. With one sitting on record the
+    band is the line, and the basis says there is no spread yet."""
+    of = "sqlite/leaf-chbl"
+    record = [_capacity(of, "1g", 1.70, "2026-12-02")]
+    slow = headroom.judged(_capacity(of, "1g", 1.30, "2026-12-06"), 1.15, record)
+    assert not slow.passed and slow.multiple == pytest.approx(1.31, abs=0.01) and "spread between its 2 sittings" in slow.basis
+    assert "under the 1.31x line" in slow.says()
+    assert headroom.judged(_capacity(of, "1g", 1.40, "2026-12-06"), 1.15, record).passed
+    alone = headroom.judged(_capacity(of, "1g", 1.20, "2026-12-06"), 1.15, [])
+    assert alone.passed and alone.multiple == 1.15 and "no spread between sittings yet" in alone.basis
+
+
 def walked(tmp_path, outcomes: dict):
     """The shipped tree without its tune options, walked over fake cells with a reference cell, then its leaf."""
     tree = load_decision().model_copy(update={"steps": [s.model_copy(update={"tune": []})

@@ -3,7 +3,8 @@ within one. A multiple asked of a candidate from another cell's speed (the refer
 reference moved 1.89x between two sittings where the design's busy share moved 1.53x. So each candidate that passed
 is measured on itself: its capacity, the largest multiple of the offered load (the same blocks due more often) at
 which every line of its criterion holds (walks/capacity.py). It "holds with headroom" in a sitting where its
-capacity is at least the within-sitting band (decision.yaml's reference.within_sitting, 1.15); its label is the
+capacity is at least the within-sitting band (decision.yaml's reference.within_sitting, 1.15), or the spread between
+its own sittings on record where that is wider (the mission's: headroom larger than the spread); its label is the
 smallest capacity on record for it (this sitting's and the published ones', of the same runtime and profile), so a
 faster host cannot flip it and a slower one lowers it by a measured figure. The reference cell stays as the
 sitting's speed, for the record and the report: the same cell, its full blocks, in every sitting. A candidate whose
@@ -72,16 +73,30 @@ def on_record(of: str, mem: str, profile: str, runtime: str | None, published: P
 
 
 def judged(capacity: Capacity, band: float, record: list[Capacity]) -> Headroom:
-    """Its headroom: held in this sitting where its capacity is at least the band; labelled by the smallest capacity
-    on record (this sitting's included), and the sitting it came from."""
+    """Its headroom: held in this sitting where its capacity is at least its line, the within-sitting band or, once
+    it has capacities from two sittings or more on record, the spread between them (largest over smallest) if wider:
+    a capacity that moves s-fold between sittings carries tomorrow's load only from s up. Labelled by the smallest
+    capacity on record (this sitting's included), and the sitting it came from."""
     every = [capacity, *[c for c in record if c is not capacity]]
     low = min(every, key=lambda c: c.multiple if c.multiple is not None else 0.0)
-    held = capacity.multiple is not None and capacity.multiple >= band
-    return Headroom(multiple=band, basis=f"its capacity measured on itself against the within-sitting band {band:g}"
-                    f" ({len(every)} sitting{'s' if len(every) > 1 else ''} on record)", passed=held,
+    spread = between_sittings(every)
+    line = max(band, spread or 0.0)
+    held = capacity.multiple is not None and capacity.multiple >= line
+    why = (f"the spread between its {len(every)} sittings on record, {spread:.2f}x, wider than the within-sitting band "
+           f"{band:g}" if line > band else f"the within-sitting band {band:g}"
+           + (f" (its {len(every)} sittings on record spread {spread:.2f}x)" if spread else
+              f" ({len(every)} sitting{'s' if len(every) > 1 else ''} on record: no spread between sittings yet)"))
+    return Headroom(multiple=round(line, 2), basis=f"its capacity measured on itself against {why}", passed=held,
                     screen="passed" if held else "failed", capacity=capacity, smallest=low.multiple,
                     smallest_from=low.sitting, sittings=len(every),
                     screen_cells=[s.cell for s in capacity.steps if s.cell])
+
+
+def between_sittings(every: list[Capacity]) -> float | None:
+    """Largest over smallest of the capacities measured (a sitting's lower bound where it carried less than its
+    first step: still a measured figure); None with fewer than two."""
+    got = [c.multiple for c in every if c.multiple]
+    return max(got) / min(got) if len(got) > 1 else None
 
 
 def measure_capacity(walk, engine: str, settings: dict, tag: str, mem: str, option, recs: list[CellRecord],
