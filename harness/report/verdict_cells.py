@@ -22,7 +22,7 @@ def cost_blocks(meta) -> list[Block]:
     out = [Block("h2", "What the walk cost")]
     if est is not None:
         out.append(Block("p", f"Expected before the first cell: {est.cells} cells, about {est.minutes:.0f} min "
-                              f"({est.state_minutes:.0f} of them building states). Ran: {len(cells)} cells, "
+                              f"({est.state_minutes:.0f} min of them building states). Ran: {len(cells)} cells, "
                               f"{sum(spent):.0f} min in cells"
                               + (f", {meta.walk_s / 60:.0f} min in all" if meta.walk_s is not None else "")
                               + f". The estimate's basis: {est.basis}."

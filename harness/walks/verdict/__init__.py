@@ -230,7 +230,7 @@ def _verdict(out: VerdictFile, steps: list[VerdictStep]) -> VerdictFile:
 def _expect(walk: Walk, profile: str, drop_states: bool):
     """The estimate, printed before the first cell."""
     walk.expected = e = estimate(walk, profile, drop_states)
-    log(f"expected: {e.cells} cells, about {e.minutes:.0f} min ({e.state_minutes:.0f} of them building states; "
+    log(f"expected: {e.cells} cells, about {e.minutes:.0f} min ({e.state_minutes:.0f} min of them building states; "
         f"{', '.join(f'{n} {k}' for k, n in e.by_label.items())}): {e.basis}")
     if e.path:
         log(f"expected path: {'; '.join(e.path)}")
