@@ -401,6 +401,27 @@ def test_the_leaf_follows_the_tree_and_walks_each_design_in_the_direction_its_ex
     assert ans["1g"].design is None and "no design passes: closest" in ans["1g"].leaf
 
 
+def test_an_engines_leaf_states_go_only_once_a_later_engines_designs_run(tmp_path):
+    """Where SQLite's designs answer every level, its states stay for the implication controls and the closest
+    alternative (the 12-06 walk dropped them, then built them again for a control); where a level stays open, they go
+    before PostgreSQL's designs run, to make room for them."""
+    from harness.walks.verdict.leaf import run_leaf
+    fails = {(e, m): "failed" for e in ("sqlite", "libsql", "postgres", "duckdb") for m in MEMS}
+    design = "current_history_block_log"
+    dropped = []
+    walk = fake_walk(tmp_path / "a", {**fails, ("sqlite", "1g", f"leaf-{design}"): "passed"},
+                     tree=_expecting(_untuned(), f"sqlite/leaf-{design}"))
+    walk.run()
+    run_leaf(walk, dropped.append)
+    assert dropped == [] and not any(e == "postgres" for e, _, _ in walk.ran)
+    walk = fake_walk(tmp_path / "b", fails, tree=_expecting(_untuned()))
+    walk.run()
+    before = len(walk.ran)
+    run_leaf(walk, lambda e: dropped.append((e, len(walk.ran))))
+    first_postgres = next(i for i, (e, _, _) in enumerate(walk.ran) if i >= before and e == "postgres")
+    assert dropped == [("sqlite", first_postgres)] and first_postgres > before
+
+
 def test_a_design_that_passes_at_the_smallest_mem_is_implied_above_and_one_implied_cell_each_way_is_measured(tmp_path):
     """Every engine fails everywhere; current ∪ history with background checkpoints, expected to pass, passes at 1g:
     it answers at 2g and 4g too, implied, not run.

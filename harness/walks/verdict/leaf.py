@@ -39,7 +39,9 @@ def designs_in_order(tree) -> list[tuple[str, str]]:
 
 def run_leaf(walk, after_engine: Callable[[str], None] | None = None) -> list[LeafCell]:
     """The leaf's cells at every MEM the steps left without an engine (walk.open_mems()); `after_engine(engine)` once
-    an engine's designs are done (a walk that drops its states drops that engine's there)."""
+    an engine's designs are done and a later engine's designs have a level left to run at (a walk that drops its
+    states drops that engine's there, to make room; where none follows, its states stay for the implication controls
+    and the closest alternative, which the 12-06 walk built again, ~6 min, after they had gone here)."""
     mems = walk.open_mems()
     if not mems:
         return []
@@ -48,12 +50,16 @@ def run_leaf(walk, after_engine: Callable[[str], None] | None = None) -> list[Le
     out: list[LeafCell] = []
     answered: set[str] = set()
     walk.reference_between("before the leaf")
+    done = None             # the last engine whose designs ran: its states go only once another engine's run
     for engine, pairs in groupby(designs_in_order(walk.tree), key=lambda p: p[0]):
+        if set(mems) <= answered:
+            break
+        if done is not None and after_engine is not None:
+            after_engine(done)
         for _, design in pairs:
             out += _design(walk, engine, design, mx.engines[engine].options[design],
                            f"{engine}/leaf-{design}" in expect, mems, answered)
-        if after_engine is not None:
-            after_engine(engine)
+        done = engine
     return out
 
 
