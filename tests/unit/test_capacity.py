@@ -119,6 +119,8 @@ def test_the_closest_alternative_that_failed_has_its_capacity_measured_once_unde
     monkeypatch.setattr(headroom, "reference_figure", lambda root, rec: 2000.0)
     ch = "leaf-current_history"
     walk = _walk(tmp_path, {**PUBLISHED, ("sqlite", ch, "4g", "capacity"): 0.8}, {("sqlite", ch, "4g"): 600.0})
+    designs = {**walk.tree.leaf.designs, "sqlite": ["block_log", "current_history"]}    # none of them passes
+    walk.tree = walk.tree.model_copy(update={"leaf": walk.tree.leaf.model_copy(update={"designs": designs})})
     walk.run()
     leaf = run_leaf(walk)
     before = len(walk.ran)
