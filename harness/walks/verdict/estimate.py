@@ -106,6 +106,7 @@ def _add_state(tally: Tally, costs: Costs, engine: str, tag: str, option) -> Non
 
 
 def _layout(option) -> tuple:
+    """An option's layout: its workload.* settings (the schema, the indexes), what its starting state depends on."""
     return tuple(sorted((k, str(v)) for k, v in (option.set if option is not None else {}).items()
                         if k.startswith("workload.")))
 
@@ -113,10 +114,13 @@ def _layout(option) -> tuple:
 def _same_layout(costs: Costs, engine: str, layout: tuple) -> float:
     """The minutes decision.yaml gives another option of `engine` at the same layout (its current ∪ history state is
     the same whichever design first needs it), else the engine's own."""
-    options = load_matrix().engines[engine].options
-    return next((m for key, m in costs.state.items() if key.startswith(f"{engine}/") and layout
-                 and key.split("/", 1)[1] in options and _layout(options[key.split("/", 1)[1]]) == layout),
-                costs.state.get(engine, 0.0))
+    if layout:
+        options = load_matrix().engines[engine].options
+        for key, minutes in costs.state.items():
+            name = key.removeprefix(f"{engine}/")
+            if name != key and name in options and _layout(options[name]) == layout:
+                return minutes
+    return costs.state.get(engine, 0.0)
 
 
 def _closest_alternative(tally: Tally, costs: Costs) -> None:

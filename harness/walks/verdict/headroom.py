@@ -82,10 +82,14 @@ def judged(capacity: Capacity, band: float, record: list[Capacity]) -> Headroom:
     spread = between_sittings(every)
     line = max(band, spread or 0.0)
     held = capacity.multiple is not None and capacity.multiple >= line
-    why = (f"the spread between its {len(every)} sittings on record, {spread:.2f}x, wider than the within-sitting band "
-           f"{band:g}" if line > band else f"the within-sitting band {band:g}"
-           + (f" (its {len(every)} sittings on record spread {spread:.2f}x)" if spread else
-              f" ({len(every)} sitting{'s' if len(every) > 1 else ''} on record: no spread between sittings yet)"))
+    if spread is None:
+        why = (f"the within-sitting band {band:g} ({len(every)} sitting{'s' if len(every) > 1 else ''} on record: "
+               f"no spread between sittings yet)")
+    elif line > band:
+        why = (f"the spread between its {len(every)} sittings on record, {spread:.2f}x, wider than the within-sitting "
+               f"band {band:g}")
+    else:
+        why = f"the within-sitting band {band:g} (its {len(every)} sittings on record spread {spread:.2f}x)"
     return Headroom(multiple=round(line, 2), basis=f"its capacity measured on itself against {why}", passed=held,
                     screen="passed" if held else "failed", capacity=capacity, smallest=low.multiple,
                     smallest_from=low.sitting, sittings=len(every),
