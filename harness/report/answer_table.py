@@ -23,9 +23,9 @@ def margin(t) -> str:
     name = f"{th.agg}({th.metric})"
     if t.value is None:
         return f"{name} - ({th.op} {_num(th.limit)})"
-    if th.op == "==" or not th.limit:
+    room = th.room(t.value)
+    if room is None:
         return f"{name} {_num(t.value)} ({th.op} {_num(th.limit)})"
-    room = (1 - t.value / th.limit) if th.op in ("<", "<=") else (t.value / th.limit - 1)
     side = "to spare" if room >= 0 else "over"
     return f"{name} {_num(t.value)} ({th.op} {_num(th.limit)}; {abs(room):.0%} {side})"
 

@@ -86,6 +86,13 @@ class Threshold:
     def passes(self, value: float) -> bool:
         return _OPS[self.op](value, self.limit)
 
+    def room(self, value: float) -> float | None:
+        """How far inside the line a figure is, as a share of the line (negative: past it); None: no distance
+        (an equality, or a line at zero)."""
+        if self.op == "==" or not self.limit:
+            return None
+        return (1 - value / self.limit) if self.op in ("<", "<=") else (value / self.limit - 1)
+
 
 def parse_threshold(expr: str) -> Threshold:
     """Parse one expression; raise ValueError with what is allowed."""

@@ -58,3 +58,27 @@ def test_the_500_ms_readers_answer_comes_from_the_walks_own_cells():
     assert got["1g"].status == "none" and got["1g"].closest == "sqlite: chbl" and got["1g"].closest_ms == 1090.0
     lax = {r.mem: r for r in readers_answers(["1g"], 10000, matrix, leaf, recs)}
     assert lax["1g"].status == "answered" and lax["1g"].what == "sqlite: chbl", "the same cells at the 10 s line"
+
+
+def _cell(scenario: str, figures: dict[str, float]) -> CellRecord:
+    return CellRecord(cell_id="x", scenario=scenario, engine="sqlite", mem="1g", data_limit_bytes=None, scale=1.0,
+                      runtime="local", dir="d", state="complete", status="passed", label="candidate",
+                      thresholds=[ThresholdResult(expr=e, value=v, passed=True) for e, v in figures.items()])
+
+
+def test_the_binding_figure_is_what_limits_the_answer_not_a_rate_that_met_its_offer():
+    """12-06's answer table named `rate(applied_rows) 100 (>= 95; 5% to spare)` at every level: every row applied,
+    a figure that cannot rise past the offer and reads the same for every candidate, while the applier's busy
+    share (0.611 against 0.85) is what bounds the answer's capacity. The figures are that walk's 5137m cell's."""
+    from harness.walks.verdict.typed import binding
+    p99 = _cell("p99_5x", {"p99(commit_ms) < 500": 5.539, "rate(rows) > 5700": 6004.6,
+                           "p99(apply_lag_blocks) < 5": 0.0, "rate(applied_rows) >= 95%": 100.0,
+                           "last(apply_utilisation) < 0.85": 0.611, "last(apply_drain_s) < 10": 0.98,
+                           "last(log_growth_segments) < 2": -0.026})
+    reorg = _cell("reorg", {"last(apply_utilisation) < 0.85": 0.06, "rate(applied_rows) >= 95%": 100.0})
+    rec, t = binding([reorg, p99])
+    assert (rec.scenario, t.expr) == ("p99_5x", "last(apply_utilisation) < 0.85"), "the cell it came from, named"
+    short = _cell("p99_5x", {"rate(applied_rows) >= 95%": 96.5, "last(apply_utilisation) < 0.85": 0.611})
+    assert binding([short])[1].expr == "rate(applied_rows) >= 95%", "a rate short of its offer binds"
+    behind = _cell("p99_5x", {"rate(rows) > 5700": 5200.0, "p99(commit_ms) < 500": 300.0})
+    assert binding([behind])[1].expr == "rate(rows) > 5700", "a rate past its line binds"
