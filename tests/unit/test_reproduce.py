@@ -96,7 +96,7 @@ def _published(root, outcomes=PUBLISHED, p99=None) -> VerdictFile:
 
 def _again(root, v, outcomes=PUBLISHED, p99=None):
     walk = _walk(root, outcomes, p99 or {})
-    done = rp._run(walk, targets(v), v)
+    done = rp._run(walk, targets(v), v, lambda engine: None)
     return walk, done
 
 
@@ -203,7 +203,7 @@ def test_a_cell_measured_beside_other_load_twice_makes_its_level_disturbed(tmp_p
                                          "core while it ran"}) for r in recs]
         return recs
     walk.engine_at = beside_a_burner
-    done = rp._run(walk, targets(v), v)
+    done = rp._run(walk, targets(v), v, lambda engine: None)
     level = judge.level("1g", "-", [t for t in done if t.level == "1g"])
     assert level.outcome == "disturbed" and "0.93 of a core" in level.says and judge.exit_code([level]) == 3
 
@@ -302,3 +302,41 @@ def test_a_small_latency_far_from_its_line_is_still_judged_by_its_ratio():
     fig = Figure(name="reorg: p99(commit_ms) < 60000", published=5.0, reproduced=10.0)
     got = judge.compared(fig, None, 1.15)
     assert got.raw == 2.0 and got.moved
+
+
+def test_the_reproductions_estimate_is_what_the_published_walk_spent_on_its_cells_each_once():
+    """12-06's reproduction printed 7 targets and no minutes (it ran over two hours). Its estimate reads the
+    published walk's own cells: each target's, its capacity steps, a cell two levels share counted once, and a
+    reference cell per level and one at the end."""
+    from pathlib import Path
+    from harness.report.verdict_cells import minutes
+    from harness.results import load_verdict
+    from harness.walks.reproduce.targets import published_cost
+    v = load_verdict(Path(__file__).parents[2] / "docs/results/2026-12-06-ratio/verdict.json")
+    todo = targets(v)
+    names, spent = published_cost(v, todo)
+    assert len(names) == len(set(names))
+    chbl = [n for n in names if "current_history_block_log-1284m" in n]
+    assert len(chbl) == 3, "the 2568m and 1284m answers share the 1284m cells: counted once"
+    assert "p99_5x/sqlite-leaf-block_log-at-1.42x-5137m-s1" in names, "a capacity step is a cell the answer runs"
+    by_name = {f"{r.scenario}/{r.dir}": r for r in v.cells}
+    refs = [minutes(r) for r in v.cells if r.label == "reference cell"]
+    cells_min = sum(minutes(by_name[n]) for n in names)
+    assert spent == pytest.approx(cells_min + 4 * sum(refs) / len(refs)), "three levels: four reference cells"
+    assert 100 < spent < 150
+
+
+def test_an_engine_no_later_target_runs_has_its_states_dropped_then_and_the_reference_engines_never(tmp_path,
+                                                                                                   quiet_record):
+    """12-06's reproduction kept PostgreSQL's two states (26 GiB) from its 5137m alternative through SQLite's designs
+    and left 3.2 GB free under a running cell: an engine is done with once its last target has run."""
+    near = {("postgres", "", m): 520.0 for m in MEMS}           # PostgreSQL fails nearest its line everywhere
+    v = _published(tmp_path / "walk", p99=near)
+    engines = [t.engine for t in targets(v)]
+    assert "postgres" in engines, "the setting: a PostgreSQL alternative"
+    called, walk = [], _walk(tmp_path / "again", PUBLISHED, near)
+    rp._run(walk, targets(v), v, lambda e: called.append((e, len(walk.ran))))
+    assert [e for e, _ in called] == sorted({e for e in engines if e != "sqlite"}, key=engines.index), \
+        "each engine once, SQLite (the reference cells' engine) never"
+    for engine, at in called:
+        assert not [r for r in walk.ran[at:] if r[0] == engine], f"{engine} ran after it was done with"

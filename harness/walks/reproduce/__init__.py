@@ -30,11 +30,11 @@ from harness.scenario.decision import DECISION_FILE
 from harness.walks.reproduce import judge
 from harness.walks.reproduce.measure import measure
 from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme
-from harness.walks.reproduce.targets import targets
+from harness.walks.reproduce.targets import published_cost, targets
 from harness.walks.sweep import CellOptions, SweepInterrupted
 from harness.walks.verdict import fit_disk, pinned_runtime, prepare
 from harness.walks.verdict.headroom import reference_cell
-from harness.walks.verdict.states import drop_new_states, state_ids
+from harness.walks.verdict.states import drop_engine_states, drop_new_states, state_ids
 from harness.walks.verdict.walk import Walk
 
 BAND_WITHOUT_REFERENCE = 1.15      # a decision file with no reference: the band decision.yaml's reference gives
@@ -147,8 +147,12 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     walk = Walk(pre.tree, pre.mems, pre.criteria, run_opts, root, started=started)
     log(f"{root}: reproducing {folder.name} ({len(todo)} targets: "
         + "; ".join(f"{t.level} {t.role} {t.says} at {t.mem}" for t in todo) + ")")
+    names, minutes = published_cost(v, todo)
+    log(f"about {minutes:.0f} min: what the published walk spent on these {len(names)} cells and its reference "
+        "cells (the states built before the first cell apart; a cell this sitting has already run is reused)")
     try:
-        done = _run(walk, todo, v)
+        done = _run(walk, todo, v, lambda engine: drop_engine_states(engine, pre.plans, walk, before) if drop
+                    else None)
     except SweepInterrupted as e:
         print(f"[reproduce] interrupted in cell {e}; run the same command again to resume", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -164,12 +168,14 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     return judge.exit_code(rf.levels)
 
 
-def _run(walk: Walk, todo: list[Target], v: VerdictFile) -> list[Target]:
-    """The targets level by level, a reference cell at the start, between levels and at the end."""
+def _run(walk: Walk, todo: list[Target], v: VerdictFile, done_with) -> list[Target]:
+    """The targets level by level, a reference cell at the start, between levels and at the end; done_with(engine)
+    once no later target and no reference cell runs that engine."""
     on = walk.tree.reference is not None
+    levels = list(dict.fromkeys(t.level for t in todo))
+    last = {t.engine: i for i, t in enumerate(t for mem in levels for t in todo if t.level == mem)}
     if on:
         reference_cell(walk, "start")
-    levels = list(dict.fromkeys(t.level for t in todo))
     cache: dict = {}
     out = []
     for i, mem in enumerate(levels):
@@ -177,6 +183,8 @@ def _run(walk: Walk, todo: list[Target], v: VerdictFile) -> list[Target]:
             log(f"{mem}: {t.role}, {t.says} at {t.mem} (published: {t.published})")
             out.append(measure(walk, t, cache, v))
             log(f"{mem}: {t.role}, {t.says} at {t.mem}: {out[-1].reproduced} (published: {t.published})")
+            if last[t.engine] == len(out) - 1 and not (on and walk.tree.reference.engine == t.engine):
+                done_with(t.engine)
         if on and i < len(levels) - 1:
             reference_cell(walk, f"after {mem}")
     if on:

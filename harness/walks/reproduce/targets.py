@@ -163,3 +163,18 @@ def targets(v: VerdictFile) -> list[Target]:
         if scored:
             out.append(target(v, *scored[0], a.mem, a.mem, "alternative"))
     return out
+
+
+def published_cost(v: VerdictFile, todo: list[Target]) -> tuple[list[str], float]:
+    """What the published walk spent on what a reproduction runs again: each target's cells and capacity steps,
+    once each (two levels' answer measured at one level share them), and one reference cell per level and one
+    more at the end, at the published reference cells' mean. (cell names, minutes); a state a cell built is in its
+    minutes, the states the reproduction builds before its first cell are not."""
+    from harness.report.verdict_cells import minutes
+    steps = lambda t: [s.cell for s in t.published_capacity.steps if s.cell] if t.published_capacity else []  # noqa: E731
+    names = list(dict.fromkeys(n for t in todo for n in [*t.published_cells, *steps(t)]))
+    by_name = {f"{r.scenario}/{r.dir}": r for r in v.cells}
+    spent = [m for n in names if n in by_name and (m := minutes(by_name[n])) is not None]
+    refs = [m for r in v.cells if (r.label or "").startswith("reference") and (m := minutes(r)) is not None]
+    levels = len(dict.fromkeys(t.level for t in todo))
+    return names, sum(spent) + (levels + 1) * (sum(refs) / len(refs) if refs else 0)

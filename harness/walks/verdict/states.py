@@ -110,3 +110,12 @@ def drop_new_states(before: set[str]) -> None:
     root = store.root_dir()
     for sid in sorted(state_ids(root) - before):
         _drop(root, sid, "--drop-states: built by this walk")
+
+
+def drop_engine_states(engine: str, plans: dict, walk, before: set[str]) -> None:
+    """A reproduction's engine that no later target runs: the states this sitting built for it (its plans', its
+    cells' clones and their bases; none it found on disk) go now, not at its end (12-06: PostgreSQL's two states,
+    26 GiB, stayed beside SQLite's designs and left 3.2 GB free under a running cell)."""
+    root = store.root_dir()
+    for sid in sorted(_states_of(engine, plans, walk) - before):
+        _drop(root, sid, f"no later target runs {engine}")
