@@ -64,6 +64,11 @@ _EXPR_RE = re.compile(
 GRAMMAR = "AGG(METRIC) [over Ns] OP NUMBER[UNIT], e.g. 'p99(commit_ms) < 500' or 'max(wal_bytes) < 100MB'"
 
 
+# A rate as a share of the offered one at or above this met the offer in full: what it lacks is at most the last
+# block or two due before the window closed, not a shortfall (one 2 s block of a 600 s phase is 0.33%).
+MET_IN_FULL_PCT = 99.0
+
+
 @dataclass(frozen=True)
 class Threshold:
     expr: str
@@ -85,6 +90,11 @@ class Threshold:
 
     def passes(self, value: float) -> bool:
         return _OPS[self.op](value, self.limit)
+
+    def met_in_full(self, value: float) -> bool:
+        """A rate as a share of the offered one that met the offer: its distance to the line is the offer's over the
+        line (100% against 95%), the same for every candidate, so it is no margin and no close call."""
+        return self.of_offered and value >= MET_IN_FULL_PCT
 
     def room(self, value: float) -> float | None:
         """How far inside the line a figure is, as a share of the line (negative: past it); None: no distance

@@ -23,6 +23,8 @@ def _near(t, bands: dict[str, float]) -> str | None:
         return f"{t.expr}: {t.value:g}, its one-sided 95% bounds [{lo if lo is not None else '-'}, " \
                f"{hi if hi is not None else '-'}] straddle the line"
     band = bands.get(METRICS[th.metric])
+    if th.met_in_full(t.value):         # every offered row applied but a block at the window's end: no margin
+        return None
     if band and th.limit and abs(t.value - th.limit) <= band * abs(th.limit):
         return f"{t.expr}: {t.value:g}, within {band:.0%} of the line"
     tr = t.trend          # a pass whose fitted line reaches the band by the criterion's hour (its slope not decided)

@@ -16,22 +16,17 @@ def _records(cell, records: list[CellRecord]) -> list[CellRecord]:
     return [r for r in records if f"{r.scenario}/{r.dir}" in names and r.label in (None, "candidate")]
 
 
-# A rate as a share of the offered one at or above this met the offer in full: what it lacks is at most the last
-# block or two due before the window closed, not a shortfall (one 2 s block of a 600 s phase is 0.33%).
-MET_IN_FULL_PCT = 99.0
-
-
 def room(t) -> float | None:
     """How far inside its line a figure is, as a share of the line (negative: past it); None: no distance that
     says how much more the answer can take. A throughput floor that was met is one: a rate cannot exceed what was
     offered, so its distance to the line is the offer's over the line (6,000 rows/s against 5,700, 100% applied
-    against 95%), the same for every candidate; a shortfall shows as a rate below the offer (a share under
-    MET_IN_FULL_PCT) and, latency being measured from the intended start, in the p99."""
+    against 95%), the same for every candidate; a shortfall shows as a rate below the offer (Threshold.met_in_full)
+    and, latency being measured from the intended start, in the p99."""
     th = parse_threshold(t.expr)
     if t.value is None:
         return None
     r = th.room(t.value)
-    if r is not None and r >= 0 and th.agg == "rate" and not (th.of_offered and t.value < MET_IN_FULL_PCT):
+    if r is not None and r >= 0 and th.agg == "rate" and (th.met_in_full(t.value) or not th.of_offered):
         return None
     return r
 
