@@ -172,21 +172,20 @@ def _run(walk: Walk, todo: list[Target], v: VerdictFile, done_with) -> list[Targ
     """The targets level by level, a reference cell at the start, between levels and at the end; done_with(engine)
     once no later target and no reference cell runs that engine."""
     on = walk.tree.reference is not None
-    levels = list(dict.fromkeys(t.level for t in todo))
-    last = {t.engine: i for i, t in enumerate(t for mem in levels for t in todo if t.level == mem)}
+    order = [t for mem in dict.fromkeys(t.level for t in todo) for t in todo if t.level == mem]
     if on:
         reference_cell(walk, "start")
     cache: dict = {}
     out = []
-    for i, mem in enumerate(levels):
-        for t in (t for t in todo if t.level == mem):
-            log(f"{mem}: {t.role}, {t.says} at {t.mem} (published: {t.published})")
-            out.append(measure(walk, t, cache, v))
-            log(f"{mem}: {t.role}, {t.says} at {t.mem}: {out[-1].reproduced} (published: {t.published})")
-            if last[t.engine] == len(out) - 1 and not (on and walk.tree.reference.engine == t.engine):
-                done_with(t.engine)
-        if on and i < len(levels) - 1:
-            reference_cell(walk, f"after {mem}")
+    for i, t in enumerate(order):
+        log(f"{t.level}: {t.role}, {t.says} at {t.mem} (published: {t.published})")
+        out.append(measure(walk, t, cache, v))
+        log(f"{t.level}: {t.role}, {t.says} at {t.mem}: {out[-1].reproduced} (published: {t.published})")
+        rest = order[i + 1:]
+        if t.engine not in {u.engine for u in rest} and not (on and walk.tree.reference.engine == t.engine):
+            done_with(t.engine)
+        if on and rest and rest[0].level != t.level:
+            reference_cell(walk, f"after {t.level}")
     if on:
         reference_cell(walk, "end")
     return out

@@ -171,8 +171,8 @@ def published_cost(v: VerdictFile, todo: list[Target]) -> tuple[list[str], float
     more at the end, at the published reference cells' mean. (cell names, minutes); a state a cell built is in its
     minutes, the states the reproduction builds before its first cell are not."""
     from harness.report.verdict_cells import minutes
-    steps = lambda t: [s.cell for s in t.published_capacity.steps if s.cell] if t.published_capacity else []  # noqa: E731
-    names = list(dict.fromkeys(n for t in todo for n in [*t.published_cells, *steps(t)]))
+    names = list(dict.fromkeys(n for t in todo for n in [
+        *t.published_cells, *(s.cell for s in (t.published_capacity.steps if t.published_capacity else []) if s.cell)]))
     by_name = {f"{r.scenario}/{r.dir}": r for r in v.cells}
     spent = [m for n in names if n in by_name and (m := minutes(by_name[n])) is not None]
     refs = [m for r in v.cells if (r.label or "").startswith("reference") and (m := minutes(r)) is not None]
