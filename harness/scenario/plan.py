@@ -156,7 +156,8 @@ class RunPlan(Strict):
 
     def workload_spec(self) -> WorkloadSpec:
         w = self.workload
-        dc = DcSpec(w.dc.data_centres, w.dc.fraction, WRITE_MIXES[w.dc.write_mix], w.dc.event_btl_blocks) \
+        dc = DcSpec(w.dc.data_centres, w.dc.fraction, WRITE_MIXES[w.dc.write_mix], w.dc.event_btl_blocks,
+                     w.dc.history_versions) \
             if w.dc else None
         return WorkloadSpec(shape=w.shape, seed=w.seed, variant=w.variant, rows_per_block=w.rows_per_block,
                             op_weights=w.ops.model_dump(), reorg_fraction=w.reorg_fraction,

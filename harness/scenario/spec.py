@@ -64,6 +64,10 @@ class DataCentres(Strict):
         "dc_heavy", description="the reference's write mixes: the DC events' share of a block's rows "
                                 "(mendoza_only 0, dc_light 30%, dc_heavy 70%, dc_only 100%)")
     event_btl_blocks: BlockRange = Field((150, 9000), description="an event entity's lifetime in blocks")
+    history_versions: Optional[int] = Field(
+        None, ge=0, le=8, description="the seed's passes revising every node and workload once, its own: unset, "
+                                      "load.history_versions. A DC beside mendoza whose reads meet the DC's "
+                                      "history alone sets it, and mendoza's rows stay the scale's")
 
 
 def _sizes(v: list[str]) -> list[str]:

@@ -79,9 +79,8 @@ def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
     per_entity = _built_per_entity(root, inputs) or GUESS_BYTES_PER_LOGICAL * logical
-    dc_entities = dc_seed_entities(inputs)
     return int(per_entity * _versions(inputs)
-               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_entities)
+               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_seed_versions(inputs))
 
 
 def required_bytes(root: Path, inputs: StateInputs) -> int:
@@ -97,6 +96,12 @@ def dc_seed_entities(inputs: StateInputs) -> int:
     if not inputs.dc:
         return 0
     return dc_tables.DcSpec(int(inputs.dc["data_centres"]), float(inputs.dc["fraction"])).entities
+
+
+def dc_seed_versions(inputs: StateInputs) -> int:
+    """The seed's entity versions: its history passes (its own, else the load's) leave ended ones beside each."""
+    passes = (inputs.dc or {}).get("history_versions", inputs.history_versions)
+    return dc_seed_entities(inputs) * (1 + (int(passes) if inputs.variant != "simple" else 0))
 
 
 UNTHROTTLED_BLOCK_MS = 100       # an unthrottled block's time for the headroom's guess (none faster here)

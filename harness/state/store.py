@@ -224,7 +224,15 @@ def inputs_for(plan) -> StateInputs:
                        seed=w.seed, long_lived_fraction=w.long_lived_fraction,
                        entities=plan.load_entities, batch_rows=plan.load.batch_rows,
                        expiry_spread_blocks=plan.load.expiry_spread_blocks,
-                       history_versions=plan.load.history_versions, dc={"data_centres": w.dc.data_centres, "fraction": w.dc.fraction} if w.dc else None)
+                       history_versions=plan.load.history_versions, dc=_dc_inputs(w.dc))
+
+
+def _dc_inputs(dc) -> Optional[dict[str, object]]:
+    """The DC seed as a state's inputs name it; its own history passes only where set (an id stays the same)."""
+    if not dc:
+        return None
+    own = {} if dc.history_versions is None else {"history_versions": dc.history_versions}
+    return {"data_centres": dc.data_centres, "fraction": dc.fraction, **own}
 
 
 def write_failure(root: Path, inputs: StateInputs, why: str, oom: bool) -> None:

@@ -197,6 +197,7 @@ class DcSpec:
     fraction: float = 1.0                       # of a DC's 100K nodes and 500K workloads
     write_share: float = 0.7                    # of a block's row budget (WRITE_MIXES)
     event_btl_blocks: tuple[int, int] = (150, 9000)
+    history_versions: int | None = None         # the seed's own revision passes; None: the load's (WorkloadSpec)
 
     @property
     def nodes_per_dc(self) -> int:

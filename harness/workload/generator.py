@@ -48,6 +48,10 @@ class BlockGenerator:
         self.block_number += 1
         return Block(number=self.block_number, kind=kind, variant=self.spec.variant)
 
+    def _dc_history_versions(self) -> int:
+        own = self.spec.dc.history_versions if self.spec.dc else None
+        return self.spec.history_versions if own is None else own
+
     def _dc_per_block(self, batch_rows: int) -> int:
         return max(1, batch_rows // DC_ROWS_PER_ENTITY)
 
@@ -73,7 +77,7 @@ class BlockGenerator:
         yield from self._mendoza_load_blocks(entities, batch_rows, expiry_spread_blocks)
         if self.dc:
             yield from self.dc.seed_blocks(lambda: self._new_block("load"), self._dc_per_block(batch_rows),
-                                           self.spec.history_versions)
+                                           self._dc_history_versions())
 
     def _mendoza_load_blocks(self, entities: int, batch_rows: int, expiry_spread_blocks: int) -> Iterator[Block]:
         m = self.model
@@ -126,7 +130,7 @@ class BlockGenerator:
         self.block_number = load_end
         if self.dc:
             self.block_number = self.dc.load_seed(self.block_number, self._dc_per_block(batch_rows),
-                                                  self.spec.history_versions)
+                                                  self._dc_history_versions())
 
     def next_block(self) -> Block:
         m, spec = self.model, self.spec

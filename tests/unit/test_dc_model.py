@@ -90,12 +90,15 @@ def test_a_dc_heavy_stream_leaves_sqlite_with_the_models_rows_and_counts(tmp_pat
         engine.close()
 
 
-@pytest.mark.parametrize("history_versions", [0, 2])
-def test_a_state_builds_seed_is_the_organic_loads(tmp_path, history_versions):
+@pytest.mark.parametrize("history_versions, dc_own", [(0, None), (2, None), (0, 1)])
+def test_a_state_builds_seed_is_the_organic_loads(tmp_path, history_versions, dc_own):
     """The bulk path (model seeded without rows, rows made apart in key order) and a row-by-row load give
     the same digest, and a saved model continues the stream exactly as the original; with the load's history
-    passes too, each seed entity's ended versions built in bulk beside its current one."""
-    spec = dataclasses.replace(_spec(fraction=0.001), history_versions=history_versions)
+    passes too, each seed entity's ended versions built in bulk beside its current one; with the seed's own
+    passes (workload.dc.history_versions), the seed revised and mendoza's entities not."""
+    base = _spec(fraction=0.001)
+    spec = dataclasses.replace(base, history_versions=history_versions,
+                               dc=dataclasses.replace(base.dc, history_versions=dc_own))
     organic = BlockGenerator(spec)
     for _ in organic.load_blocks(300, 5000, 100):
         pass
@@ -104,6 +107,10 @@ def test_a_state_builds_seed_is_the_organic_loads(tmp_path, history_versions):
     for _ in sorted_chunks(bulk.model, "mendoza", None, workers=1, dc=bulk.dc):
         pass
     assert bulk.block_number == organic.block_number
+    passes = history_versions if dc_own is None else dc_own
+    # the load's own: a revised node keeps the version before it; mendoza's passes are the load's alone
+    assert any(bulk.dc.node_prev_from) == any(organic.dc.node_prev_from) == bool(passes)
+    assert (bulk.model.history is not None and bulk.model.history.versions > 0) == bool(history_versions)
     assert bulk.model.digest.as_dict() == organic.model.digest.as_dict()
     bulk.save(tmp_path / "model.bin")
     restored = BlockGenerator(spec)
