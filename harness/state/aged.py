@@ -97,13 +97,16 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     t0 = time.perf_counter()
-    room = base.data_bytes + store.MARGIN_BYTES <= store.free_bytes(root)
+    # a copy of the base leaves room for the aged state and for a cell's clone of it (each about the base's
+    # size), else the base is moved in: 12-06, a 24 GiB base copied beside its aged state left 26 GB for a 26 GB
+    # clone of it
+    room = 2 * base.data_bytes + store.MARGIN_BYTES <= store.free_bytes(root)
     if plan.take_base_state or not room:
         with store.lock(root, base.id):
             base_dir, c = take(base_dir, partial / store.DATA)
         store.log(f"took the base {base.id} into {partial}: moved, not copied (" + (
             "no later cell needs it)" if plan.take_base_state else
-            "no room for a copy beside it; a later cell that needs the base builds it again)"))
+            "no room for a copy and a cell's clone beside it; a later cell that needs the base builds it again)"))
     else:
         c = clone(base_dir / store.DATA, partial / store.DATA)
     store.copy_models(base_dir, partial)

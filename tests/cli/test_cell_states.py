@@ -260,17 +260,19 @@ def test_a_cell_whose_clone_does_not_fit_when_it_starts_moves_its_state_in_and_o
 
 
 @pytest.mark.slow
-def test_an_ageing_with_no_room_for_a_copy_of_its_base_takes_the_base(tmp_path, monkeypatch, capsys):
-    """The aged state is made from its base by copy where the disk holds both, else by moving the base in
-    (a later cell that needs the base builds it again): said, and the base no longer listed."""
+def test_an_ageing_with_no_room_for_a_copy_of_its_base_and_a_clone_takes_the_base(tmp_path, monkeypatch, capsys):
+    """The aged state is made from its base by copy where the disk holds both and a cell's clone of the aged
+    state, else by moving the base in (a later cell that needs the base builds it again): said, and the base no
+    longer listed. Room for the copy alone is not enough (12-06: the copy left no room for the clone)."""
     from harness.scenario.plan import resolve_plan
     from harness.state.build import ensure
     monkeypatch.setenv("STATES", str(tmp_path / "states"))
     plan = resolve_plan("p99_5x", "sqlite", profile="smoke")
     plan = plan.model_copy(update={"load": plan.load.model_copy(update={"aged_state": True, "age_blocks": 3})})
     _, base, _ = ensure(plan, aged_ok=False)
-    monkeypatch.setattr(store, "free_bytes", lambda path: base.data_bytes)        # no room for a copy
+    # room for a copy of the base, not for the copy and a clone of the aged state beside it
+    monkeypatch.setattr(store, "free_bytes", lambda path: base.data_bytes + store.MARGIN_BYTES + (1 << 20))
     _, aged_man, built = ensure(plan)
     assert built and aged_man.inputs.aged["base"] == base.id
-    assert "no room for a copy beside it" in capsys.readouterr().err
+    assert "no room for a copy and a cell's clone beside it" in capsys.readouterr().err
     assert [s["id"] for s in store.listing(tmp_path / "states")] == [aged_man.id], "the base was moved, not kept"
