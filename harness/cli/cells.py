@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.args import overrides
+from harness.cli.args import make_command, overrides
 from harness.errors import EXIT_BAD_INPUT
 
 
@@ -41,7 +41,7 @@ def _cmd_run(args) -> int:
     runtime, why = choose_runtime(args.runtime, plan)
     print(why, file=sys.stderr)
     plan = plan.model_copy(update={"runtime": runtime, "take_state": args.drop_states,
-                                   "take_base_state": args.drop_states})
+                                   "take_base_state": args.drop_states, "command": make_command("run", args)})
     check_walk_disk([plan], args.drop_states, "run", takes=args.drop_states)
     rc = execute(plan)
     if args.drop_states:            # an aged state's base, where the aged state was on disk already

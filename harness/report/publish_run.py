@@ -56,6 +56,7 @@ def readme(r: RunResult, shot: Path | None) -> str:
         f"kernel {env.get('kernel', '?')}, {_filesystem(env)}",
         f"- Commit: `{env.get('git_commit') or '?'}` (arkbench {env.get('harness_version', '?')}); started "
         f"{env.get('started_utc', '?')}",
+        f"- Command: `{plan.get('command') or '?'}`",
         f"- Cell: profile `{r.profile}`, scale {r.scale:g} ({plan.get('load_entities', '?'):,} entities), MEM "
         f"{limit:,.0f} MiB ({r.memory.enforcement}), runtime {r.runtime}, warm-up {phases.get('warmup_s', '?')} s, "
         f"measured {phases.get('measure_s', '?')} s, schema `{(plan.get('workload') or {}).get('schema', '?')}`"

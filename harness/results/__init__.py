@@ -4,6 +4,7 @@ version it does not know (pyperf's rule). The sweep, the verdict, the report, th
 nothing else. What each version added: docs/design.md, "Results"."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -41,9 +42,10 @@ def write_json(path: Path, obj: dict | BaseModel, indent: int | None = 2) -> Non
 
 
 def read_json(path: Path) -> dict | None:
-    """Untyped: for the runner's own side files (progress.json, environment.json), never a result."""
+    """Untyped: for the runner's own side files (progress.json, environment.json), never a result; a published
+    file gzipped (result.json.gz) read as its text."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
     except (OSError, ValueError):
         return None
 

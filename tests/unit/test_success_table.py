@@ -313,6 +313,45 @@ def test_the_combined_sweet_spot_is_the_ceilings_knee_with_both_p99s_and_a_floor
         figure_of(d)
 
 
+def test_a_run_published_beside_the_ceiling_follows_its_knee_in_its_own_words_with_its_verdict(tmp_path):
+    """The criterion's hour at 5x with the knee's reads, published into the ceiling's folder: said after the knee
+    with its scale, MEM, the lines it missed, its checked answers and its own link; the figure stays the
+    ceiling's (its scale, MEM and command)."""
+    import gzip
+    import json
+    from harness.report.success.assemble import figure_of
+    from harness.walks.ceiling import knee_figures
+    steps = [{"offered_qps": 400, "repeat": r, "passed": True, "achieved_qps": 398.0, "read_p99_ms": 41.0,
+              "write_p99_ms": 20.0, "write_rows_per_s": 6001.0, "apply_busy_share": 0.5, "failed_on": []}
+             for r in (1, 2)]
+    d = tmp_path / "combined-answer"
+    (d / "runs" / "hour-1").mkdir(parents=True)
+    (d / "ceiling.json").write_text(json.dumps({
+        "kind": "ceiling", "scale": 1.0, "mem": "1638m", "command": "make ceiling ENGINE=sqlite SCENARIO=hour_checked",
+        "started_utc": "2026-12-06T08:51:00Z", "finished_utc": "2026-12-06T09:40:00Z",
+        "knee": knee_figures(steps, 400)}))
+    hour = {"version": 19, "run_id": "hour-1", "engine": "sqlite", "scenario": "hour_checked", "profile": "full",
+            "runtime": "local", "status": "failed", "scale": 5.0, "engine_version": "x",
+            "plan": {"phases": {"measure_s": 3600}}, "environment": {"started_utc": "2026-12-06T09:45:00Z"},
+            "memory": {"data_limit_bytes": 8 << 30},
+            "thresholds": [{"expr": "p99(read_ms) < 100ms", "value": 180.0, "passed": False},
+                           {"expr": "p99(commit_ms) < 500", "value": 14.0, "passed": True}],
+            "metrics": {"commit_latency_ms": {"p99": 14.0}, "rows_per_s": 6002.0, "reads_per_s": 399.0,
+                        "read_latency_ms": {"p99": 180.0},
+                        "reads_by_kind": {"candidates": {"count": 10, "qps": 1.0, "p50": 1, "p95": 1, "p99": 1,
+                                                         "max": 1, "mean_rows": 1.0, "checked": 900, "wrong": 0}},
+                        "block_log": {"group_blocks": 1, "lag_bound_blocks": 5, "synced": True,
+                                      "acknowledged_blocks": 2, "applied_rows": 10, "apply_utilisation": 0.55,
+                                      "queryable_ms": {"p99": 1900.0}}}}
+    (d / "runs" / "hour-1" / "result.json.gz").write_bytes(gzip.compress(json.dumps(hour).encode()))
+    f = figure_of(d)
+    assert f.says == ("6,001 rows/s written + 400 reads/s (read p99 41 ms, write p99 20 ms, applier 50% busy); then "
+                      "6,002 rows/s + 399 reads/s for 3,600 s at 5x, MEM 8.0 GiB: failed on p99(read_ms) < 100ms "
+                      "(ack p99 14 ms, queryable p99 1,900 ms, read p99 180 ms, applier 55% busy, 0 of 900 answers "
+                      "wrong; [2026-12-06](combined-answer/runs/hour-1/README.md))"), f.says
+    assert (f.scale, f.mem, f.command) == (1.0, "1638m", "make ceiling ENGINE=sqlite SCENARIO=hour_checked")
+
+
 def test_v1_is_its_go_or_no_go_and_every_frontier_point(tmp_path):
     from harness.report.success.assemble import figure_of
     d = tmp_path / "v1-answer"

@@ -15,8 +15,9 @@ from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
-from harness.results import load_curve, read_json
+from harness.results import RunResult, load_curve, load_result, read_json
 from harness.results.curve import CurveFile
+from harness.results.design import queryable_p99_ms
 from harness.results.headroom import Host
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
@@ -80,9 +81,12 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
                   run=f"{folder}/{README}", host=host)
 
 
-def combined(c: dict, folder: str, system: str) -> Figure:
+def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> Figure:
     """The sweet spot from a published read ceiling beside the writes: the writes it kept and the reads it
-    carried at its knee, with both p99s; a knee not reached is a floor."""
+    carried at its knee, with both p99s; a knee not reached is a floor. A run published beside it (the
+    criterion's hour at 5x with those reads: make publish RUN=results/<run> AS=<this folder>) follows, each in
+    its own words with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
+    c, runs = found
     k = c.get("knee")
     if not k:
         raise ConfigError(f"{folder}/ceiling.json: no knee: {c.get('sentence') or 'the search found none'}")
@@ -90,10 +94,42 @@ def combined(c: dict, folder: str, system: str) -> Figure:
     writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
     says = (f"{writes}{floor}{k['knee_read_qps']:,.0f} reads/s (read p99 {k['knee_read_p99_ms']:,.0f} ms"
             + (f", write p99 {k['knee_write_p99_ms']:,.0f} ms" if k.get("knee_write_p99_ms") is not None else "")
-            + (f", applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else "") + ")")
+            + (f", applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else "") + ")"
+            + "".join(f"; then {beside_says(r, folder)}" for r in runs))
     return Figure(question="combined", system=system, says=says, scale=c["scale"], mem=c.get("mem") or "none",
                   command=c.get("command") or "", sitting=(c.get("finished_utc") or c["started_utc"])[:10],
                   run=f"{folder}/{README}")
+
+
+def beside_says(r: RunResult, folder: str) -> str:
+    """A run published beside a ceiling, in words: what it carried, for how long, where, and whether every line
+    held (the ones it missed named), its answers checked; linked to its own README, which names its command."""
+    m = r.metrics
+    measured = (r.plan.get("phases") or {}).get("measure_s")
+    reads = f" + {m.reads_per_s:,.0f} reads/s" if m.reads_per_s else ""
+    kinds = (m.reads_by_kind or {}).values()
+    checked, wrong = sum(k.checked or 0 for k in kinds), sum(k.wrong or 0 for k in kinds)
+    missed = [t.expr for t in r.thresholds if not t.passed]
+    figures = [f"ack p99 {m.commit_latency_ms.p99:,.0f} ms"]
+    if (q := queryable_p99_ms(m)) is not None and m.block_log is not None:
+        figures.append(f"queryable p99 {q:,.0f} ms")
+    if m.read_latency_ms is not None:
+        figures.append(f"read p99 {m.read_latency_ms.p99:,.0f} ms")
+    if m.block_log is not None and m.block_log.apply_utilisation is not None:
+        figures.append(f"applier {m.block_log.apply_utilisation:.0%} busy")
+    if checked:
+        figures.append(f"{wrong:,} of {checked:,} answers wrong")
+    verdict = "every line held" if r.status == "passed" else f"{r.status}" + (f" on {', '.join(missed)}" if missed
+                                                                               else "")
+    return (f"{m.rows_per_s or 0:,.0f} rows/s{reads} for {measured:,.0f} s at {r.scale:g}x, MEM "
+            f"{(r.memory.data_limit_bytes or 0) / 2**30:,.1f} GiB: {verdict} ({', '.join(figures)}; "
+            f"[{r.environment.get('started_utc', '?')[:10]}]({folder}/runs/{r.run_id}/README.md))")
+
+
+def published_runs(d: Path) -> list[RunResult]:
+    """The runs published into a walk's folder beside it, oldest first."""
+    runs = [r for f in sorted(d.glob("runs/*/result.json.gz")) if (r := load_result(f)) is not None]
+    return sorted(runs, key=lambda r: r.environment.get("started_utc", ""))
 
 
 def v1(v: dict, folder: str, system: str) -> Figure:
@@ -111,7 +147,8 @@ def v1(v: dict, folder: str, system: str) -> Figure:
 READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
            "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
-           "combined": ("ceiling.json", lambda d: read_json(d / "ceiling.json"), combined),
+           "combined": ("ceiling.json", lambda d: (c, published_runs(d)) if (c := read_json(d / "ceiling.json"))
+                        else None, combined),
            "v1": (V1_FILE, lambda d: read_json(d / V1_FILE), v1)}
 
 
