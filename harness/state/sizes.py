@@ -30,16 +30,29 @@ def _versions(inputs: StateInputs) -> int:
     return inputs.entities * (1 + (inputs.history_versions if inputs.variant != "simple" else 0))
 
 
+def _dc_key(inputs: StateInputs) -> str:
+    return f"{inputs.engine}/{inputs.variant}/dc"
+
+
 def remember(root: Path, man: StateManifest) -> None:
-    """A bulk build's bytes per entity in the ledger, where it is the largest of its engine, variant and shape
-    yet: a state moved into its last cell (DROP_STATES=1) still sizes the next build (5x from 1x)."""
-    if man.inputs.dc or man.inputs.aged or not man.inputs.entities:
+    """A bulk build's bytes per entity version in the ledger, where it is the largest of its kind yet: a state moved
+    into its last cell (DROP_STATES=1) still sizes the next build (5x from 1x). Mendoza's entities per engine,
+    variant and shape; a DC seed's versions per engine and variant, from a DC-only build (a DC beside mendoza
+    would need mendoza's share taken out of its bytes: a probe builds the two apart, probe.py)."""
+    inputs = man.inputs
+    if inputs.aged:
         return
+    if inputs.dc and not inputs.entities:
+        _keep(root, _dc_key(inputs), dc_seed_versions(inputs), man)
+    elif inputs.entities and not inputs.dc:
+        _keep(root, _key(inputs), _versions(inputs), man)
+
+
+def _keep(root: Path, key: str, versions: int, man: StateManifest) -> None:
     ledger = _ledger(root)
-    was = ledger.get(_key(man.inputs))
-    if was is None or was["entities"] <= _versions(man.inputs):
-        ledger[_key(man.inputs)] = {"entities": _versions(man.inputs), "data_bytes": man.data_bytes, "state": man.id,
-                                    "built_utc": man.built_utc}
+    was = ledger.get(key)
+    if versions and (was is None or was["entities"] <= versions):
+        ledger[key] = {"entities": versions, "data_bytes": man.data_bytes, "state": man.id, "built_utc": man.built_utc}
         (root / LEDGER).write_text(json.dumps(ledger, indent=2, sort_keys=True))
 
 
@@ -70,17 +83,39 @@ def _built_per_entity(root: Path, inputs: StateInputs) -> float | None:
     return max(near)[1] if near else None
 
 
+def _built_per_dc_version(root: Path, inputs: StateInputs) -> float | None:
+    """Bytes per DC seed version of the largest DC-only build of the engine and variant near the size asked."""
+    was = _ledger(root).get(_dc_key(inputs))
+    near = was and was["entities"] * NEAR_SHARE >= dc_seed_versions(inputs)
+    return was["data_bytes"] / was["entities"] if near else None
+
+
 def is_guess(root: Path, inputs: StateInputs) -> bool:
-    """estimate_bytes has no build near this size to go by: the shape's guess, which errs high."""
-    return _built_per_entity(root, inputs) is None
+    """estimate_bytes has no build near this size to go by, for mendoza's entities or the DC seed: the shape's
+    guess, which errs high."""
+    return mendoza_guessed(root, inputs) or dc_guessed(root, inputs)
+
+
+def mendoza_guessed(root: Path, inputs: StateInputs) -> bool:
+    return bool(inputs.entities) and _built_per_entity(root, inputs) is None
+
+
+def dc_guessed(root: Path, inputs: StateInputs) -> bool:
+    return bool(inputs.dc) and _built_per_dc_version(root, inputs) is None
+
+
+def all_versions(inputs: StateInputs) -> int:
+    """Every entity version a state holds: mendoza's and its DC seed's."""
+    return _versions(inputs) + dc_seed_versions(inputs)
 
 
 def estimate_bytes(root: Path, inputs: StateInputs) -> int:
     shape = SHAPES[inputs.shape]
     logical = (shape.payload_bytes_min + shape.payload_bytes_max) / 2 + 120 * shape.rows_per_entity
     per_entity = _built_per_entity(root, inputs) or GUESS_BYTES_PER_LOGICAL * logical
-    return int(per_entity * _versions(inputs)
-               + GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY) * dc_seed_versions(inputs))
+    per_dc_version = _built_per_dc_version(root, inputs) or \
+        GUESS_BYTES_PER_LOGICAL * (dc_tables.PAYLOAD_BYTES + 120 * DC_ROWS_PER_ENTITY)
+    return int(per_entity * _versions(inputs) + per_dc_version * dc_seed_versions(inputs))
 
 
 def required_bytes(root: Path, inputs: StateInputs) -> int:
