@@ -107,13 +107,13 @@ verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ra
 	  $(if $(filter 0,$(EARLY_ABORT)),--no-early-abort) $(if $(DROP_STATES),--drop-states) $(if $(DURABILITY),--durability $(DURABILITY)) \
 	  --place $(PLACE) $(if $(MIXED_NODES),--mixed-nodes) $(CELL_ARGS)
 
-ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [SET="k=v ..."]
+ceiling: $(STAMP) ## highest read QPS beside the writes, resumable: ENGINE= [SCENARIO=combined] [PROFILE=] [MEM=] [POLICY=] [DURABILITY=] [SET="k=v ..."]
 	@$(HARNESS) ceiling --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),combined) \
-	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 reads: $(STAMP) ## the reference's read benchmark, reads alone, resumable: ENGINE= [PROFILE=ratio|full] [MIXES="a b c dc"] [CONNECTIONS="1 10"] [MEM=] [SET=]
 	@$(HARNESS) reads --engine $(ENGINE) $(if $(MIXES),--mixes "$(MIXES)") $(if $(CONNECTIONS),--connections "$(CONNECTIONS)") \
-	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(foreach s,$(SET),--set $(s))
+	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [DURATION=s] [DROP_STATES=1] [SET=]
 	@$(HARNESS) writes --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
@@ -136,7 +136,7 @@ knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXI
 v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGINE= [PROFILE=quick|smoke|ratio] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) v1 --engine $(ENGINE) $(if $(MEM),--mem $(MEM)) --profile $(if $(PROFILE),$(PROFILE),quick) \
 	  --runtime $(RUNTIME) --results $(RESULTS) $(if $(DURATION),--duration $(DURATION)) \
-	  $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) $(foreach s,$(SET),--set $(s))
+	  $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 SWEEP ?= sweep
 k8s-manifests: $(STAMP) ## a sweep's or verdict's cells as Kubernetes Indexed Jobs: SWEEP=sweep|verdict, the walk's own variables [REGISTRY=] [K8S_ARGS=]

@@ -316,7 +316,8 @@ def test_the_combined_sweet_spot_is_the_ceilings_knee_with_both_p99s_and_a_floor
 def test_a_run_published_beside_the_ceiling_follows_its_knee_in_its_own_words_with_its_verdict(tmp_path):
     """The criterion's hour at 5x with the knee's reads, published into the ceiling's folder: said after the knee
     with its scale, MEM, the lines it missed, its checked answers and its own link; the figure stays the
-    ceiling's (its scale, MEM and command)."""
+    ceiling's (its scale, MEM and command). A ceiling where no rate held says none, and what failed its lowest
+    step (it refused the folder before: 'no knee')."""
     import gzip
     import json
     from harness.report.success.assemble import figure_of
@@ -347,10 +348,17 @@ def test_a_run_published_beside_the_ceiling_follows_its_knee_in_its_own_words_wi
     (d / "runs" / "hour-1" / "result.json.gz").write_bytes(gzip.compress(json.dumps(hour).encode()))
     f = figure_of(d)
     assert f.says == ("6,001 rows/s written + ≥ 400 reads/s (read p99 41 ms, write p99 20 ms, applier 50% busy); then "
-                      "6,002 rows/s + 399 reads/s for 3,600 s at 5x, MEM 8.0 GiB: failed on p99(read_ms) < 100ms "
-                      "(ack p99 14 ms, queryable p99 1,900 ms, read p99 180 ms, applier 55% busy, 0 of 900 answers "
-                      "wrong; [2026-12-06](combined-answer/runs/hour-1/README.md))"), f.says
+                      "399 reads/s + 6,002 rows/s at 5x, MEM 8.0 GiB, 3,600 s: failed on p99(read_ms) (read p99 180 "
+                      "ms, ack p99 14 ms; 0 of 900 answers wrong; [2026-12-06](combined-answer/runs/hour-1/README.md))"
+                      ), f.says
     assert (f.scale, f.mem, f.command) == (1.0, "1638m", "make ceiling ENGINE=sqlite SCENARIO=hour_checked")
+    # no rate held: none, with the lowest step's figures and what failed it, the runs beside it still said
+    c = json.loads((d / "ceiling.json").read_text())
+    c["knee"], c["steps"] = None, [{**steps[0], "offered_qps": 100, "passed": False, "read_p99_ms": 1094.7,
+                                    "failed_on": ["p99(read_ms) < 100ms (measured 1094.7)"]}]
+    (d / "ceiling.json").write_text(json.dumps(c))
+    assert figure_of(d).says.startswith("none: not even 100 reads/s beside 6,001 rows/s held (read p99 1,095 ms, "
+                                        "write p99 20 ms, applier 50% busy; failed on p99(read_ms)); then 399 reads/s")
 
 
 def test_v1_is_its_go_or_no_go_and_every_frontier_point(tmp_path):

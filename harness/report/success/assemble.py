@@ -87,49 +87,59 @@ def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> F
     criterion's hour at 5x with those reads: make publish RUN=results/<run> AS=<this folder>) follows, each in
     its own words with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
     c, runs = found
-    k = c.get("knee")
-    if not k:
-        raise ConfigError(f"{folder}/ceiling.json: no knee: {c.get('sentence') or 'the search found none'}")
-    floor = "" if k.get("reached", True) else "≥ "
-    writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
-    says = (f"{writes}{floor}{k['knee_read_qps']:,.0f} reads/s (read p99 {k['knee_read_p99_ms']:,.0f} ms"
-            + (f", write p99 {k['knee_write_p99_ms']:,.0f} ms" if k.get("knee_write_p99_ms") is not None else "")
-            + (f", applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else "") + ")"
-            + "".join(f"; then {beside_says(r, folder)}" for r in runs))
+    says = _knee_says(c, folder) + "".join(f"; then {beside_says(r, folder)}" for r in runs)
+    host = Host.of(runs[0].environment).says() if runs else None
     return Figure(question="combined", system=system, says=says, scale=c["scale"], mem=c.get("mem") or "none",
                   command=c.get("command") or "", sitting=(c.get("finished_utc") or c["started_utc"])[:10],
-                  run=f"{folder}/{README}")
+                  run=f"{folder}/{README}", host=host)
+
+
+def _knee_says(c: dict, folder: str) -> str:
+    """The knee with both p99s; where no rate held, none, with the lowest step's figures (what failed it)."""
+    k = c.get("knee")
+    if k:
+        floor = "" if k.get("reached", True) else "≥ "
+        writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
+        return (f"{writes}{floor}{k['knee_read_qps']:,.0f} reads/s (read p99 {k['knee_read_p99_ms']:,.0f} ms"
+                + (f", write p99 {k['knee_write_p99_ms']:,.0f} ms" if k.get("knee_write_p99_ms") is not None else "")
+                + (f", applier {k['apply_busy_share']:.0%} busy" if k.get("apply_busy_share") is not None else "")
+                + ")")
+    low = min(c.get("steps") or [], key=lambda st: st["offered_qps"], default=None)
+    if low is None:
+        raise ConfigError(f"{folder}/ceiling.json: no knee and no step: {c.get('sentence') or 'nothing ran'}")
+    figures = [f"read p99 {low['read_p99_ms']:,.0f} ms" if low.get("read_p99_ms") is not None else None,
+               f"write p99 {low['write_p99_ms']:,.0f} ms" if low.get("write_p99_ms") is not None else None,
+               f"applier {low['apply_busy_share']:.0%} busy" if low.get("apply_busy_share") is not None else None]
+    writes = f" beside {low['write_rows_per_s']:,.0f} rows/s" if low.get("write_rows_per_s") else ""
+    missed = [f.split(" ")[0] for f in low.get("failed_on") or ["?"]]
+    return (f"none: not even {low['offered_qps']:,.0f} reads/s{writes} held ("
+            + ", ".join(f for f in figures if f) + f"; failed on {', '.join(missed)})")
 
 
 def beside_says(r: RunResult, folder: str) -> str:
-    """A run published beside a ceiling, in words: what it carried, for how long, where, and whether every line
-    held (the ones it missed named), its answers checked; linked to its own README, which names its command."""
+    """A run published beside a ceiling, in a few words: the reads it offered beside the writes, where and how
+    long, whether every line held (else the figures it missed on), the read and ack p99 and its checked
+    answers; linked to its own README, which names its command and every figure."""
     m = r.metrics
-    measured = (r.plan.get("phases") or {}).get("measure_s")
-    reads = f" + {m.reads_per_s:,.0f} reads/s" if m.reads_per_s else ""
+    measured = (r.plan.get("phases") or {}).get("measure_s") or 0
     kinds = (m.reads_by_kind or {}).values()
     checked, wrong = sum(k.checked or 0 for k in kinds), sum(k.wrong or 0 for k in kinds)
-    missed = [t.expr for t in r.thresholds if not t.passed]
-    figures = [f"ack p99 {m.commit_latency_ms.p99:,.0f} ms"]
-    if (q := queryable_p99_ms(m)) is not None and m.block_log is not None:
-        figures.append(f"queryable p99 {q:,.0f} ms")
-    if m.read_latency_ms is not None:
-        figures.append(f"read p99 {m.read_latency_ms.p99:,.0f} ms")
-    if m.block_log is not None and m.block_log.apply_utilisation is not None:
-        figures.append(f"applier {m.block_log.apply_utilisation:.0%} busy")
-    if checked:
-        figures.append(f"{wrong:,} of {checked:,} answers wrong")
-    verdict = "every line held" if r.status == "passed" else f"{r.status}" + (f" on {', '.join(missed)}" if missed
-                                                                               else "")
-    return (f"{m.rows_per_s or 0:,.0f} rows/s{reads} for {measured:,.0f} s at {r.scale:g}x, MEM "
-            f"{(r.memory.data_limit_bytes or 0) / 2**30:,.1f} GiB: {verdict} ({', '.join(figures)}; "
-            f"[{r.environment.get('started_utc', '?')[:10]}]({folder}/runs/{r.run_id}/README.md))")
+    missed = [t.expr.split(" ")[0] for t in r.thresholds if not t.passed]
+    verdict = "held" if r.status == "passed" else f"{r.status}" + (f" on {', '.join(missed)}" if missed else "")
+    figures = [f"read p99 {m.read_latency_ms.p99:,.0f} ms" if m.read_latency_ms is not None else "",
+               f"ack p99 {m.commit_latency_ms.p99:,.0f} ms"]
+    answers = f"; {wrong:,} of {checked:,} answers wrong" if checked else ""
+    return (f"{m.reads_per_s or 0:,.0f} reads/s + {m.rows_per_s or 0:,.0f} rows/s at {r.scale:g}x, MEM "
+            f"{(r.memory.data_limit_bytes or 0) / 2**30:,.1f} GiB, {measured:,.0f} s: {verdict} ("
+            f"{', '.join(f for f in figures if f)}{answers}; [{r.environment.get('started_utc', '?')[:10]}]"
+            f"({folder}/runs/{r.run_id}/README.md))")
 
 
 def published_runs(d: Path) -> list[RunResult]:
-    """The runs published into a walk's folder beside it, oldest first."""
+    """The runs published into a walk's folder beside it, by scale and MEM (the story a MEM sweep tells), then
+    oldest first."""
     runs = [r for f in sorted(d.glob("runs/*/result.json.gz")) if (r := load_result(f)) is not None]
-    return sorted(runs, key=lambda r: r.environment.get("started_utc", ""))
+    return sorted(runs, key=lambda r: (r.scale, r.memory.data_limit_bytes or 0, r.environment.get("started_utc", "")))
 
 
 def v1(v: dict, folder: str, system: str) -> Figure:
