@@ -294,6 +294,10 @@ class Body(Strict):
     def _mix(self) -> "Body":
         if not self.workload.writes and not self.readers.threads:
             raise ValueError("workload.writes is false: a read-only run needs readers.threads > 0")
+        if not self.workload.writes and self.block_log:
+            # a read-only cell reads its state's files linked; the log's applier opening them writes (12-06)
+            raise ValueError("block_log: a design in front of the writes, and workload.writes is false: a read-only "
+                             "run has none to log: leave block_log unset")
         if (self.phases.warmup_queries is not None or self.phases.measure_queries is not None) \
                 and not self.readers.threads:
             raise ValueError("phases.warmup_queries / measure_queries count read queries: they need "

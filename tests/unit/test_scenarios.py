@@ -115,6 +115,16 @@ def test_plan_resolves_profile_and_overrides(tmp_path):
     assert plan.workload.reorg_fraction == 1.0
 
 
+def test_a_block_log_in_front_of_no_writes_is_refused_naming_both_fields(tmp_path):
+    """A read-only cell reads its state's files linked; a block log's applier opening them wrote to them (12-06:
+    hour_checked with workload.writes=false and block_log set ended in error, its state removed)."""
+    with pytest.raises(ConfigError, match=r"hour_checked\.yaml.*block_log: .* workload\.writes is false"):
+        resolve_plan("hour_checked", "sqlite", profile="smoke", results_root=tmp_path,
+                     overrides=["workload.writes=false", "block_log.group_blocks=1"])
+    assert resolve_plan("hour_checked", "sqlite", profile="smoke", results_root=tmp_path,
+                        overrides=["workload.writes=false"]).block_log is None
+
+
 def test_plan_rejects_bad_override_and_engine(tmp_path):
     with pytest.raises(ConfigError, match=r"engines\.sqlite\.cache_sise"):
         resolve_plan("reorg", "sqlite", results_root=tmp_path, overrides=["engines.sqlite.cache_sise=1"])
