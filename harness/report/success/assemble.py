@@ -17,7 +17,6 @@ from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
 from harness.results.curve import CurveFile
-from harness.results.design import queryable_p99_ms
 from harness.results.headroom import Host
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
 
@@ -83,9 +82,9 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
 
 def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> Figure:
     """The sweet spot from a published read ceiling beside the writes: the writes it kept and the reads it
-    carried at its knee, with both p99s; a knee not reached is a floor. A run published beside it (the
-    criterion's hour at 5x with those reads: make publish RUN=results/<run> AS=<this folder>) follows, each in
-    its own words with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
+    carried at its knee, with both p99s; a knee not reached is a floor. Runs published beside it (the
+    criterion's hour with those reads, or the same cell at other MEMs: make publish RUN=results/<run> AS=<this
+    folder>) follow, each with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
     c, runs = found
     says = _knee_says(c, folder) + "".join(f"; then {beside_says(r, folder)}" for r in runs)
     host = Host.of(runs[0].environment).says() if runs else None
