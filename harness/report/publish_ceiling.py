@@ -44,12 +44,20 @@ def answers_checked(results) -> str:
     """The answers of the runs behind a figure, checked against the model: "n/m right", or "not checkable" where
     no kind of the mix has a model answer (only the kinds with engines/queries.yaml `check` have), never a zero
     that reads as a pass."""
+    counts = answer_counts(results)
+    if counts is None:
+        return "not checkable"
+    n, wrong = counts
+    return f"{n - wrong:,}/{n:,} right"
+
+
+def answer_counts(results) -> tuple[int, int] | None:
+    """(answers checked, wrong) over the runs' kinds that have a model answer; None where none has."""
     kinds = [k for r in results if r is not None and r.metrics for k in (r.metrics.reads_by_kind or {}).values()
              if k.checked is not None]
     if not kinds:
-        return "not checkable"
-    n, wrong = sum(k.checked for k in kinds), sum(k.wrong or 0 for k in kinds)
-    return f"{n - wrong:,}/{n:,} right"
+        return None
+    return sum(k.checked for k in kinds), sum(k.wrong or 0 for k in kinds)
 
 
 def _fig(v, fmt: str = ",.4g") -> str:

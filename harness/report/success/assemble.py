@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.report.publish_ceiling import answer_counts
 from harness.report.success.publish_reads import READS_FILE, knee_says
 from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_v1 import V1_FILE, reads_says
@@ -121,8 +122,7 @@ def beside_says(r: RunResult, folder: str) -> str:
     answers; linked to its own README, which names its command and every figure."""
     m = r.metrics
     measured = (r.plan.get("phases") or {}).get("measure_s") or 0
-    kinds = (m.reads_by_kind or {}).values()
-    checked, wrong = sum(k.checked or 0 for k in kinds), sum(k.wrong or 0 for k in kinds)
+    checked, wrong = answer_counts([r]) or (0, 0)
     missed = [t.expr.split(" ")[0] for t in r.thresholds if not t.passed]
     verdict = "held" if r.status == "passed" else f"{r.status}" + (f" on {', '.join(missed)}" if missed else "")
     figures = [f"read p99 {m.read_latency_ms.p99:,.0f} ms" if m.read_latency_ms is not None else "",
