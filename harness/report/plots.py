@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator  # noqa: E402
 
 from harness.report.collect import CellData  # noqa: E402
+from harness.report.minutes import minutes  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
                      "figure.dpi": 100, "svg.hashsalt": "arkbench"})   # the salt keeps ids stable
@@ -305,31 +306,17 @@ def recovery_by_wal(cells: list[CellData], title: str) -> str:
     return _svg(fig)
 
 
-def _per_minute(points: list[tuple[float, float]], agg) -> list[tuple[float, float]]:
-    by: dict[int, list[float]] = {}
-    for t, v in points:
-        by.setdefault(int(t // 60), []).append(v)
-    return [(m + 1, agg(vs)) for m, vs in sorted(by.items())]
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
-
-
 def answer_over_minutes(cell: CellData) -> str:
-    """An answer's deciding figures minute by minute: its commit (under a block log, acknowledgement) p99 from the
-    due time, and, for a design, its apply lag p99 in blocks and its applier's busy share."""
-    blocks = cell.blocks()
-    t0 = blocks[0]["due_s"] if blocks else 0.0
-    design = cell.design_points()
-    series = [("commit p99 (ms)", _per_minute([(b["due_s"] - t0, b["commit_ms"]) for b in blocks], _p99), None)]
-    lag = [(r["t_s"], r["value"]) for r in design if r["metric"] == "apply_lag_blocks"]
-    busy = [(r["t_s"], r["value"]) for r in design if r["metric"] == "apply_utilisation"]
-    if lag:
-        series.append(("apply lag p99 (blocks)", _per_minute(lag, _p99), None))
-    if busy:
-        series.append(("applier busy (share)", _per_minute(busy, lambda v: sum(v) / len(v)), 1.0))
+    """A cell's deciding figures minute by minute (report/minutes.py): its commit (under a block log,
+    acknowledgement) p99 from the due time; for a design, when a reader can query the block, its apply lag and its
+    applier's busy share; with readers, their p99 from each read's intended start."""
+    rows = minutes(cell)
+    wanted = (("ack_p99_ms", "commit p99 (ms)", None), ("queryable_p99_ms", "queryable p99 (ms)", None),
+              ("read_p99_ms", "read p99 (ms)", None), ("lag_p99_blocks", "apply lag p99 (blocks)", None),
+              ("busy_share", "applier busy (share)", 1.0))
+    series = [(label, [(r.minute, getattr(r, key)) for r in rows if getattr(r, key) is not None], top)
+              for key, label, top in wanted]
+    series = [s for s in series if s[1]] or [("commit p99 (ms)", [], None)]
     fig, axes = plt.subplots(len(series), 1, figsize=(8, 1.8 * len(series)), sharex=True, squeeze=False)
     for ax, (label, pts, top) in zip(axes[:, 0], series):
         if pts:

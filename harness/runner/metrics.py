@@ -174,16 +174,29 @@ class IntervalLog:
 
 def summary_from_hlog(path) -> dict | None:
     """Rebuild a latency summary from an interval log (for a run killed before it could summarise)."""
+    intervals = interval_histograms(path)
+    if not intervals:
+        return None
+    total = new_histogram()
+    for _, _, h in intervals:
+        total.add(h)
+    return summary_ms(total)
+
+
+def interval_histograms(path) -> list[tuple[float, float, HdrHistogram]]:
+    """An interval log's histograms with their start and end in seconds of the run's own clock (the offsets
+    IntervalLog wrote); [] where the file is missing or unreadable."""
     from hdrh.log import HistogramLogReader
+    out = []
     try:
         reader = HistogramLogReader(str(path), new_histogram())
-        total = new_histogram()
         while (h := reader.get_next_interval_histogram()) is not None:
-            total.add(h)
+            base_s = reader.base_time_sec
+            out.append((h.get_start_time_stamp() / 1000 - base_s, h.get_end_time_stamp() / 1000 - base_s, h))
         reader.close()
     except (OSError, ValueError):
-        return None
-    return summary_ms(total)
+        return []
+    return out
 
 
 class BlockLog:
