@@ -87,11 +87,12 @@ def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> F
     criterion's hour with those reads, or the same cell at other MEMs: make publish RUN=results/<run> AS=<this
     folder>) follow, each with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
     c, runs = found
-    says = _knee_says(c, folder) + "".join(f"; then {beside_says(r, folder)}" for r in runs)
+    says = _knee_says(c, folder) + (f"; beside it: {', '.join(beside_short(r) for r in runs)} (each below)"
+                                    if runs else "")
     host = Host.of(runs[0].environment).says() if runs else None
     return Figure(question="combined", system=system, says=says, scale=c["scale"], mem=c.get("mem") or "none",
                   command=c.get("command") or "", sitting=(c.get("finished_utc") or c["started_utc"])[:10],
-                  run=f"{folder}/{README}", host=host)
+                  run=f"{folder}/{README}", host=host, details=[beside_says(r, folder) for r in runs])
 
 
 def _knee_says(c: dict, folder: str) -> str:
@@ -116,6 +117,17 @@ def _knee_says(c: dict, folder: str) -> str:
             + ", ".join(f for f in figures if f) + f"; failed on {', '.join(missed)})")
 
 
+def _held(r: RunResult) -> str:
+    return "held" if r.status == "passed" else r.status
+
+
+def beside_short(r: RunResult) -> str:
+    """A run beside a ceiling in the table's cell: where, how many reads, how long, held or not."""
+    measured = (r.plan.get("phases") or {}).get("measure_s") or 0
+    return (f"{r.scale:g}x@{(r.memory.data_limit_bytes or 0) / 2**30:,.1f} GiB {r.metrics.reads_per_s or 0:,.0f} "
+            f"reads/s {measured:,.0f} s {_held(r)}")
+
+
 def beside_says(r: RunResult, folder: str) -> str:
     """A run published beside a ceiling, in a few words: the reads it offered beside the writes, where and how
     long, whether every line held (else the figures it missed on), the read and ack p99 and its checked
@@ -124,7 +136,7 @@ def beside_says(r: RunResult, folder: str) -> str:
     measured = (r.plan.get("phases") or {}).get("measure_s") or 0
     checked, wrong = answer_counts([r]) or (0, 0)
     missed = [t.expr.split(" ")[0] for t in r.thresholds if not t.passed]
-    verdict = "held" if r.status == "passed" else f"{r.status}" + (f" on {', '.join(missed)}" if missed else "")
+    verdict = _held(r) + (f" on {', '.join(missed)}" if missed and r.status != "passed" else "")
     figures = [f"read p99 {m.read_latency_ms.p99:,.0f} ms" if m.read_latency_ms is not None else "",
                f"ack p99 {m.commit_latency_ms.p99:,.0f} ms"]
     answers = f"; {wrong:,} of {checked:,} answers wrong" if checked else ""
@@ -189,5 +201,8 @@ def write(folder: Path) -> Path:
              "A question without a figure has not been measured yet on this machine.", "",
              "Each figure's host (a figure moves with it):", ""]
     lines += [f"- {QUESTIONS[f.question][0]}, {SYSTEMS[f.system]}: {f.host or 'unknown'}" for f in t.figures]
+    for f in (f for f in t.figures if f.details):
+        lines += ["", f"## {QUESTIONS[f.question][0]}, {SYSTEMS[f.system]}: each run", ""]
+        lines += [f"- {d}" for d in f.details]
     (folder / README).write_text("\n".join(lines) + "\n")
     return folder / README

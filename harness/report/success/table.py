@@ -40,6 +40,7 @@ class Figure(Model):
     run: str                        # the run's folder or file, relative to the published folder
     host: Optional[str] = None      # CPU model, disk, runtime: the figure's host
     projected: bool = False         # a fit's prediction, not a measurement (the degradation curve's 10x)
+    details: list[str] = []         # per-step lines, each with its link, printed below the table (the cell stays short)
 
     @field_validator("says", "command", "run", "mem")
     @classmethod
