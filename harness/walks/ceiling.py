@@ -87,6 +87,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), writes every {probe.workload.block_interval_ms:g} ms "
          f"x {probe.workload.rows_per_block} rows; reads stepped {', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS "
          f"then doubled and bisected to {cfg.resolution:.0%}")
+    _log(expected_span(probe))
     bracket = ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
     out = {**_head(probe, engine, mem, steps), "command": command}
@@ -112,6 +113,31 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
     return _finish(root, out, steps, knee, knee_thresholds)
+
+
+def step_seconds(phases, qps: float) -> float:
+    """A step's timed phases at `qps`: seconds, or the protocol's query counts at that rate, and its cool-down."""
+    warm = phases.warmup_queries / qps if phases.warmup_queries is not None else phases.warmup_s
+    measure = phases.measure_queries / qps if phases.measure_queries is not None else phases.measure_s
+    return warm + measure + phases.cooldown_s
+
+
+def expected_span(probe) -> str:
+    """Before the first step, what the search may cost: the same bracket played against every knee it could meet
+    (a rate passes below the knee, fails above it), so the fewest and the most steps it can take, and their timed
+    minutes. Each step also clones the starting state, and the first builds it if it is not on disk: not counted."""
+    cfg = probe.ceiling
+    top = cfg.max_qps * 2
+    spans = []
+    for i in range(121):            # knees spread geometrically from under the lowest step to over max_qps
+        knee = min(cfg.steps_qps) / 2 * (top / (min(cfg.steps_qps) / 2)) ** (i / 120)
+        w = walk(ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution),
+                 lambda q, _c, k=knee: "pass" if q <= k else "fail", MAX_STEPS, snap=lambda q: float(round(q)))
+        spans.append((len(w.verdicts), sum(step_seconds(probe.phases, q) for q, _, _ in w.verdicts) / 60))
+    counts, minutes = [n for n, _ in spans], [m for _, m in spans]
+    return (f"expect {min(counts)} to {max(counts)} steps, {min(minutes):,.0f} to {max(minutes):,.0f} timed minutes "
+            "(warm-up, measured, cool-down), each step also cloning the starting state, the first building it "
+            "if it is not on disk")
 
 
 def search_dir(scenario: str, engine: str, opts: CellOptions, results_root: Path, mem: str | None) -> Path:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.walks.ceiling import ceiling_bracket, knee_figures, sentence
+from harness.walks.ceiling import ceiling_bracket, expected_span, knee_figures, sentence, step_seconds
 from tests.conftest import ROOT, harness_cmd
 
 
@@ -40,6 +40,21 @@ def test_the_search_stops_at_the_first_fixed_step_that_fails_and_at_max_qps():
 def _step(qps, passed, repeat=1, failed_on=()):
     return {"offered_qps": qps, "repeat": repeat, "passed": passed, "achieved_qps": qps * 0.99,
             "read_p99_ms": 12.0, "write_p99_ms": 300.0, "write_rows_per_s": 6000.0, "failed_on": list(failed_on)}
+
+
+def test_the_search_says_first_the_fewest_and_most_steps_it_can_take_and_their_minutes():
+    from types import SimpleNamespace
+    from harness.scenario.spec import Ceiling, Phases
+    protocol = Phases(warmup_s=0, measure_s=1, warmup_queries=1000, measure_queries=10_000, cooldown_s=5)
+    assert step_seconds(protocol, 100) == 115.0                     # the reference's counts at 100 QPS
+    timed = Phases(warmup_s=60, measure_s=120)
+    probe = SimpleNamespace(ceiling=Ceiling(steps_qps=[100, 1000, 5000], max_qps=100_000, resolution=0.1),
+                            phases=timed)
+    said = expected_span(probe)
+    # fewest: the first step fails; most: at least every fixed step, doubling to max_qps, and the knee's repeat
+    n_lo, n_hi = (int(w) for w in said.split(" steps")[0].removeprefix("expect ").split(" to "))
+    assert n_lo == 1 and n_hi >= 3 + 5 + 1, said
+    assert f", 3 to {3 * n_hi} timed minutes" in said, said                # 3 minutes a step, each
 
 
 def test_the_knee_says_what_bounded_it_or_that_it_was_not_reached():
