@@ -57,8 +57,14 @@ def minutes(cell: CellData) -> list[Minute]:
             put(float(r["t_s"]), "lag", float(r["value"]))
         elif r["metric"] == "apply_utilisation":
             put(float(r["t_s"]), "busy", float(r["value"]))
+    reads: dict[int, list] = {}          # minute -> [its reads' histogram, the seconds its intervals span]
     for start_s, end_s, h in interval_histograms(cell.run_dir / "read.hlog"):
-        put(start_s - t0, "reads", (h, end_s - start_s))
+        if start_s >= t0:
+            got = reads.setdefault(int((start_s - t0) // MINUTE_S), [new_histogram(), 0.0])
+            got[0].add(h)
+            got[1] += end_s - start_s
+    for m, got in reads.items():
+        put(m * MINUTE_S, "reads", got)
     for r in cell.timeseries():
         if r.get("phase") == "measure":
             put(float(r["t_s"]) - t0, "db", r.get("db_bytes"))
@@ -77,12 +83,8 @@ def _queryable(blocks: list[dict], design: list[dict]) -> list[tuple[float, floa
 
 
 def _minute(m: int, got: dict[str, list]) -> Minute:
-    reads = got.get("reads", [])
-    read_s = sum(span for _, span in reads)
-    merged = new_histogram()
-    for h, _ in reads:
-        merged.add(h)
-    n_reads = merged.get_total_count()
+    [(merged, read_s)] = got.get("reads", [(None, 0.0)])
+    n_reads = merged.get_total_count() if merged is not None else 0
     busy = got.get("busy")
     dbs = got.get("db")
     return Minute(minute=m + 1, blocks=len(got.get("ack", [])), ack_p99_ms=p99(got.get("ack", [])),

@@ -7,7 +7,7 @@ import sys
 import threading
 from array import array
 from collections import Counter
-from typing import IO
+from typing import IO, Iterator
 
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
@@ -174,29 +174,24 @@ class IntervalLog:
 
 def summary_from_hlog(path) -> dict | None:
     """Rebuild a latency summary from an interval log (for a run killed before it could summarise)."""
-    intervals = interval_histograms(path)
-    if not intervals:
-        return None
     total = new_histogram()
-    for _, _, h in intervals:
+    for _, _, h in interval_histograms(path):
         total.add(h)
-    return summary_ms(total)
+    return summary_ms(total) if total.get_total_count() else None
 
 
-def interval_histograms(path) -> list[tuple[float, float, HdrHistogram]]:
-    """An interval log's histograms with their start and end in seconds of the run's own clock (the offsets
-    IntervalLog wrote); [] where the file is missing or unreadable."""
+def interval_histograms(path) -> Iterator[tuple[float, float, HdrHistogram]]:
+    """An interval log's histograms one at a time (an hour holds thousands), with their start and end in seconds
+    of the run's own clock (the offsets IntervalLog wrote); none where the file is missing or unreadable."""
     from hdrh.log import HistogramLogReader
-    out = []
     try:
         reader = HistogramLogReader(str(path), new_histogram())
         while (h := reader.get_next_interval_histogram()) is not None:
             base_s = reader.base_time_sec
-            out.append((h.get_start_time_stamp() / 1000 - base_s, h.get_end_time_stamp() / 1000 - base_s, h))
+            yield h.get_start_time_stamp() / 1000 - base_s, h.get_end_time_stamp() / 1000 - base_s, h
         reader.close()
     except (OSError, ValueError):
-        return []
-    return out
+        return
 
 
 class BlockLog:
