@@ -84,9 +84,10 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     knee_thresholds = [parse_knee_threshold(t) for t in cfg.thresholds]
     root = search_dir(scenario, engine, opts, results_root, mem)
     root.mkdir(parents=True, exist_ok=True)
-    _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), writes every {probe.workload.block_interval_ms:g} ms "
-         f"x {probe.workload.rows_per_block} rows; reads stepped {', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS "
-         f"then doubled and bisected to {cfg.resolution:.0%}")
+    writes = (f"writes every {probe.workload.block_interval_ms:g} ms x {probe.workload.rows_per_block} rows"
+              if probe.workload.writes else "reads alone")
+    _log(f"{root}: {engine}, {probe.scenario} ({probe.profile}), {writes}; reads stepped "
+         f"{', '.join(f'{q:g}' for q in cfg.steps_qps)} QPS then doubled and bisected to {cfg.resolution:.0%}")
     _log(expected_span(probe))
     bracket = ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
