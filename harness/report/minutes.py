@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from harness.report.blocks import Block, _f
 from harness.report.collect import CellData
-from harness.runner.metrics import interval_histograms, new_histogram
+from harness.results.hlog import interval_histograms, new_histogram
 from harness.units import format_bytes
 
 MINUTE_S = 60.0

@@ -7,14 +7,14 @@ import sys
 import threading
 from array import array
 from collections import Counter
-from typing import IO, Iterator
+from typing import IO
 
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
+from harness.results.hlog import HIGHEST_US, interval_histograms, new_histogram
 from harness.stats import quantile_bound_ranks
 
-HIGHEST_US = 3_600_000_000          # one hour: anything longer is clamped and counted
 PERCENTILES = (50.0, 95.0, 99.0, 99.9)
 
 
@@ -26,10 +26,6 @@ def _record_counts(h: HdrHistogram, counts: Counter) -> None:
     """One record_value per distinct value: each is pure Python, holding the GIL an embedded writer needs."""
     for v, n in counts.items():
         h.record_value(v, n)
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(1, HIGHEST_US, 3)
 
 
 def percentile_rank(pct: float, n: int) -> int:
@@ -178,20 +174,6 @@ def summary_from_hlog(path) -> dict | None:
     for _, _, h in interval_histograms(path):
         total.add(h)
     return summary_ms(total) if total.get_total_count() else None
-
-
-def interval_histograms(path) -> Iterator[tuple[float, float, HdrHistogram]]:
-    """An interval log's histograms one at a time (an hour holds thousands), with their start and end in seconds
-    of the run's own clock (the offsets IntervalLog wrote); none where the file is missing or unreadable."""
-    from hdrh.log import HistogramLogReader
-    try:
-        reader = HistogramLogReader(str(path), new_histogram())
-        while (h := reader.get_next_interval_histogram()) is not None:
-            base_s = reader.base_time_sec
-            yield h.get_start_time_stamp() / 1000 - base_s, h.get_end_time_stamp() / 1000 - base_s, h
-        reader.close()
-    except (OSError, ValueError):
-        return
 
 
 class BlockLog:

@@ -202,10 +202,12 @@ def test_an_answers_deciding_figures_are_plotted_minute_by_minute(tmp_path):
     result = SimpleNamespace(scenario="p99_5x", engine="sqlite", thresholds=[])
     cell = SimpleNamespace(blocks=lambda: CellData.blocks(SimpleNamespace(run_dir=d)),
                            design_points=lambda: CellData.design_points(SimpleNamespace(run_dir=d)),
+                           timeseries=lambda: [], run_dir=d,
                            scenario="p99_5x", label="sqlite with a block log", result=result)
     svg = plots.answer_over_minutes(cell)
     assert "apply lag p99 (blocks)" in svg and "applier busy (share)" in svg and "commit p99 (ms)" in svg
-    assert plots._per_minute([(0, 1.0), (59, 3.0), (61, 5.0)], max) == [(1, 3.0), (2, 5.0)]
+    from harness.report.minutes import minutes
+    assert [(m.minute, m.blocks, m.ack_p99_ms) for m in minutes(cell)] == [(1, 30, 7.0), (2, 30, 7.0), (3, 30, 7.0)]
 
 
 def test_reorg_behind_a_block_log_is_screened_and_p99_5x_is_not(tmp_path):

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 from harness.report.collect import CellData
 from harness.report.minutes import minutes, minutes_table
-from harness.runner.metrics import IntervalLog, new_histogram
+from harness.results.hlog import new_histogram
+from harness.runner.metrics import IntervalLog
 
 T0 = 40.0       # the first measured block's due time, in the run's own clock
 

@@ -1,0 +1,28 @@
+"""The latency histograms' shape and their interval logs (commit.hlog, read.hlog), read back one interval at a
+time: what the runner writes and a report or a partial result reads."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from hdrh.histogram import HdrHistogram
+
+HIGHEST_US = 3_600_000_000          # one hour: anything longer is clamped and counted
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(1, HIGHEST_US, 3)
+
+
+def interval_histograms(path) -> Iterator[tuple[float, float, HdrHistogram]]:
+    """An interval log's histograms one at a time (an hour holds thousands), with their start and end in seconds
+    of the run's own clock (the offsets the runner's IntervalLog wrote); none where the file is missing or
+    unreadable."""
+    from hdrh.log import HistogramLogReader
+    try:
+        reader = HistogramLogReader(str(path), new_histogram())
+        while (h := reader.get_next_interval_histogram()) is not None:
+            base_s = reader.base_time_sec
+            yield h.get_start_time_stamp() / 1000 - base_s, h.get_end_time_stamp() / 1000 - base_s, h
+        reader.close()
+    except (OSError, ValueError):
+        return
