@@ -9,7 +9,7 @@ from harness.report.collect import CellData, ReportData, group_stats
 from harness.report.blocks import Block, _f, plots_block
 from harness.report.cell_tables import (durability_text, environment_table, harness_share, memory_given, pct,
                                         reads_by_kind_table, start_text, thresholds_text)
-from harness.report.minutes import minutes_table
+from harness.report.minutes import minutes, minutes_table
 from harness.report.knee_report import knee_blocks, verdict_knee_blocks
 from harness.report.success.curve_report import curve_blocks
 from harness.report.phase_table import phase_table
@@ -215,9 +215,10 @@ def _over_time(scenario: str, cells: list) -> list[Block]:
     for c in cells:
         out.append(plots_block(plots.latency_over_time(c), f"{scenario}-{c.run_dir.name}-latency",
                                f"{c.label}: every measured block, checkpoint events, WAL size."))
-        table = minutes_table(c)
-        if table is not None and (c.design_points() or (c.run_dir / "read.hlog").exists()):
-            out += [plots_block(plots.answer_over_minutes(c), f"{scenario}-{c.run_dir.name}-minutes",
+        rows = minutes(c)           # read once, drawn and tabled: an hour's read.hlog holds ~3,700 intervals
+        if any(r.lag_p99_blocks is not None or r.read_p99_ms is not None for r in rows):
+            table = minutes_table(c, rows)
+            out += [plots_block(plots.answer_over_minutes(c, rows), f"{scenario}-{c.run_dir.name}-minutes",
                                 f"{c.label}, minute by minute: the acknowledgement's p99 and, where the cell has "
                                 "them, the queryable's, the reads', the apply lag and the applier's busy share."),
                     Block("p", f"{c.label}, minute by minute (each figure that minute's own):"), table]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from harness.report.blocks import Block, _f
 from harness.report.collect import CellData
 from harness.results.hlog import interval_histograms, new_histogram
+from harness.trend import aggregate
 from harness.units import format_bytes
 
 MINUTE_S = 60.0
@@ -28,11 +29,8 @@ class Minute:
 
 
 def p99(values: list[float]) -> float | None:
-    """The nearest-rank p99: the value at rank ceil(0.99 n)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
+    """The nearest-rank p99, as a threshold's window reads it (trend.aggregate)."""
+    return aggregate("p99", values) if values else None
 
 
 def minutes(cell: CellData) -> list[Minute]:
@@ -89,15 +87,16 @@ def _minute(m: int, got: dict[str, list]) -> Minute:
     dbs = got.get("db")
     return Minute(minute=m + 1, blocks=len(got.get("ack", [])), ack_p99_ms=p99(got.get("ack", [])),
                   queryable_p99_ms=p99(got.get("queryable", [])), lag_p99_blocks=p99(got.get("lag", [])),
-                  busy_share=sum(busy) / len(busy) if busy else None,
+                  busy_share=aggregate("mean", busy) if busy else None,
                   reads_per_s=n_reads / read_s if read_s > 0 else None,
                   read_p99_ms=merged.get_value_at_percentile(99.0) / 1000 if n_reads else None,
                   db_bytes=int(dbs[-1]) if dbs else None)
 
 
-def minutes_table(cell: CellData) -> Block | None:
-    """The minutes as a table, the columns the cell has (an engine alone has no queryable, lag or busy share)."""
-    rows = minutes(cell)
+def minutes_table(cell: CellData, rows: list[Minute] | None = None) -> Block | None:
+    """The minutes as a table, the columns the cell has (an engine alone has no queryable, lag or busy share).
+    rows: the cell's minutes where the caller has read them already (an hour's read.hlog is read once)."""
+    rows = minutes(cell) if rows is None else rows
     if not rows:
         return None
     cols = [(k, h, fmt) for k, h, fmt in COLUMNS if any(getattr(r, k) is not None for r in rows)]

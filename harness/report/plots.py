@@ -306,11 +306,11 @@ def recovery_by_wal(cells: list[CellData], title: str) -> str:
     return _svg(fig)
 
 
-def answer_over_minutes(cell: CellData) -> str:
+def answer_over_minutes(cell: CellData, rows: list | None = None) -> str:
     """A cell's deciding figures minute by minute (report/minutes.py): its commit (under a block log,
     acknowledgement) p99 from the due time; for a design, when a reader can query the block, its apply lag and its
     applier's busy share; with readers, their p99 from each read's intended start."""
-    rows = minutes(cell)
+    rows = minutes(cell) if rows is None else rows      # report/minutes.Minute, where the caller has them
     wanted = (("ack_p99_ms", "commit p99 (ms)", None), ("queryable_p99_ms", "queryable p99 (ms)", None),
               ("read_p99_ms", "read p99 (ms)", None), ("lag_p99_blocks", "apply lag p99 (blocks)", None),
               ("busy_share", "applier busy (share)", 1.0))
