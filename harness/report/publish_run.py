@@ -13,6 +13,9 @@ from harness.report.publish import copy_report, require_report, scrubber, take_s
 from harness.results import RunResult, load_result
 
 DATA_FILES = ("blocks.csv", "design.csv", "timeseries.csv")
+# every latency as recorded, from its intended start: HdrHistogram's interval logs (its HistogramLogProcessor and
+# harness.results.hlog read them, gzipped or not), so a reader can take any percentile of any minute again
+HLOG_FILES = ("commit.hlog", "read.hlog")
 
 
 def publish_run(run: Path, dest_root: Path, name: str | None) -> Path:
@@ -28,7 +31,7 @@ def publish_run(run: Path, dest_root: Path, name: str | None) -> Path:
         text = text.replace(str(Path(data_dir).parent), "data")
     (dest / "result.json.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
     (dest / "plan.yaml").write_text(scrub((run / "plan.yaml").read_text()))
-    for f in DATA_FILES:
+    for f in DATA_FILES + HLOG_FILES:
         if (run / f).is_file():
             (dest / f"{f}.gz").write_bytes(gzip.compress((run / f).read_bytes(), mtime=0))
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
@@ -73,7 +76,8 @@ def readme(r: RunResult, shot: Path | None) -> str:
     lines += ["", "[report.md](report.md) (latency over time, minute by minute, I/O, residency), "
               "[result.json.gz](result.json.gz) (what a script reads), [plan.yaml](plan.yaml), and the per-block "
               "and per-second files (" + ", ".join(f"{f}.gz" for f in DATA_FILES) + ") that `make compare "
-              "WINDOW=` reads."]
+              "WINDOW=` reads; every latency as recorded, in HdrHistogram's interval logs ("
+              + ", ".join(f"{f}.gz" for f in HLOG_FILES) + ", where the run wrote them)."]
     if shot:
         lines += ["", f"report.html as headless Chromium draws it: [{shot.name}]({shot.name})."]
     return "\n".join(lines) + "\n"

@@ -100,8 +100,15 @@ def test_a_run_is_published_with_its_files_and_read_back_by_compare_window(tmp_p
     assert out.returncode == 0, out.stderr
     dest = tmp_path / "docs" / "hour" / "runs" / r["run_id"]
     assert out.stdout.strip() == str(dest)
-    for f in ("result.json.gz", "blocks.csv.gz", "design.csv.gz", "timeseries.csv.gz", "plan.yaml", "report.md"):
+    for f in ("result.json.gz", "blocks.csv.gz", "design.csv.gz", "timeseries.csv.gz", "commit.hlog.gz",
+              "plan.yaml", "report.md"):
         assert (dest / f).is_file(), f
+    # every latency as recorded: the published interval log reads back interval for interval
+    from harness.results.hlog import interval_histograms
+    kept = [(s, e, h.get_total_count(), h.get_value_at_percentile(99))
+            for s, e, h in interval_histograms(run_dir / "commit.hlog")]
+    assert kept and kept == [(s, e, h.get_total_count(), h.get_value_at_percentile(99))
+                             for s, e, h in interval_histograms(dest / "commit.hlog")]
     assert str(tmp_path) not in gzip.decompress((dest / "result.json.gz").read_bytes()).decode(), "no machine paths"
     readme = (dest / "README.md").read_text()
     assert r["environment"]["git_commit"] in readme and r["environment"]["cpu_model"] in readme
