@@ -216,13 +216,17 @@ def test_a_folder_that_is_not_a_verdict_is_refused_in_one_line_with_exit_2(tmp_p
     assert "not a published verdict (no verdict.json)" in p.stderr and str(tmp_path) in p.stderr
 
 
-def _sitting(date: str, outcomes: dict, answer: dict) -> ReproduceFile:
-    """outcomes: level -> its agreement; answer: level -> the answer target's label measured there."""
+def _sitting(date: str, outcomes: dict, answer: dict, capacity: float | None = None) -> ReproduceFile:
+    """outcomes: level -> its agreement; answer: level -> the answer target's label measured there, its capacity
+    `capacity` times the offered load."""
+    from harness.results.headroom import Capacity
     from harness.results.reproduce import Target
+    cap = Capacity(of="sqlite/" + CHBL, mem="1g", multiple=capacity, fails_at=capacity * 1.1, ceiling=2.5,
+                   resolution=0.1) if capacity is not None else None
     return ReproduceFile(published="p", date=date, spread=1.15, spread_basis="b",
                          levels=[LevelAgreement(mem=m, answer="-", outcome=o, says="-") for m, o in outcomes.items()],
                          targets=[Target(mem=m, level=m, role="answer", engine="sqlite", tag=CHBL, says="-",
-                                         published="passed with headroom", reproduced=label)
+                                         published="passed with headroom", reproduced=label, capacity=cap)
                                   for m, label in answer.items()])
 
 
@@ -233,18 +237,25 @@ def test_one_measured_answer_implied_at_three_levels_counts_once_in_held_k_of_n(
     pub = tmp_path / "pub"
     (pub / "sittings").mkdir(parents=True)
     (pub / "README.md").write_text("# The verdict\n\nits answer\n")
-    kept = {"2026-12-02": ({"4g": "agreed", "2g": "disagreed", "1g": "agreed"}, {"1g": "passed with headroom"}),
-            "2026-12-03": ({"4g": "agreed", "2g": "agreed", "1g": "disturbed"}, {"1g": "disturbed"}),
-            "2026-12-04": ({"4g": "agreed", "2g": "agreed", "1g": "disagreed"}, {"1g": "passes today only"})}
-    for date, (outcomes, answer_labels) in kept.items():
+    kept = {"2026-12-02": ({"4g": "agreed", "2g": "disagreed", "1g": "agreed"}, {"1g": "passed with headroom"}, 1.9),
+            "2026-12-03": ({"4g": "agreed", "2g": "agreed", "1g": "disturbed"}, {"1g": "disturbed"}, 0.4),
+            "2026-12-04": ({"4g": "agreed", "2g": "agreed", "1g": "disagreed"}, {"1g": "passes today only"}, 1.1)}
+    for date, (outcomes, answer_labels, capacity) in kept.items():
         (pub / "sittings" / date).mkdir()
-        write_json(pub / "sittings" / date / "reproduce.json", _sitting(date, outcomes, answer_labels))
+        write_json(pub / "sittings" / date / "reproduce.json", _sitting(date, outcomes, answer_labels, capacity))
     sittings.update_readme(pub, v)
     sittings.update_readme(pub, v)          # written again, not appended
     text = (pub / "README.md").read_text()
     assert text.startswith("# The verdict\n\nits answer\n") and text.count("## Held in k of n sittings") == 1
     rows = [line for line in text.splitlines() if line.startswith("| 1g")]
     assert len(rows) == 1 and "| 1g (implied at 4g, 2g) |" in rows[0] and "| 2 of 3 |" in rows[0], rows
+    # the label: the smallest capacity measured in a sitting that counts (the disturbed one's 0.40x says nothing)
+    assert "| 1.10x (sitting 2026-12-04) |" in rows[0], rows
+    # and verdict.json says the same to a script, at every level the answer speaks for
+    sittings.update_record(pub, v)
+    kept_v = VerdictFile.model_validate_json((pub / "verdict.json").read_text())
+    said = [(a.mem, a.held, a.capacity, a.capacity_sitting) for a in kept_v.answers if a.status == "answered"]
+    assert said and all(h == "2 of 3" and c == 1.1 and at == "sitting 2026-12-04" for _, h, c, at in said), said
     assert "2026-12-03 disturbed" in text and not [x for x in text.splitlines() if x.startswith(("| 2g", "| 4g"))]
 
 
@@ -340,3 +351,20 @@ def test_an_engine_no_later_target_runs_has_its_states_dropped_then_and_the_refe
         "each engine once, SQLite (the reference cells' engine) never"
     for engine, at in called:
         assert not [r for r in walk.ran[at:] if r[0] == engine], f"{engine} ran after it was done with"
+
+
+def test_a_later_sitting_at_the_same_path_is_a_sitting_of_its_own(tmp_path):
+    """A fresh machine's results/reproduce-<folder>-<date> is the same path as an earlier sitting's that day: it is
+    kept beside that sitting, never over it (12-06: the Intel sitting overwrote the AMD one's folder); a resumed one
+    keeps its folder."""
+    pub, root = tmp_path / "pub", tmp_path / "results" / "reproduce-p-2026-12-06"
+    first = ReproduceFile(published="p", date="2026-12-06", spread=1.15, spread_basis="b", run_id=rp.sitting_id(root))
+    assert rp.sitting_id(root) == first.run_id, "a resumed sitting keeps its id"
+    dest = sittings.sitting_dir(pub, first)
+    dest.mkdir(parents=True)
+    write_json(dest / "reproduce.json", first)
+    import shutil
+    shutil.rmtree(root)                         # the next machine: a fresh checkout, the same path
+    later = first.model_copy(update={"run_id": rp.sitting_id(root)})
+    assert later.run_id != first.run_id and sittings.sitting_dir(pub, later).name == "2026-12-06-2"
+    assert sittings.sitting_dir(pub, first) == dest

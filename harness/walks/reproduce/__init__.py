@@ -10,11 +10,11 @@ from the cells it has; exit 0 every level agreed, 1 one disagreed, 3 one disturb
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from harness.results.reproduce import ReproduceFile, Target
 from harness.scenario.decision import DECISION_FILE
 from harness.walks.reproduce import judge
 from harness.walks.reproduce.measure import measure
-from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme
+from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme, update_record
 from harness.walks.reproduce.targets import published_cost, targets
 from harness.walks.sweep import CellOptions, SweepInterrupted
 from harness.walks.verdict import fit_disk, pinned_runtime, prepare
@@ -161,6 +161,7 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
     rf = _judged(folder, v, walk, done, differs, date, started)
     dest = keep(folder, rf, root, walk.records)
     update_readme(folder, v)
+    update_record(folder, v)
     print("\n".join(header(rf)), file=sys.stderr)
     for mem, outcome, says, moved in agreement_rows(rf):
         print(f"{mem}: {outcome.upper()}: {says}" + (f"\n  moved: {moved}" if moved != "-" else ""), file=sys.stderr)
@@ -191,6 +192,17 @@ def _run(walk: Walk, todo: list[Target], v: VerdictFile, done_with) -> list[Targ
     return out
 
 
+def sitting_id(root: Path) -> str:
+    """What tells a resumed sitting from a later one: an id its results folder keeps from its first start. Its path
+    alone did not (results/reproduce-<folder>-<date> on a fresh machine the same day: 12-06's Intel sitting was
+    taken for the AMD one's resumption and written over it)."""
+    f = root / "sitting_id"
+    if not f.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        f.write_text(uuid.uuid4().hex[:12])
+    return f.read_text().strip()
+
+
 def _judged(folder: Path, v: VerdictFile, walk: Walk, done: list[Target], differs: list[str], date: str,
             started: float) -> ReproduceFile:
     within = walk.tree.reference.within_sitting if walk.tree.reference else BAND_WITHOUT_REFERENCE
@@ -204,7 +216,7 @@ def _judged(folder: Path, v: VerdictFile, walk: Walk, done: list[Target], differ
     differs = differs + ([host] if host else [])
     commit_file = folder / "commit"
     return ReproduceFile(
-        published=folder.name, run_id=hashlib.sha256(str(walk.root).encode()).hexdigest()[:8],
+        published=folder.name, run_id=sitting_id(walk.root),
         published_commit=commit_file.read_text().strip() if commit_file.is_file() else None,
         commit=git_commit(), differs=differs, date=date,
         published_date=(v.updated_utc or "")[:10] or None,

@@ -4,10 +4,12 @@ n counts the original walk and every sitting that measured the level (a disturbe
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.errors import ConfigError
 from harness.report.publish import scrubber, write_cells
 from harness.results import VerdictFile, load_reproduce, write_json
+from harness.results.headroom import Capacity
 from harness.results.reproduce import ReproduceFile
 
 BEGIN = "<!-- sittings: `make reproduce` writes this section -->"
@@ -37,8 +39,13 @@ def keep(published: Path, rf: ReproduceFile, run_root: Path, records: list) -> P
 
 
 def sittings(published: Path) -> list[ReproduceFile]:
-    """Every sitting kept under the published folder, oldest first."""
-    return [rf for f in sorted((published / "sittings").glob("*/reproduce.json")) if (rf := load_reproduce(f))]
+    """Every sitting kept under the published folder, oldest first (<date>-10 after <date>-9)."""
+    found = [(f.parent.name, rf) for f in (published / "sittings").glob("*/reproduce.json") if (rf := load_reproduce(f))]
+
+    def order(item: tuple[str, ReproduceFile]) -> tuple[str, int]:
+        name, rf = item
+        return rf.date, int(name.rsplit("-", 1)[1]) if name != rf.date else 1
+    return [rf for _, rf in sorted(found, key=order)]
 
 
 def measured_at(v: VerdictFile, a) -> str:
@@ -54,30 +61,71 @@ def measured_at(v: VerdictFile, a) -> str:
     return a.mem
 
 
-def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[tuple[str, str, int, int, str]]:
-    """(levels, answer, k, n, each sitting's word) per measured answer: one answer measured at one level and implied
-    at the levels above counts once, as its measured level's outcome in each sitting (the walk itself holds it)."""
+class Held(NamedTuple):
+    source: str             # the level it was measured at
+    levels: str             # that level, and the levels it is implied at
+    answer: str
+    k: int
+    n: int
+    words: str              # each sitting's word
+    capacity: Capacity | None   # the smallest capacity on record
+    capacity_sitting: str   # the sitting it came from
+
+    def capacity_says(self) -> str:
+        """'1.18x (sitting 2026-12-06)', '-' where none was measured."""
+        return f"{self.capacity.figure()} ({self.capacity_sitting})" if self.capacity is not None else "-"
+
+
+def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[Held]:
+    """Per measured answer: one answer measured at one level and implied at the levels above counts once, as its
+    measured level's outcome in each sitting (the walk itself holds it); its label is the smallest capacity on record
+    (the walk's and each sitting's, measured on the answer itself), so a faster sitting cannot raise it."""
     groups: dict[tuple[str, str], list] = {}
     for a in v.answers:
         groups.setdefault((measured_at(v, a), a.decision), []).append(a)
     out = []
     for (source, decision), answers in groups.items():
         mems = [a.mem for a in answers]
-        k = int(not answers[0].fragile and answers[0].status == "answered")
-        words, n = [f"{(v.updated_utc or '?')[:10]} walked" + ("" if k else " (passes today only)")], 1
-        for rf in kept:
+        first = answers[0]
+        k = int(not first.fragile and first.status == "answered")
+        walked = (v.updated_utc or "?")[:10]
+        words, n = [f"{walked} walked" + ("" if k else " (passes today only)")], 1
+        caps = [(_walked_capacity(first), f"the walk, {walked}")]
+        for name, rf in _named(kept):
             t = next((t for t in rf.targets if t.role == "answer" and t.mem == source), None)
             x = next((x for x in rf.levels if x.mem == source), None)
             if t is None or x is None:
                 continue
-            words.append(f"{rf.date} {x.outcome}" + (f" ({t.reproduced})" if t.reproduced != t.published else ""))
+            words.append(f"{name} {x.outcome}" + (f" ({t.reproduced})" if t.reproduced != t.published else ""))
             if t.reproduced not in (None, "disturbed", "error") and x.outcome != "disturbed":
                 n += 1
                 k += t.reproduced == "passed with headroom"
+                caps.append((t.capacity, f"sitting {name}"))
         levels = source + (f" (implied at {', '.join(m for m in mems if m != source)})"
                            if any(m != source for m in mems) else "")
-        out.append((levels, decision, k, n, "; ".join(words)))
+        out.append(Held(source, levels, decision, k, n, "; ".join(words), *_smallest(caps)))
     return out
+
+
+def _named(kept: list[ReproduceFile]) -> list[tuple[str, ReproduceFile]]:
+    """Each sitting by its folder's name: its date, then <date>-2, -3 for later sittings that day (sitting_dir's)."""
+    count: dict[str, int] = {}
+    out = []
+    for rf in kept:
+        count[rf.date] = count.get(rf.date, 0) + 1
+        out.append((rf.date if count[rf.date] == 1 else f"{rf.date}-{count[rf.date]}", rf))
+    return out
+
+
+def _walked_capacity(a) -> Capacity | None:
+    return a.headroom.capacity if a.headroom is not None else None
+
+
+def _smallest(caps: list[tuple[Capacity | None, str]]) -> tuple[Capacity | None, str]:
+    """The lowest multiple measured and its sitting, where any was; a capacity only bounded below counts at its bound
+    ('≥ 2.50x'), one with no passing step as under its lowest ('< 0.50x')."""
+    known = [(c, when) for c, when in caps if c is not None and c.figure() != "-"]
+    return min(known, key=lambda x: x[0].multiple if x[0].multiple is not None else 0.0, default=(None, ""))
 
 
 def update_readme(published: Path, v: VerdictFile) -> None:
@@ -89,15 +137,39 @@ def update_readme(published: Path, v: VerdictFile) -> None:
                "Each later sitting ran `make reproduce` on this folder: the level's answer and its closest alternative "
                "again, with the reference cell at the start, between levels and at the end. n counts the walk and each "
                "sitting that measured it; an answer measured at one level and implied at others counts once, as its measured "
-               "level's; [sittings/](sittings) holds each one.", "",
-               "| measured at | answer | held | sittings |", "| --- | --- | --- | --- |",
-               *[f"| {mem} | {answer} | {k} of {n} | {words} |" for mem, answer, k, n, words in rows], END]
+               "level's; k counts those where it passed every criterion with its capacity, measured on itself, at least the "
+               "line; its capacity is the smallest measured in any of them (a faster sitting cannot raise it); "
+               "[sittings/](sittings) holds each one.", "",
+               "| measured at | answer | capacity, the smallest on record | held | sittings |",
+               "| --- | --- | --- | --- | --- |",
+               *[f"| {h.levels} | {h.answer} | {h.capacity_says()} | {h.k} of {h.n} | {h.words} |" for h in rows], END]
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         text = head + "\n".join(section) + rest.split(END, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
     readme.write_text(text)
+
+
+def update_record(published: Path, v: VerdictFile) -> VerdictFile:
+    """The published verdict.json's answers carry what is on record (issue 84): "held k of n" and the smallest
+    capacity with its sitting, as the README's section says them, so a script reads the same; nothing else in the
+    walk's record changes."""
+    rows = {(h.source, h.answer): h for h in held(v, sittings(published))}
+    answers = []
+    for a in v.answers:
+        h = rows.get((measured_at(v, a), a.decision))
+        if h is None or a.status != "answered":
+            answers.append(a)
+            continue
+        update = {"held": f"{h.k} of {h.n}"}
+        if h.capacity is not None and h.capacity.multiple is not None:
+            update |= {"capacity": h.capacity.multiple, "capacity_at_least": h.capacity.at_least,
+                       "capacity_sitting": h.capacity_sitting}
+        answers.append(a.model_copy(update=update))
+    out = v.model_copy(update={"answers": answers})
+    write_json(published / "verdict.json", out)
+    return out
 
 
 def agreement_rows(rf: ReproduceFile) -> list[tuple[str, str, str, str]]:
