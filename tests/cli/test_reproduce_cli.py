@@ -59,6 +59,9 @@ def test_a_published_verdict_reproduced_alone_agrees_and_beside_a_busy_core_is_d
     readme = (folder / "README.md").read_text()
     assert "| 2 of 2 |" in _held_row(readme), readme
     assert json.loads((folder / "verdict.json").read_text())["answers"][0]["held"] == "2 of 2", "a script reads it too"
+    table = readme.split("## The answer", 1)[1].split("## Held in k of n sittings", 1)[0]
+    (row,) = [line for line in table.splitlines() if line.startswith("| 384m")]
+    assert row.endswith("| 2 of 2 |"), "the answer table says what is on record, as verdict.json does: " + row
 
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

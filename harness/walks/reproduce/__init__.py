@@ -160,8 +160,7 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
         drop_new_states(before)
     rf = _judged(folder, v, walk, done, differs, date, started)
     dest = keep(folder, rf, root, walk.records)
-    update_readme(folder, v)
-    update_record(folder, v)
+    update_readme(folder, update_record(folder, v))
     print("\n".join(header(rf)), file=sys.stderr)
     for mem, outcome, says, moved in agreement_rows(rf):
         print(f"{mem}: {outcome.upper()}: {says}" + (f"\n  moved: {moved}" if moved != "-" else ""), file=sys.stderr)

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import ConfigError
+from harness.report.answer_table import as_markdown
 from harness.report.publish import scrubber, write_cells
 from harness.results import VerdictFile, load_reproduce, write_json
 from harness.results.headroom import Capacity
 from harness.results.reproduce import ReproduceFile
+from harness.walks.verdict.typed import binding_says
 
 BEGIN = "<!-- sittings: `make reproduce` writes this section -->"
 END = "<!-- /sittings -->"
@@ -129,9 +131,10 @@ def _smallest(caps: list[tuple[Capacity | None, str]]) -> tuple[Capacity | None,
 
 
 def update_readme(published: Path, v: VerdictFile) -> None:
-    """The published README's section of sittings, written again from every sitting kept."""
+    """The published README's section of sittings, written again from every sitting kept, and its answer table from
+    the record as update_record leaves it (the capacity and "held" on record, not the walk's alone)."""
     readme = published / "README.md"
-    text = readme.read_text() if readme.is_file() else ""
+    text = _answer_table(readme.read_text() if readme.is_file() else "", v)
     rows = held(v, sittings(published))
     section = [BEGIN, "## Held in k of n sittings", "",
                "Each later sitting ran `make reproduce` on this folder: the level's answer and its closest alternative "
@@ -151,10 +154,20 @@ def update_readme(published: Path, v: VerdictFile) -> None:
     readme.write_text(text)
 
 
+def _answer_table(text: str, v: VerdictFile) -> str:
+    """The README's first table (under "## The answer") rendered again from v; the rest as it was."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("| level |")), None)
+    if at is None or "## The answer" not in text:
+        return text
+    end = next((i for i in range(at, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[:at] + as_markdown(v) + lines[end:]) + "\n"
+
+
 def update_record(published: Path, v: VerdictFile) -> VerdictFile:
     """The published verdict.json's answers carry what is on record (issue 84): "held k of n" and the smallest
     capacity with its sitting, as the README's section says them, so a script reads the same; nothing else in the
-    walk's record changes."""
+    walk's record changes but the deciding figure's name, said by today's rule from the walk's own cells."""
     rows = {(h.source, h.answer): h for h in held(v, sittings(published))}
     answers = []
     for a in v.answers:
@@ -162,7 +175,7 @@ def update_record(published: Path, v: VerdictFile) -> VerdictFile:
         if h is None or a.status != "answered":
             answers.append(a)
             continue
-        update = {"held": f"{h.k} of {h.n}"}
+        update = {"held": f"{h.k} of {h.n}", "binding": binding_says(a, v.matrix, v.leaf, v.cells)}
         if h.capacity is not None and h.capacity.multiple is not None:
             update |= {"capacity": h.capacity.multiple, "capacity_at_least": h.capacity.at_least,
                        "capacity_sitting": h.capacity_sitting}

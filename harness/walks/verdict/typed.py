@@ -40,6 +40,14 @@ def binding(recs: list[CellRecord]):
     return rec, t
 
 
+def binding_says(a: MemAnswer, matrix: list[MatrixCell], leaf: list[LeafCell], records: list[CellRecord]) -> str | None:
+    """The answer's deciding figure closest to its line, said beside its line ('p99_5x: last(apply_utilisation)
+    0.611 (< 0.85; 28% to spare)'), from the cells it stands on."""
+    from harness.report.answer_table import margin
+    bound = binding(_records(answer_source(a, matrix, leaf), records))
+    return f"{bound[0].scenario}: {margin(bound[1])}" if bound is not None else None
+
+
 def _settings(a: MemAnswer, steps: dict) -> dict:
     engine = a.design.split(": ", 1)[0] if a.design else a.engine
     out = dict(steps.get(engine, {}))
@@ -55,7 +63,6 @@ def _settings(a: MemAnswer, steps: dict) -> dict:
 def typed(answers: list[MemAnswer], matrix: list[MatrixCell], leaf: list[LeafCell], records: list[CellRecord],
           steps: dict) -> list[MemAnswer]:
     """steps: engine -> its step's settings."""
-    from harness.report.answer_table import margin
     out = []
     for a in answers:
         if a.status != "answered":
@@ -64,7 +71,6 @@ def typed(answers: list[MemAnswer], matrix: list[MatrixCell], leaf: list[LeafCel
         cell = answer_source(a, matrix, leaf)
         recs = _records(cell, records)
         first = recs[0] if recs else None
-        bound = binding(recs)
         h = a.headroom
         cap = h.capacity if h is not None else None
         out.append(a.model_copy(update={
@@ -75,7 +81,7 @@ def typed(answers: list[MemAnswer], matrix: list[MatrixCell], leaf: list[LeafCel
             "capacity_sitting": h.smallest_from if h is not None else None,
             "durable_p99_ms": first.p99_ms if first else None,
             "queryable_p99_ms": first.queryable_p99_ms if first else None,
-            "binding": f"{bound[0].scenario}: {margin(bound[1])}" if bound is not None else None,
+            "binding": binding_says(a, matrix, leaf, records),
             "held": (f"{int(h.passed)} of 1") if h is not None and cap is not None else None}))
     return out
 
