@@ -3,6 +3,7 @@ time: what the runner writes and a report or a partial result reads."""
 from __future__ import annotations
 
 import gzip
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -24,8 +25,8 @@ def interval_histograms(path) -> Iterator[tuple[float, float, HdrHistogram]]:
     path = Path(path)
     gz = path.with_name(path.name + ".gz")
     if not path.is_file() and gz.is_file():
-        with tempfile.NamedTemporaryFile(suffix=".hlog") as plain:
-            plain.write(gzip.decompress(gz.read_bytes()))
+        with tempfile.NamedTemporaryFile(suffix=".hlog") as plain, gzip.open(gz) as packed:
+            shutil.copyfileobj(packed, plain)
             plain.flush()
             yield from _read(plain.name)
         return

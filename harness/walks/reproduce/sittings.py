@@ -12,7 +12,7 @@ from harness.report.publish import scrubber, write_cells
 from harness.results import VerdictFile, load_reproduce, write_json
 from harness.results.headroom import Capacity
 from harness.results.reproduce import ReproduceFile
-from harness.walks.verdict.typed import binding_says
+from harness.walks.verdict.typed import answer_records, binding_says
 
 BEGIN = "<!-- sittings: `make reproduce` writes this section -->"
 END = "<!-- /sittings -->"
@@ -40,14 +40,15 @@ def keep(published: Path, rf: ReproduceFile, run_root: Path, records: list) -> P
     return dest
 
 
-def sittings(published: Path) -> list[ReproduceFile]:
-    """Every sitting kept under the published folder, oldest first (<date>-10 after <date>-9)."""
+def sittings(published: Path) -> list[tuple[str, ReproduceFile]]:
+    """Every sitting kept under the published folder by its folder's name (sitting_dir's: <date>, <date>-2, ...),
+    oldest first (<date>-10 after <date>-9)."""
     found = [(f.parent.name, rf) for f in (published / "sittings").glob("*/reproduce.json") if (rf := load_reproduce(f))]
 
     def order(item: tuple[str, ReproduceFile]) -> tuple[str, int]:
         name, rf = item
         return rf.date, int(name.rsplit("-", 1)[1]) if name != rf.date else 1
-    return [rf for _, rf in sorted(found, key=order)]
+    return sorted(found, key=order)
 
 
 def measured_at(v: VerdictFile, a) -> str:
@@ -78,7 +79,7 @@ class Held(NamedTuple):
         return f"{self.capacity.figure()} ({self.capacity_sitting})" if self.capacity is not None else "-"
 
 
-def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[Held]:
+def held(v: VerdictFile, kept: list[tuple[str, ReproduceFile]]) -> list[Held]:
     """Per measured answer: one answer measured at one level and implied at the levels above counts once, as its
     measured level's outcome in each sitting (the walk itself holds it); its label is the smallest capacity on record
     (the walk's and each sitting's, measured on the answer itself), so a faster sitting cannot raise it."""
@@ -92,8 +93,8 @@ def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[Held]:
         k = int(not first.fragile and first.status == "answered")
         walked = (v.updated_utc or "?")[:10]
         words, n = [f"{walked} walked" + ("" if k else " (passes today only)")], 1
-        caps = [(_walked_capacity(first), f"the walk, {walked}")]
-        for name, rf in _named(kept):
+        caps = [(first.headroom.capacity if first.headroom else None, f"the walk, {walked}")]
+        for name, rf in kept:
             t = next((t for t in rf.targets if t.role == "answer" and t.mem == source), None)
             x = next((x for x in rf.levels if x.mem == source), None)
             if t is None or x is None:
@@ -107,20 +108,6 @@ def held(v: VerdictFile, kept: list[ReproduceFile]) -> list[Held]:
                            if any(m != source for m in mems) else "")
         out.append(Held(source, levels, decision, k, n, "; ".join(words), *_smallest(caps)))
     return out
-
-
-def _named(kept: list[ReproduceFile]) -> list[tuple[str, ReproduceFile]]:
-    """Each sitting by its folder's name: its date, then <date>-2, -3 for later sittings that day (sitting_dir's)."""
-    count: dict[str, int] = {}
-    out = []
-    for rf in kept:
-        count[rf.date] = count.get(rf.date, 0) + 1
-        out.append((rf.date if count[rf.date] == 1 else f"{rf.date}-{count[rf.date]}", rf))
-    return out
-
-
-def _walked_capacity(a) -> Capacity | None:
-    return a.headroom.capacity if a.headroom is not None else None
 
 
 def _smallest(caps: list[tuple[Capacity | None, str]]) -> tuple[Capacity | None, str]:
@@ -175,7 +162,7 @@ def update_record(published: Path, v: VerdictFile) -> VerdictFile:
         if h is None or a.status != "answered":
             answers.append(a)
             continue
-        update = {"held": f"{h.k} of {h.n}", "binding": binding_says(a, v.matrix, v.leaf, v.cells)}
+        update = {"held": f"{h.k} of {h.n}", "binding": binding_says(answer_records(a, v.matrix, v.leaf, v.cells))}
         if h.capacity is not None and h.capacity.multiple is not None:
             update |= {"capacity": h.capacity.multiple, "capacity_at_least": h.capacity.at_least,
                        "capacity_sitting": h.capacity_sitting}

@@ -40,11 +40,17 @@ def binding(recs: list[CellRecord]):
     return rec, t
 
 
-def binding_says(a: MemAnswer, matrix: list[MatrixCell], leaf: list[LeafCell], records: list[CellRecord]) -> str | None:
-    """The answer's deciding figure closest to its line, said beside its line ('p99_5x: last(apply_utilisation)
-    0.611 (< 0.85; 28% to spare)'), from the cells it stands on."""
+def answer_records(a: MemAnswer, matrix: list[MatrixCell], leaf: list[LeafCell],
+                   records: list[CellRecord]) -> list[CellRecord]:
+    """The candidate cells an answer stands on (a pass implied from another level: that level's)."""
+    return _records(answer_source(a, matrix, leaf), records)
+
+
+def binding_says(recs: list[CellRecord]) -> str | None:
+    """The deciding figure closest to its line among an answer's cells, said beside its line ('p99_5x:
+    last(apply_utilisation) 0.611 (< 0.85; 28% to spare)')."""
     from harness.report.answer_table import margin
-    bound = binding(_records(answer_source(a, matrix, leaf), records))
+    bound = binding(recs)
     return f"{bound[0].scenario}: {margin(bound[1])}" if bound is not None else None
 
 
@@ -81,7 +87,7 @@ def typed(answers: list[MemAnswer], matrix: list[MatrixCell], leaf: list[LeafCel
             "capacity_sitting": h.smallest_from if h is not None else None,
             "durable_p99_ms": first.p99_ms if first else None,
             "queryable_p99_ms": first.queryable_p99_ms if first else None,
-            "binding": binding_says(a, matrix, leaf, records),
+            "binding": binding_says(recs),
             "held": (f"{int(h.passed)} of 1") if h is not None and cap is not None else None}))
     return out
 
