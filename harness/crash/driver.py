@@ -19,7 +19,7 @@ from harness.crash import powercut
 from harness.crash.blocks import FILE as BLOCKS_FILE, BlockFile, match
 from harness.crash.figures import write_crash_result
 from harness.crash.procs import Life, LifeFailed, log, process_tree, signal_all, stop_tree, wait_gone
-from harness.crash.status import FILE as STATUS_FILE, Status
+from harness.crash.status import FILE as STATUS_FILE, Status, Where
 from harness.environment import capture
 from harness.errors import EXIT_PASSED, EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.engine_api import EngineInfo
@@ -93,8 +93,8 @@ class Crasher:
             if until(ev):
                 return ev
 
-    def kill(self, life: Life, aim: str, wal_target: int | None) -> tuple[str, int, float]:
-        """Run the life to its kill; SIGSTOP its whole tree, read where it was, SIGKILL it. (phase, block, s)."""
+    def kill(self, life: Life, aim: str, wal_target: int | None) -> Where:
+        """Run the life to its kill; SIGSTOP its whole tree, read where it was, SIGKILL it."""
         due = None if wal_target is not None else self.rng.randint(*self.crash.after_blocks)
         n, wal = [0], [0]
 
@@ -127,7 +127,7 @@ class Crasher:
         self.pump(life, lambda e: False)           # acknowledgements already sent count: the pipe held them
         return where
 
-    def _stop_in(self, life: Life, aim: str) -> tuple[list[int], tuple[str, int, float]]:
+    def _stop_in(self, life: Life, aim: str) -> tuple[list[int], Where]:
         """Stop the life's tree at a moment inside the phase aimed at: a random point of its typical length after
         it starts. A stop that came after the phase ended (a commit of a few ms, a loaded machine) lets the life
         go on to the next one, up to AIM_TRIES, stopped as soon as it is seen there (on a machine loaded enough to
@@ -141,7 +141,7 @@ class Crasher:
             time.sleep(self.rng.uniform(0, statistics.median(typical) / 1000) if typical and not attempt else 0)
             pids = stop_tree(life.proc.pid)
             where = self.status.get()
-            if where[0] == aim or attempt == AIM_TRIES - 1 or time.monotonic() >= deadline:
+            if where.phase == aim or attempt == AIM_TRIES - 1 or time.monotonic() >= deadline:
                 break
             signal_all(pids, signal.SIGCONT)
         return pids, where
@@ -271,13 +271,13 @@ def _lives(plan: RunPlan, c: Crasher, blocks: BlockFile, env: dict, cg, out: Out
     return "passed"
 
 
-def _kill_record(c: Crasher, life: int, aim: str, where, found: int | None, opened: dict, state: dict,
+def _kill_record(c: Crasher, life: int, aim: str, where: Where, found: int | None, opened: dict, state: dict,
                  dropped: dict) -> Kill:
-    phase, block, in_phase_s = where
     last = c.last_acked
-    sent = max(last, block)                  # the newest block the life had started on
-    in_flight = block if block > last else None
-    rec = dict(life=life, aimed_at=aim, landed_in=phase, in_phase_ms=round(in_phase_s * 1000, 3),
+    # not the phase's block: under a block log the applier's group is behind the head the writer had reached
+    sent = max(last, where.newest_block)
+    in_flight = where.newest_block if where.newest_block > last else None
+    rec = dict(life=life, aimed_at=aim, landed_in=where.phase, in_phase_ms=round(where.in_phase_s * 1000, 3),
                block_in_flight=in_flight, last_acked_block=last, wal_bytes=c.wal_bytes, recovered_block=found,
                dropped_bytes=dropped.get("bytes"),
                open_s=opened["open_s"], recovery_s=opened["first_read_s"], verify_s=state["verify_s"],

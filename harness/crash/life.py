@@ -98,7 +98,7 @@ def _apply_blocks(plan: RunPlan, engine, cmd: dict, emit, status: Status, first_
         if interval_s:
             time.sleep(max(0.0, next_due - time.perf_counter()))
             next_due += interval_s
-        status.set("commit", number)
+        status.begin(number)
         t = time.perf_counter()
         engine.apply_block(prepared)
         done = time.perf_counter()

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from harness.crash.blocks import match
 from harness.crash.driver import _kill_record
 from harness.crash.figures import _seconds_summary
-from harness.crash.status import Status
+from harness.crash.status import Status, Where
 
 OPENED = {"open_s": 0.1, "first_read_s": 0.2}
 STATE = {"verify_s": 1.0}
@@ -13,7 +13,8 @@ STATE = {"verify_s": 1.0}
 
 def _kill(last_acked: int, where: tuple, found):
     c = SimpleNamespace(last_acked=last_acked, wal_bytes=None)
-    k = _kill_record(c, 0, "commit", where, found, OPENED, STATE, {})
+    phase, block, secs, *newest = where
+    k = _kill_record(c, 0, "commit", Where(phase, block, secs, newest[0] if newest else block), found, OPENED, STATE, {})
     return k, c
 
 
@@ -45,11 +46,23 @@ def test_a_block_never_sent_or_rows_of_no_block_are_failures_whatever_the_settin
 
 def test_the_status_file_says_where_a_life_was(tmp_path):
     s = Status(tmp_path / "status", create=True)
-    assert s.get()[:2] == ("start", -1)
-    s.set("commit", 7)
+    assert s.get()[:2] == ("start", -1) and s.get().newest_block == -1
+    s.begin(7)
     other = Status(tmp_path / "status")          # the driver's view, another mapping of the same file
-    phase, block, secs = other.get()
-    assert (phase, block) == ("commit", 7) and 0 <= secs < 5
+    phase, block, secs, newest = other.get()
+    assert (phase, block, newest) == ("commit", 7, 7) and 0 <= secs < 5
+    s.set("idle", 6)                             # a block log's applier, a group behind the writer
+    assert other.get()[:2] == ("idle", 6) and other.get().newest_block == 7
+
+
+def test_a_block_appended_under_a_block_log_before_its_acknowledgement_is_in_flight_not_made_up():
+    """The writer synced block 11's record, the applier then said it idles after block 10, the kill came before
+    11's acknowledgement: a restart that replays 11 kept the block in flight (the CI run of 2026-12-06 counted it
+    as a block never sent)."""
+    k, c = _kill(10, ("idle", 10, 0.001, 11), 11)
+    assert k.unacked_blocks == 0 and k.block_in_flight == 11 and k.in_flight_kept and c.last_acked == 11
+    k, _ = _kill(10, ("apply", 9, 0.001, 10), 12)
+    assert k.unacked_blocks == 2
 
 
 def test_recovery_seconds_summarised_by_the_same_rank_rule_as_latencies():
