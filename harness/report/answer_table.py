@@ -59,6 +59,24 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f} ms" if v >= 10 else f"{v:.1f} ms"
 
 
+def _capacity_cell(a) -> str:
+    """The capacity on record and whether it holds: past the walk's line where the walk is the whole record, and
+    where later sittings measured it, in each of them against its own line ("held" k of n). A record's smallest
+    capacity can come from a sitting whose line it fell short of (12-06's 1.18x, under that sitting's 1.2x): the walk's
+    line beside it would say it holds."""
+    if a.capacity is None:
+        return a.headroom.says() if a.headroom else "-"
+    figure = f"{'≥ ' if a.capacity_at_least else ''}{a.capacity:.2f}x"
+    if a.headroom is None:
+        return figure
+    k, n = (int(x) for x in a.held.split(" of ")) if a.held else (None, None)
+    if n is not None and n > 1:
+        word = "holds in every sitting" if k == n else f"short of its line or failed in {n - k} of {n} sittings"
+    else:
+        word = f"{'holds' if a.headroom.passed else 'passes today only'} (line {a.headroom.multiple:g}x)"
+    return f"{figure} the load ({a.capacity_sitting}); {word}"
+
+
 def answer_rows(v: VerdictFile) -> list[list[str]]:
     """One row per level from its typed answer (verdict v9): what to do, the figure closest to its line, the capacity
     with its sitting, when a block is durable and when a reader sees it, the sittings it held in. Short cells: the
@@ -69,13 +87,7 @@ def answer_rows(v: VerdictFile) -> list[list[str]]:
                                                                                           else "")
         if a.measured_at and a.measured_at != a.mem:
             what += f" (measured at {a.measured_at}, implied here)"
-        cap = "-"
-        if a.capacity is not None:
-            word = "holds" if a.headroom and a.headroom.passed else "passes today only"
-            cap = (f"{'≥ ' if a.capacity_at_least else ''}{a.capacity:.2f}x the load ({a.capacity_sitting}); {word} "
-                   f"(line {a.headroom.multiple:g}x)" if a.headroom else f"{a.capacity:.2f}x")
-        elif a.headroom:
-            cap = a.headroom.says()
+        cap = _capacity_cell(a)
         times = f"{_ms(a.durable_p99_ms)} / {_ms(a.queryable_p99_ms)}" if a.durable_p99_ms is not None else "-"
         rows.append([a.mem + (f" ({a.at_reference})" if a.at_reference else ""), what, a.binding or "-", cap, times,
                      a.held or "-"])

@@ -256,6 +256,11 @@ def test_one_measured_answer_implied_at_three_levels_counts_once_in_held_k_of_n(
     kept_v = VerdictFile.model_validate_json((pub / "verdict.json").read_text())
     said = [(a.mem, a.held, a.capacity, a.capacity_sitting) for a in kept_v.answers if a.status == "answered"]
     assert said and all(h == "2 of 3" and c == 1.1 and at == "sitting 2026-12-04" for _, h, c, at in said), said
+    # the answer table says what the record says, not the walk's own "holds (line 1.15x)" beside a sitting's 1.10x
+    from harness.report.answer_table import answer_rows
+    caps = [row[3] for row in answer_rows(kept_v) if row[5] == "2 of 3"]
+    assert caps and all(c.startswith("1.10x the load (sitting 2026-12-04)") and "holds" not in c
+                        and "1 of 3 sittings" in c for c in caps), caps
     assert "2026-12-03 disturbed" in text and not [x for x in text.splitlines() if x.startswith(("| 2g", "| 4g"))]
 
 
