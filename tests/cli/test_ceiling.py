@@ -69,6 +69,10 @@ def test_the_knee_says_what_bounded_it_or_that_it_was_not_reached():
     steps = [_step(100, True), _step(200, True), _step(200, True, repeat=2)]
     out["knee"] = k = knee_figures(steps, 200)
     assert not k["reached"] and k["bounded_by"] == [] and "knee not reached, ≥ 200 reads/s" in sentence(out)
+    # none held: "beside the writes" only where there were writes (12-06's reads alone said it of none)
+    out |= {"knee": None, "search": {"steps_qps": [100, 1000]}}
+    assert sentence(out).endswith("not even 100 QPS")
+    assert sentence(out | {"writes": {"rows_per_block": 12000}}).endswith("not even 100 QPS beside the writes")
 
 
 def test_an_oom_step_is_said_as_one_not_as_lost_data():
