@@ -90,12 +90,17 @@ def row_of(mix: str, connections: int, c: dict, search: Path) -> dict:
     """One row of the reference's table from a finished ceiling: the knee (None: not even the lowest rate
     held), whether its answers were checked, and the host its runs measured on."""
     k = c.get("knee") or {}
-    knee_cells = [s["cell"] for s in c["steps"] if k and s["offered_qps"] == k["knee_read_qps"] and s["passed"]]
-    results = [r for cell in knee_cells if (r := load_result(search / cell / "result.json")) is not None]
+    # no knee: what failed at the lowest rate tried bounds it, and its answers say whether they were checked (12-06's
+    # DC rows said "not checkable" and named no bound, of 225 answers checked and a p99 of 102 s)
+    lowest = min((s["offered_qps"] for s in c["steps"]), default=None)
+    at = [s for s in c["steps"] if (s["offered_qps"] == k["knee_read_qps"] and s["passed"] if k
+                                    else s["offered_qps"] == lowest)]
+    results = [r for s in at if (r := load_result(search / s["cell"] / "result.json")) is not None]
+    bounded_by = k.get("bounded_by", []) if k else list(dict.fromkeys(f for s in at for f in s.get("failed_on") or []))
     return {"mix": mix, "connections": connections, "scale": c["scale"], "knee_read_qps": k.get("knee_read_qps"),
             "reached": k.get("reached"), "achieved_qps": k.get("achieved_qps"),
-            "read_p99_ms": k.get("knee_read_p99_ms"), "bounded_at_qps": k.get("bounded_at_qps"),
-            "bounded_by": k.get("bounded_by", []), "answers": answers_checked(results),
+            "read_p99_ms": k.get("knee_read_p99_ms"), "bounded_at_qps": k.get("bounded_at_qps", lowest),
+            "bounded_by": bounded_by, "answers": answers_checked(results),
             "host": Host.of(results[0].environment).model_dump() if results else None,
             "sitting": (c.get("finished_utc") or c["started_utc"])[:10],
             "search": search.name, "sentence": f"mix {mix}, {connections} connections: {c['sentence']}"}

@@ -113,3 +113,32 @@ def test_a_state_changed_under_a_linked_cell_is_removed_and_the_cell_is_an_error
     assert r["load"]["clone_method"] == "link"
     assert r["status"] == "error" and "files changed under a cell that only reads them" in r["error"], err[-3000:]
     assert not state.exists(), "the changed state is gone: the next cell builds it again"
+
+
+def _kinds_result(path: Path, checked: int | None, status: str = "failed") -> None:
+    from harness.results import RunResult, write_json
+    metrics = {"reads_by_kind": {"candidates": {"count": 0, "qps": 0.0, "checked": checked, "wrong": 0}}} \
+        if checked is not None else None
+    path.mkdir(parents=True)
+    write_json(path / "result.json", RunResult.model_validate({
+        "version": 18, "run_id": "r", "engine": "sqlite", "scenario": "read_mix_dc", "profile": "ratio",
+        "runtime": "local", "status": status, "scale": 0.0, "engine_version": "x", "plan": {}, "environment": {},
+        "metrics": metrics}))
+
+
+def test_a_mix_where_not_even_the_lowest_rate_held_names_what_failed_there_and_its_checked_answers(tmp_path):
+    """12-06's DC rows, 1x under 1638m: at 100 QPS on one connection 225 answers were checked (0 wrong) and the p99
+    was 102 s, on ten the step was OOM-killed; reads.json said "not checkable" and named no bound for either."""
+    from harness.walks.reads import row_of
+    failed_on = ["rate(reads) >= 95% (measured 0)", "p99(read_ms) < 100ms (measured 101974)"]
+    c = {"scale": 0.0, "knee": None, "started_utc": "2026-12-06T19:00:00Z", "sentence": "none held",
+         "steps": [{"offered_qps": 100.0, "passed": False, "failed_on": failed_on, "cell": "read_mix_dc/q100"}]}
+    _kinds_result(tmp_path / "one" / "read_mix_dc" / "q100", checked=225)
+    row = row_of("dc", 1, c, tmp_path / "one")
+    assert row["knee_read_qps"] is None and row["bounded_at_qps"] == 100.0 and row["bounded_by"] == failed_on
+    assert row["answers"] == "225/225 right"
+    oom = ["the run: oom (OOM-killed at the 1717567488-byte memory limit)"]
+    c["steps"][0]["failed_on"] = oom
+    _kinds_result(tmp_path / "ten" / "read_mix_dc" / "q100", checked=None, status="oom")
+    row = row_of("dc", 10, c, tmp_path / "ten")
+    assert row["bounded_by"] == oom and row["answers"] == "none measured"
