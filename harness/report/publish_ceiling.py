@@ -45,8 +45,9 @@ def answers_checked(results) -> str:
     no kind of the mix has a model answer (only the kinds with engines/queries.yaml `check` have), never a zero
     that reads as a pass."""
     counts = answer_counts(results)
-    if counts is None:        # a run that measured nothing (OOM-killed, an error) checked nothing either
-        return "not checkable" if any(r is not None and r.metrics for r in results) else "none measured"
+    if counts is None:        # a run that measured no read (OOM-killed, an error) checked nothing either
+        return "not checkable" if any(r is not None and r.metrics and r.metrics.reads_by_kind for r in results) \
+            else "none measured"
     n, wrong = counts
     return f"{n - wrong:,}/{n:,} right"
 

@@ -68,6 +68,7 @@ def reads(engine: str, opts: CellOptions, results_root: Path, mixes=MIXES, conne
     out = {"version": READS_VERSION, "kind": "reads", "engine": engine, "mem": mem, "profile": opts.profile,
            "command": command, "protocol": protocols, "rows": [], "started_utc": utc_now(), "complete": False}
     _log(f"{root}: {len(todo)} searches ({', '.join(mixes)} x {', '.join(map(str, connections))} connections)")
+    spans: list[str] = []
     for i, (mix, n, o) in enumerate(todo, 1):
         _log(f"search {i}/{len(todo)}: mix {mix}, {n} connection{'s' * (n > 1)}")
         ceiling(scenario_of(mix), engine, o, results_root, mem=mem)
@@ -77,8 +78,11 @@ def reads(engine: str, opts: CellOptions, results_root: Path, mixes=MIXES, conne
             _log(f"mix {mix}, {n} connections: interrupted; run the same command again to resume")
             return EXIT_RUN_FAILED
         out["rows"].append(row_of(mix, n, c, done.parent))
+        # the searches' own times: a walk resumed over finished searches measured nothing then
+        out["started_utc"] = min(out["started_utc"], c["started_utc"])
+        spans.append(c.get("finished_utc") or c["started_utc"])
         write_json(root / READS_FILE, out)
-    out["complete"], out["finished_utc"] = True, utc_now()
+    out["complete"], out["finished_utc"] = True, max(spans, default=utc_now())
     write_json(root / READS_FILE, out)
     for r in out["rows"]:
         _log(r["sentence"])

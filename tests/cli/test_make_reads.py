@@ -117,8 +117,9 @@ def test_a_state_changed_under_a_linked_cell_is_removed_and_the_cell_is_an_error
 
 def _kinds_result(path: Path, checked: int | None, status: str = "failed") -> None:
     from harness.results import RunResult, write_json
-    metrics = {"reads_by_kind": {"candidates": {"count": 0, "qps": 0.0, "checked": checked, "wrong": 0}}} \
-        if checked is not None else None
+    kind = {"count": 0, "qps": 0.0, "p50": None, "p95": None, "p99": None, "max": None, "mean_rows": None, "empty": 0}
+    metrics = {"reads_by_kind": {"candidates": {**kind, "checked": checked, "wrong": 0}}} \
+        if checked is not None else {"partial": True}      # killed: what it sampled, no read
     path.mkdir(parents=True)
     write_json(path / "result.json", RunResult.model_validate({
         "version": 18, "run_id": "r", "engine": "sqlite", "scenario": "read_mix_dc", "profile": "ratio",
