@@ -92,6 +92,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     bracket = ceiling_bracket(cfg.steps_qps, cfg.max_qps, cfg.resolution)
     steps: list[dict] = []
     out = {**_head(probe, engine, mem, steps), "command": command}
+    spans: list[tuple] = []         # each step's cell, as it ran (a resume reads finished ones back)
 
     def run_step(qps: float, confirming: bool) -> Verdict:
         repeat = sum(s["offered_qps"] == qps for s in steps) + 1
@@ -99,6 +100,7 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
         [cr] = plan_cells([cell], opts, root, repeats=2)
         label = f"step {len(steps) + 1}: {qps:g} QPS" + (" (repeat)" if repeat > 1 else "")
         cr.record = run_cell(cr, label)
+        spans.append((cr.record.started_utc, cr.record.finished_utc))
         s = step_figures(cr, qps, repeat)
         steps.append(s)
         _log(f"{label}: {'pass' if s['passed'] else 'FAIL'}; reads {s['achieved_qps']}/s p99 {s['read_p99_ms']} ms, "
@@ -113,6 +115,9 @@ def ceiling(scenario: str, engine: str, opts: CellOptions, results_root: Path, m
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
+    # the steps' own times: a resume over finished steps ran nothing then (12-06's rewrote them as its 3 s)
+    out["started_utc"] = min((a for a, _ in spans if a), default=out["started_utc"])
+    out["finished_utc"] = max((b for _, b in spans if b), default=None)
     return _finish(root, out, steps, knee, knee_thresholds)
 
 
@@ -162,7 +167,7 @@ def _finish(root: Path, out: dict, steps: list[dict], knee: float | None, knee_t
     out["knee"] = knee_figures(steps, knee)
     out["sentence"] = sentence(out)
     out["threshold_results"] = judge_knee(knee_thresholds, out["knee"])
-    out["finished_utc"] = utc_now()
+    out["finished_utc"] = out.get("finished_utc") or utc_now()
     write_json(root / CEILING_FILE, out)
     from harness.report import write_report
     _, html = write_report(root)
