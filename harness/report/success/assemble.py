@@ -52,7 +52,9 @@ def max_reads(r: dict, folder: str, system: str) -> Figure:
     for mix in dict.fromkeys(row["mix"] for row in rows):
         mine = [row for row in rows if row["mix"] == mix]
         p99 = max((row["read_p99_ms"] for row in mine if row["read_p99_ms"] is not None), default=None)
-        mixes.append(f"{mix.upper()} {' / '.join(knee_says(row) for row in mine)} QPS"
+        held = [knee_says(row) if row["knee_read_qps"] is not None or row.get("bounded_at_qps") is None
+                else f"none at {row['bounded_at_qps']:,.0f}" for row in mine]       # the lowest rate failed
+        mixes.append(f"{mix.upper()} {' / '.join(held)} QPS"
                      + (f" p99 ≤ {p99:,.0f} ms" if p99 is not None else ""))
     conns = " / ".join(str(row["connections"]) for row in rows if row["mix"] == rows[0]["mix"])
     answers = sorted({row["answers"] for row in rows})
