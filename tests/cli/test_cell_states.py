@@ -260,6 +260,24 @@ def test_a_cell_whose_clone_does_not_fit_when_it_starts_moves_its_state_in_and_o
 
 
 @pytest.mark.slow
+def test_a_reads_alone_cell_with_no_room_for_a_copy_links_its_state_and_leaves_it_listed(tmp_path, monkeypatch):
+    """A link takes no room: 12-06's read ceiling on the 2-DC state (32.8 GiB, no room for a copy beside it) moved
+    the state into each step and built it again for the next, six minutes a step, where a link would do."""
+    from harness import cell
+    from harness.scenario.plan import resolve_plan
+    from harness.state.build import ensure
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    plan = resolve_plan("read_mix_dc", "sqlite", profile="smoke", results_root=tmp_path / "results",
+                        data_root=tmp_path / "data").model_copy(update={"runtime": "local"})
+    _, man, _ = ensure(plan)
+    monkeypatch.setattr(store, "free_bytes", lambda path: man.data_bytes + (1 << 20))     # no room for a clone
+    started = cell.start_state(plan)
+    assert not started.take_state
+    assert json.loads((Path(plan.run_dir) / "state.json").read_text())["clone_method"] == "link"
+    assert [s["id"] for s in store.listing(tmp_path / "states")] == [man.id], "linked: still listed"
+
+
+@pytest.mark.slow
 def test_an_ageing_with_no_room_for_a_copy_of_its_base_and_a_clone_takes_the_base(tmp_path, monkeypatch, capsys):
     """The aged state is made from its base by copy where the disk holds both and a cell's clone of the aged
     state, else by moving the base in (a later cell that needs the base builds it again): said, and the base no
