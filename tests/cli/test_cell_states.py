@@ -274,7 +274,7 @@ def test_a_reads_alone_cell_with_no_room_for_a_copy_links_its_state_and_leaves_i
     started = cell.start_state(plan)
     assert not started.take_state
     assert json.loads((Path(plan.run_dir) / "state.json").read_text())["clone_method"] == "link"
-    assert [s["id"] for s in store.listing(tmp_path / "states")] == [man.id], "linked: still listed"
+    assert man.id in [s["id"] for s in store.listing(tmp_path / "states")], "linked: still listed"
 
 
 @pytest.mark.slow
