@@ -210,7 +210,8 @@ def sentence(out: dict) -> str:
         return f"{where}: no knee confirmed within {MAX_STEPS} steps; the steps show where it wavered"
     if k is None:
         lowest = min(out["search"]["steps_qps"])
-        return f"{where}: no read rate passed, not even {lowest:g} QPS" + (" beside the writes" if out.get("writes") else "")
+        beside = " beside the writes" if out.get("writes") else ""
+        return f"{where}: no read rate passed, not even {lowest:g} QPS{beside}"
     writes = f"{k['write_rows_per_s']:,.0f} rows/s written + " if k.get("write_rows_per_s") else ""
     figures = (f"{k['achieved_qps']:,.0f} achieved), read p99 {k['knee_read_p99_ms']:g} ms"
                + (f", write p99 {k['knee_write_p99_ms']:g} ms" if k.get("knee_write_p99_ms") is not None else "")

@@ -109,6 +109,13 @@ def test_ceiling_smoke_finds_and_confirms_its_knee(tmp_path):
     assert not c["knee"]["reached"]          # max_qps passed: a floor, said so
     assert "knee not reached, ≥ 400 reads/s" in c["sentence"] and "rows/s written" in c["sentence"]
     assert "Reads at the knee, by query kind" in Path(html).read_text()
+    # run again: every step read back, none run, and the search's times stay its steps' own (12-06's resume
+    # rewrote them as the seconds it took)
+    again = subprocess.run(p.args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "running (local)" not in again.stderr, again.stderr[-3000:]
+    c2 = json.loads(Path(ceiling_json).read_text())
+    assert (c2["started_utc"], c2["finished_utc"]) == (c["started_utc"], c["finished_utc"])
+    assert c["started_utc"] < c["finished_utc"]
     # published as a reader gets it: the knee's sentence, every step in the README, every step's result gzipped
     root, docs = Path(ceiling_json).parent, tmp_path / "docs"
     out = subprocess.run(harness_cmd() + ["publish", str(root), "--to", str(docs), "--name", "day/ceiling"],

@@ -13,8 +13,9 @@ STATE = {"verify_s": 1.0}
 
 def _kill(last_acked: int, where: tuple, found):
     c = SimpleNamespace(last_acked=last_acked, wal_bytes=None)
-    phase, block, secs, *newest = where
-    k = _kill_record(c, 0, "commit", Where(phase, block, secs, newest[0] if newest else block), found, OPENED, STATE, {})
+    phase, block, secs, *newest = where        # a fourth: the newest block started, else the phase's
+    at = Where(phase, block, secs, newest[0] if newest else block)
+    k = _kill_record(c, 0, "commit", at, found, OPENED, STATE, {})
     return k, c
 
 

@@ -59,5 +59,6 @@ def readme(r: dict, links: list[Path]) -> str:
         lines.append(f"| {row['mix']} | {row['connections']} | {knee_says(row)} | {achieved} | {p99} | {bound} | "
                      f"{row['answers']} | [{link.name}]({link}/README.md) |")
     lines += ["", "≥: every offered rate up to the search's top passed; the knee lies above it. \"not checkable\": "
-              "the mix's kinds have no model answer (only the Data Center's kinds have: scenarios/dc_read_mix.yaml)."]
+              "the mix's kinds have no model answer (only the Data Center's kinds have: scenarios/read_mix_dc.yaml, "
+              "read_mix_sched.yaml); \"none measured\": the step read nothing it could check (OOM-killed, an error)."]
     return "\n".join(lines) + "\n"
