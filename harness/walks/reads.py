@@ -97,10 +97,13 @@ def row_of(mix: str, connections: int, c: dict, search: Path) -> dict:
     # no knee: what failed at the lowest rate tried bounds it, and its answers say whether they were checked (12-06's
     # DC rows said "not checkable" and named no bound, of 225 answers checked and a p99 of 102 s)
     lowest = min((s["offered_qps"] for s in c["steps"]), default=None)
-    at = [s for s in c["steps"] if (s["offered_qps"] == k["knee_read_qps"] and s["passed"] if k
-                                    else s["offered_qps"] == lowest)]
+    if k:
+        at = [s for s in c["steps"] if s["offered_qps"] == k["knee_read_qps"] and s["passed"]]
+        bounded_by = k.get("bounded_by", [])
+    else:
+        at = [s for s in c["steps"] if s["offered_qps"] == lowest]
+        bounded_by = list(dict.fromkeys(f for s in at for f in s.get("failed_on") or []))
     results = [r for s in at if (r := load_result(search / s["cell"] / "result.json")) is not None]
-    bounded_by = k.get("bounded_by", []) if k else list(dict.fromkeys(f for s in at for f in s.get("failed_on") or []))
     return {"mix": mix, "connections": connections, "scale": c["scale"], "knee_read_qps": k.get("knee_read_qps"),
             "reached": k.get("reached"), "achieved_qps": k.get("achieved_qps"),
             "read_p99_ms": k.get("knee_read_p99_ms"), "bounded_at_qps": k.get("bounded_at_qps", lowest),
