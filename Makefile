@@ -98,9 +98,9 @@ success: $(STAMP) ## the reference's five questions in one table, from the runs 
 	@$(if $(DIR),,echo "DIR=docs/results/<date>-success is required" >&2; exit 2)
 	@$(HARNESS) success $(DIR)
 
-reproduce: $(STAMP) ## a published verdict's answers measured again in this sitting, level by level (exit 0 agreed, 1 disagreed, 3 disturbed), resumable: RUN=docs/results/<dir>
+reproduce: $(STAMP) ## a published verdict's answers measured again in this sitting, level by level (exit 0 agreed, 1 disagreed, 3 disturbed), resumable: RUN=docs/results/<dir> [REWRITE=1: measure nothing, write its record again from its sittings]
 	@$(if $(RUN),,echo "RUN=<dir> is required: a published verdict's folder under docs/results/" >&2; exit 2)
-	@$(HARNESS) reproduce $(RUN) --runtime $(RUNTIME) --results $(RESULTS)
+	@$(HARNESS) reproduce $(RUN) --runtime $(RUNTIME) --results $(RESULTS) $(if $(filter 1,$(REWRITE)),--rewrite)
 
 verdict: $(STAMP) ## the tree's answer per MEM + report: [PROFILE=smoke|quick|ratio|full] [MEMS="256m 512m"] [DURABILITY=commit|checkpoint] [REPEATS=] [EARLY_ABORT=0] [ALL_CELLS=1] [DROP_STATES=1] [KNEES=1] [PLACE=local|swarm]
 	@$(HARNESS) verdict $(if $(MEMS),--mems "$(MEMS)") $(if $(SCALE),--scale $(SCALE)) $(if $(ALL_CELLS),--all-cells) $(if $(KNEES),--knees) \

@@ -264,6 +264,39 @@ def test_one_measured_answer_implied_at_three_levels_counts_once_in_held_k_of_n(
     assert "2026-12-03 disturbed" in text and not [x for x in text.splitlines() if x.startswith(("| 2g", "| 4g"))]
 
 
+def test_rewrite_gives_report_md_the_records_answer_table_and_says_the_rest_is_the_walks(tmp_path, quiet_record):
+    """The 12-06 folder's report.md kept the walk's own table (1 of 1, its capacity) beside a README that said the
+    record's (2 of 3): `make reproduce REWRITE=1` writes both from the sittings kept, measuring nothing."""
+    from harness.report.answer_table import as_markdown
+    v = _published(tmp_path / "walk")
+    pub = tmp_path / "pub"
+    (pub / "sittings").mkdir(parents=True)
+    write_json(pub / "verdict.json", v)
+    walk_table, full = as_markdown(v), as_markdown(v, full=True)
+    (pub / "README.md").write_text("# The verdict\n\n## The answer\n\n" + "\n".join(walk_table) + "\n\nafter\n")
+    (pub / "report.md").write_text("# report\n\n**Verdict per memory level**\n\n- the walk's list\n\n"
+                                   + "\n".join(walk_table) + "\n\n" + "\n".join(full) + "\n\nthe rest\n")
+    for date, capacity in (("2026-12-02", 1.9), ("2026-12-04", 1.1)):
+        (pub / "sittings" / date).mkdir()
+        write_json(pub / "sittings" / date / "reproduce.json",
+                   _sitting(date, {"1g": "agreed"}, {"1g": "passed with headroom"}, capacity))
+    for _ in range(2):                       # written again, not appended
+        p = subprocess.run([sys.executable, "-m", "harness.cli", "reproduce", str(pub), "--rewrite"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    report, readme = (pub / "report.md").read_text(), (pub / "README.md").read_text()
+    def table(text: str) -> list[str]:
+        lines = text.splitlines()
+        at = lines.index(walk_table[0])
+        return lines[at:next(i for i in range(at, len(lines)) if not lines[i].startswith("|"))]
+    said = [line for line in table(report) if line.startswith("| 1g")]
+    assert said and table(report) == table(readme) != walk_table, said
+    assert all("3 of 3" in line and "1.10x the load (sitting 2026-12-04)" in line for line in said), said
+    assert report.count("**The record:**") == 1 and report.index("**The record:**") < report.index("**Verdict per")
+    assert "\n".join(full) in report and "- the walk's list" in report and report.endswith("the rest\n")
+    assert readme.endswith("<!-- /sittings -->\n") and "\nafter\n" in readme
+
+
 def test_a_reproduction_on_another_host_says_so_in_what_differs():
     from harness.results.headroom import Host
     walk = Host(cpu_model="AMD EPYC 7B13", disk_write_mib_per_s=1400, fsync_p50_us=200, runtime="local", kernel="6.1")

@@ -29,7 +29,7 @@ from harness.results.reproduce import ReproduceFile, Target
 from harness.scenario.decision import DECISION_FILE
 from harness.walks.reproduce import judge
 from harness.walks.reproduce.measure import measure
-from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme, update_record
+from harness.walks.reproduce.sittings import agreement_rows, header, keep, update_readme, update_record, update_report
 from harness.walks.reproduce.targets import published_cost, targets
 from harness.walks.sweep import CellOptions, SweepInterrupted
 from harness.walks.verdict import fit_disk, pinned_runtime, prepare
@@ -160,12 +160,21 @@ def reproduce(folder: Path, opts: CellOptions, results_root: Path) -> int:
         drop_new_states(before)
     rf = _judged(folder, v, walk, done, differs, date, started)
     dest = keep(folder, rf, root, walk.records)
-    update_readme(folder, update_record(folder, v))
+    rewrite(folder, v)
     print("\n".join(header(rf)), file=sys.stderr)
     for mem, outcome, says, moved in agreement_rows(rf):
         print(f"{mem}: {outcome.upper()}: {says}" + (f"\n  moved: {moved}" if moved != "-" else ""), file=sys.stderr)
     print(dest / "reproduce.json")
     return judge.exit_code(rf.levels)
+
+
+def rewrite(folder: Path, v: VerdictFile | None = None) -> None:
+    """The published folder's record written again from its sittings kept, nothing measured: verdict.json's answers,
+    the README's answer table and section of sittings, report.md's answer table (`make reproduce RUN= REWRITE=1`,
+    after a change to how they are said)."""
+    v = update_record(folder, v or published_verdict(folder))
+    update_readme(folder, v)
+    update_report(folder, v)
 
 
 def _run(walk: Walk, todo: list[Target], v: VerdictFile, done_with) -> list[Target]:

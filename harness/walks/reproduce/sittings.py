@@ -16,6 +16,7 @@ from harness.walks.verdict.typed import answer_records, binding_says
 
 BEGIN = "<!-- sittings: `make reproduce` writes this section -->"
 END = "<!-- /sittings -->"
+RECORD_BEGIN, RECORD_END = "<!-- record: `make reproduce` writes this line -->", "<!-- /record -->"
 HEADERS = ("level", "outcome", "what was measured", "figures past the spread")
 
 
@@ -129,7 +130,8 @@ def update_readme(published: Path, v: VerdictFile) -> None:
                "sitting that measured it; an answer measured at one level and implied at others counts once, as its measured "
                "level's; k counts those where it passed every criterion with its capacity, measured on itself, at least the "
                "line; its capacity is the smallest measured in any of them (a faster sitting cannot raise it); "
-               "[sittings/](sittings) holds each one.", "",
+               "[sittings/](sittings) holds each one. The answer table above and report.md's are this record; the "
+               "rest of report.md and report.png are the walk's own, before any sitting.", "",
                "| measured at | answer | capacity, the smallest on record | held | sittings |",
                "| --- | --- | --- | --- | --- |",
                *[f"| {h.levels} | {h.answer} | {h.capacity_says()} | {h.k} of {h.n} | {h.words} |" for h in rows], END]
@@ -142,13 +144,36 @@ def update_readme(published: Path, v: VerdictFile) -> None:
 
 
 def _answer_table(text: str, v: VerdictFile) -> str:
-    """The README's first table (under "## The answer") rendered again from v; the rest as it was."""
+    """The answer table (its header as_markdown's) rendered again from v; the rest as it was."""
+    table = as_markdown(v)
     lines = text.splitlines()
-    at = next((i for i, line in enumerate(lines) if line.startswith("| level |")), None)
-    if at is None or "## The answer" not in text:
+    at = next((i for i, line in enumerate(lines) if line == table[0]), None)
+    if at is None:
         return text
     end = next((i for i in range(at, len(lines)) if not lines[i].startswith("|")), len(lines))
-    return "\n".join(lines[:at] + as_markdown(v) + lines[end:]) + "\n"
+    return "\n".join(lines[:at] + table + lines[end:]) + "\n"
+
+
+def update_report(published: Path, v: VerdictFile) -> None:
+    """The published report.md's answer table from the record, as the README's, with a line above the walk's prose
+    saying which is which: the prose, the full table and report.png are the walk's own, written before any sitting
+    (their capacity is the walk's; the record's is the smallest measured in any sitting)."""
+    report = published / "report.md"
+    if not report.is_file() or not sittings(published):
+        return
+    text, n = _answer_table(report.read_text(), v), len(sittings(published))
+    note = (f"{RECORD_BEGIN}\n> **The record:** the table \"The answer, level by level\" below is rewritten from "
+            f"verdict.json as the walk's {n} later sitting{'s' if n > 1 else ''} left it (its capacity the smallest on "
+            f"record, held k of n: [README](README.md#held-in-k-of-n-sittings)). The rest of this report, its list, "
+            f"its full table and report.png, is the walk's own of {(v.updated_utc or '?')[:10]}, before any sitting."
+            f"\n{RECORD_END}\n\n")
+    if RECORD_BEGIN in text and RECORD_END in text:
+        head, rest = text.split(RECORD_BEGIN, 1)
+        text = head + note + rest.split(RECORD_END, 1)[1].lstrip("\n")
+    elif "**Verdict per memory level**" in text:
+        head, rest = text.split("**Verdict per memory level**", 1)
+        text = head + note + "**Verdict per memory level**" + rest
+    report.write_text(text)
 
 
 def update_record(published: Path, v: VerdictFile) -> VerdictFile:
