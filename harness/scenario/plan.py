@@ -2,6 +2,7 @@
 written to the run directory and is all the runner (in its child process or container) reads."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -165,6 +166,12 @@ class RunPlan(Strict):
                             ephemeral_btl_blocks=w.ephemeral_btl_blocks, extend_blocks=w.extend_blocks,
                             long_lived_fraction=w.long_lived_fraction, dc=dc,
                             history_versions=self.load.history_versions)
+
+    def ageing_spec(self) -> WorkloadSpec:
+        """The workload an aged state is aged with: the plan's, at load.age_rows_per_block where set."""
+        spec = self.workload_spec()
+        rows = self.load.age_rows_per_block
+        return dataclasses.replace(spec, rows_per_block=rows) if rows else spec
 
     @classmethod
     def read(cls, path: Path) -> "RunPlan":
