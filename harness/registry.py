@@ -56,6 +56,9 @@ class MemorySizing(_Strict):
     sized: dict[str, float] = {}      # setting -> its fraction of MEM
     cache: Optional[str] = None       # which of them is the engine's own cache (reported beside the limit)
     unit: str = "MB"                  # the engine's size syntax for whole MiB
+    # the setting that sizes each reader connection's cache, where every connection keeps a cache of its own
+    # (SQLite's pager): the readers divide the cache's share, so ten readers scanning hold what one would
+    per_reader: Optional[str] = None
 
     @model_validator(mode="after")
     def _fractions(self) -> "MemorySizing":
@@ -64,6 +67,8 @@ class MemorySizing(_Strict):
                 raise ValueError(f"sized.{k} = {f}: a fraction of MEM, > 0 and <= 1")
         if self.cache is not None and self.cache not in self.sized:
             raise ValueError(f"cache = {self.cache!r}: must be one of sized's settings ({', '.join(self.sized) or 'none'})")
+        if self.per_reader is not None and self.cache is None:
+            raise ValueError(f"per_reader = {self.per_reader!r}: divides the cache's share: set cache too")
         return self
 
 

@@ -69,8 +69,9 @@ class SQLiteEngine(EngineBase):
                     f"PRAGMA journal_mode = {settings['journal_mode']}",
                     f"PRAGMA wal_autocheckpoint = {int(settings['wal_autocheckpoint'])}",
                     f"PRAGMA journal_size_limit = {int(settings['journal_size_limit'])}"]
+        cache = settings.get("reader_cache_size") if not writer else None
         return out + [f"PRAGMA synchronous = {settings['synchronous']}",
-                      f"PRAGMA cache_size = {int(settings['cache_size'])}",
+                      f"PRAGMA cache_size = {int(settings['cache_size'] if cache is None else cache)}",
                       f"PRAGMA mmap_size = {int(settings['mmap_size'])}"]
 
     @classmethod

@@ -17,6 +17,12 @@ class Pragmas(BaseModel):
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
     # SQLite semantics: negative = KiB, positive = pages. A size string ("256MB") becomes -KiB.
     cache_size: int | str = -2000
+    # each reader connection's cache (the same semantics); None: cache_size. Under the sized policy the readers
+    # divide cache_size's share (engine.toml [memory] per_reader): each connection's cache is its own, and ten
+    # readers at the writer's cache each outgrew MEM scanning (the DC mix, 10 connections, 12-06: OOM-killed).
+    # No PRAGMA of its own (the readers' cache_size), so not read back from the writer's connection.
+    reader_cache_size: int | str | None = Field(None, description="each reader connection's cache_size; none: "
+                                                "cache_size", json_schema_extra=HARNESS_SIDE)
     mmap_size: int | str = 0
     # the reference's write plan (SQLite's own default is 1000)
     wal_autocheckpoint: int = Field(10000, ge=0, description="pages; 0 disables automatic checkpoints")
@@ -47,10 +53,10 @@ class Pragmas(BaseModel):
     def _journal_size_limit(cls, v: int | str) -> int:
         return v if isinstance(v, int) else parse_size_bytes(v)
 
-    @field_validator("cache_size")
+    @field_validator("cache_size", "reader_cache_size")
     @classmethod
-    def _cache_size(cls, v: int | str) -> int:
-        return v if isinstance(v, int) else -(parse_size_bytes(v) // 1024)
+    def _cache_size(cls, v: int | str | None) -> int | None:
+        return v if v is None or isinstance(v, int) else -(parse_size_bytes(v) // 1024)
 
     @field_validator("mmap_size", "checkpoint_background_truncate")
     @classmethod

@@ -45,8 +45,9 @@ def size_value(n_bytes: int, unit: str) -> str:
     return f"{n_bytes >> 20}{unit}"
 
 
-def resolve(sizing, settings_obj, data_limit_bytes: int | None, server: bool, policy: str):
-    """(the engine's settings with the policy applied, its MemoryPlan). sizing: the manifest's [memory]."""
+def resolve(sizing, settings_obj, data_limit_bytes: int | None, server: bool, policy: str, readers: int = 0):
+    """(the engine's settings with the policy applied, its MemoryPlan). sizing: the manifest's [memory]; readers:
+    the reader connections the run opens, which divide the cache's share where each keeps its own (per_reader)."""
     runner = (CLIENT_LIMIT_BYTES if server else data_limit_bytes) if data_limit_bytes else None
     plan = MemoryPlan(policy=policy if data_limit_bytes else "stock", data_limit_bytes=data_limit_bytes,
                       runner_limit_bytes=runner, runner_is_client=bool(server and data_limit_bytes))
@@ -55,6 +56,9 @@ def resolve(sizing, settings_obj, data_limit_bytes: int | None, server: bool, po
     explicit = settings_obj.model_fields_set
     sized = {k: size_value(int(f * data_limit_bytes), sizing.unit) for k, f in sizing.sized.items()
              if k not in explicit}
+    if sizing.per_reader and readers and sizing.cache in sized and sizing.per_reader not in explicit:
+        share = int(sizing.sized[sizing.cache] * data_limit_bytes)
+        sized[sizing.per_reader] = size_value(share // readers, sizing.unit)
     settings_obj = settings_obj.model_validate({**settings_obj.model_dump(exclude_unset=True), **sized})
     cache = int(sizing.sized[sizing.cache] * data_limit_bytes) if sizing.cache in sized else None
     return settings_obj, plan.model_copy(update={"sized_settings": sized, "engine_cache_bytes": cache})

@@ -2,6 +2,7 @@
 written to the run directory and is all the runner (in its child process or container) reads."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -166,6 +167,12 @@ class RunPlan(Strict):
                             long_lived_fraction=w.long_lived_fraction, dc=dc,
                             history_versions=self.load.history_versions)
 
+    def ageing_spec(self) -> WorkloadSpec:
+        """The workload an aged state is aged with: the plan's, at load.age_rows_per_block where set."""
+        spec = self.workload_spec()
+        rows = self.load.age_rows_per_block
+        return dataclasses.replace(spec, rows_per_block=rows) if rows else spec
+
     @classmethod
     def read(cls, path: Path) -> "RunPlan":
         return cls.model_validate(yaml.safe_load(path.read_text()))
@@ -286,6 +293,11 @@ def _mem_bytes(mem: str | None) -> int | None:
     return data_limit_bytes
 
 
+def _reader_connections(body) -> int:
+    """The reader connections a run opens: its readers' and the long reader's."""
+    return int(body.readers.threads) + (1 if body.readers.long_read else 0)
+
+
 def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None) -> tuple:
     """(settings with durability and the memory policy applied, capabilities, the memory plan, the manifest),
     and the scenario's checkpoint mode and thresholds checked against what the engine can do."""
@@ -296,7 +308,7 @@ def _engine_settings(path: Path, engine: str, body, data_limit_bytes: int | None
         # behind a block log the acknowledgement is the log's (synced at `commit`): the engine keeps its own setting
         settings_obj = with_durability(man.durability, settings_obj, None if body.block_log else body.durability)
         settings_obj, memory = memory_policy.resolve(man.memory, settings_obj, data_limit_bytes, caps.server,
-                                                     body.memory.policy)
+                                                     body.memory.policy, readers=_reader_connections(body))
     except ValidationError as e:
         raise ConfigError(f"engines/{engine}/engine.toml: [memory] or [durability] names a value {engine}'s "
                           f"settings refuse: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None

@@ -138,9 +138,20 @@ class Load(Strict):
     aged_state: bool = Field(False, description="age once into a starting state of its own (harness/state/aged.py) "
                                                 "that every cell of the same layout and workload clones, instead "
                                                 "of ageing each clone; the matrix's cells share one")
+    age_rows_per_block: Optional[int] = Field(None, ge=1, description="rows per block of an aged state's ageing; "
+                                              "none: the workload's. A rows knee gives every step the scenario's "
+                                              "own, so its steps start from one state, aged once")
     preload: bool = Field(False, description="read the cloned database once inside MEM before the engine opens "
                                              "it (the reference's vmtouch -t), so a cell starts warm with what "
                                              "fits; false: it starts cold (evicted)")
+
+
+    @model_validator(mode="after")
+    def _ageing(self) -> "Load":
+        if self.age_rows_per_block is not None and not self.aged_state:
+            raise ValueError("age_rows_per_block: sizes an aged state's blocks: set aged_state: true too (a clone "
+                             "aged in its cell ages at the workload's own)")
+        return self
 
 
 class Phases(Strict):

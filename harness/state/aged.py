@@ -54,7 +54,7 @@ def aged_inputs(plan, base: store.StateInputs) -> store.StateInputs:
         src = unindexed(plan)
         return base.model_copy(update={"aged": {**aged_inputs(src, store.inputs_for(src)).aged,
                                                 "indexed_after": True}})
-    spec = json.dumps(dataclasses.asdict(plan.workload_spec()), sort_keys=True, default=str)
+    spec = json.dumps(dataclasses.asdict(plan.ageing_spec()), sort_keys=True, default=str)
     return base.model_copy(update={"aged": {
         "base": base.id, "blocks": plan.load.age_blocks, "writer": writer(plan),
         "workload_sha256": hashlib.sha256(spec.encode()).hexdigest(),
@@ -111,7 +111,7 @@ def build_aged(plan, inputs: store.StateInputs, root: Path, base_dir: Path,
         c = clone(base_dir / store.DATA, partial / store.DATA)
     store.copy_models(base_dir, partial)
     release(base_dir)               # a taken base's remains; a listed one stays
-    gen = BlockGenerator(plan.workload_spec())
+    gen = BlockGenerator(plan.ageing_spec())
     gen.restore(partial / store.MODEL)
     engine = registry.engine_class(inputs.aged["writer"])()
     try:

@@ -127,11 +127,14 @@ def scaled_thresholds(criteria: list[str], ratio: float) -> tuple[str, ...]:
 
 
 def step_cell(scenario: str, engine: str, axis: str, value: float, mem: str | None, scale: float | None,
-              repeat: int, confirming: bool) -> Cell:
-    """A step's cell; a step checks integrity by row counts, the knee's confirmation every row (the scenario's)."""
+              repeat: int, confirming: bool, aged_rows: int | None = None) -> Cell:
+    """A step's cell; a step checks integrity by row counts, the knee's confirmation every row (the scenario's).
+    aged_rows: a rows step's aged state is aged at the scenario's block size, so every step clones one state (a
+    state aged per block size took 8 to 11 GiB and 1.5 min a step at 1x, 12-06; at 5x, a disk a step)."""
     check = () if confirming else ("integrity=counts",)
     if axis == "rows":
-        return Cell(scenario, engine, mem, scale, repeat, (f"workload.rows_per_block={int(value)}", *check),
+        ageing = (f"load.age_rows_per_block={aged_rows}",) if aged_rows else ()
+        return Cell(scenario, engine, mem, scale, repeat, (f"workload.rows_per_block={int(value)}", *ageing, *check),
                     tag=f"rows{int(value)}{'-confirm' if confirming else ''}")
     if axis == "mem":
         return Cell(scenario, engine, mem_text(value), scale, repeat, check, tag="confirm" if confirming else "")
@@ -185,7 +188,8 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     def run_step(x: float, confirming: bool) -> Verdict:
         value = axis.from_x(x)
         repeat = sum(s.value == value and s.confirming == confirming for s in steps) + 1
-        cell = step_cell(scenario, engine, axis_name, value, mem, scale, repeat, confirming)
+        cell = step_cell(scenario, engine, axis_name, value, mem, scale, repeat, confirming,
+                         aged_rows=probe.workload.rows_per_block if probe.load.aged_state else None)
         step_opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, value / start)) \
             if axis_name == "rows" else opts
         [cr] = plan_cells([cell], step_opts, root, repeats=2)

@@ -63,3 +63,35 @@ def test_durability_selects_the_matching_setting_and_the_plan_says_what_a_commit
     assert read_back(engine, plan.engine_settings, open_tmp / "db")[setting] == expected
     assert plan.durability.startswith("at commit" if asked == "commit" else
                                       "at checkpoint" if engine == "sqlite" else "after the WAL writer")
+
+
+@pytest.mark.parametrize("connections", [1, 10])
+def test_reader_connections_divide_the_cache_share_where_each_keeps_its_own(connections, open_tmp):
+    """SQLite's cache is each connection's: at the writer's share apiece, ten readers scanning the DC counts grew
+    past MEM (OOM-killed, 12-06). The readers divide the share; the writer keeps it; the connections say so."""
+    plan = resolve_plan("read_mix_a", "sqlite", profile="smoke", mem=MEM,
+                        overrides=[f"readers.threads={connections}"])
+    share = int(0.5 * parse_size_bytes(MEM)) >> 20 << 20
+    assert plan.memory.sized_settings["reader_cache_size"] == f"{(share // connections) >> 20}MB"
+    e = registry.engine_class("sqlite")()
+    e.open(plan.engine_settings, open_tmp / "db")
+    try:
+        e.create_schema("bitemporal")
+        reader = e.reader()
+        try:
+            got = next(iter(reader.handle.execute("PRAGMA cache_size")))[0]
+        finally:
+            reader.close()
+        writer = next(iter(e.conn.execute("PRAGMA cache_size")))[0]
+    finally:
+        e.close()
+    assert as_bytes("cache_size", writer) == share
+    assert as_bytes("cache_size", got) == (share // connections) >> 20 << 20
+
+
+def test_a_run_without_readers_sizes_no_reader_cache_and_an_explicit_one_is_kept():
+    assert "reader_cache_size" not in resolve_plan("reorg", "sqlite", profile="smoke", mem=MEM).memory.sized_settings
+    plan = resolve_plan("read_mix_a", "sqlite", profile="smoke", mem=MEM,
+                        overrides=["readers.threads=10", "engines.sqlite.reader_cache_size=64MB"])
+    assert "reader_cache_size" not in plan.memory.sized_settings
+    assert plan.engine_settings["reader_cache_size"] == -(64 << 10)

@@ -208,6 +208,25 @@ def test_an_aged_state_is_shared_across_cache_settings_and_not_across_layouts_or
     assert aged_id("load.age_blocks=10") != one
 
 
+def test_a_rows_knees_steps_clone_one_state_aged_at_the_scenarios_own_block_size():
+    """12-06: each step of a rows knee at 1x aged a state of its own (8 to 11 GiB, 1.5 min a step); its steps now
+    start from one, aged with the scenario's blocks, and each step's cell still writes its own."""
+    from harness.state import aged
+    from harness.walks.knee import step_cell
+    start = resolve_plan("p99_5x", "sqlite", profile="ratio").workload.rows_per_block
+
+    def step(rows: int):
+        cell = step_cell("p99_5x", "sqlite", "rows", rows, None, 0.001, 1, False, aged_rows=start)
+        plan = resolve_plan("p99_5x", "sqlite", profile="ratio", scale=0.001, overrides=list(cell.overrides))
+        return plan, aged.aged_inputs(plan, store.inputs_for(plan)).id
+    (small, small_id), (big, big_id) = step(start // 4), step(start * 2)
+    assert small_id == big_id == step(start)[1]
+    assert (small.workload.rows_per_block, big.workload.rows_per_block) == (start // 4, start * 2)
+    assert small.ageing_spec().rows_per_block == big.ageing_spec().rows_per_block == start
+    with pytest.raises(ConfigError, match="age_rows_per_block.*aged_state"):
+        resolve_plan("p99_5x", "sqlite", scale=0.001, overrides=["load.age_rows_per_block=100"])
+
+
 def test_a_build_with_no_size_to_go_by_asks_only_for_its_logical_bytes(tmp_path, monkeypatch):
     from harness.scenario.plan import resolve_plan
     monkeypatch.setenv(store.STATES_ENV, str(tmp_path))
