@@ -148,7 +148,7 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None, growth:
         why = "no result" if result is None else f"{result.status}: {result.error or '-'}"
         return CapacityStep(multiple=multiple, passed=False, error=True, why=why, cell=cell)
     m, bl = result.metrics, result.metrics.block_log
-    behind = _behind_at_clock(result)
+    behind = behind_at_clock(result)
     if behind is not None:
         return CapacityStep(multiple=multiple, passed=False, steady=False, cell=cell,
                             why=f"fell {behind:g} blocks behind in its warm-up (bound {bl.lag_bound_blocks})")
@@ -167,7 +167,7 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None, growth:
                         p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
 
 
-def _behind_at_clock(result: RunResult) -> float | None:
+def behind_at_clock(result: RunResult) -> float | None:
     """The blocks a block log's applier trailed by at the measured phase's first acknowledgement, where past its
     bound; None where it kept up (or no block log)."""
     bl = result.metrics.block_log

@@ -145,9 +145,7 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
     r = load_result(cr.dir / "result.json")
     status = cr.record.status if cr.record else "error"
     m = r.metrics if r else None
-    failed_on = [] if status == "passed" else [
-        f"{t.expr} (measured {t.value:g})" if t.value is not None else t.expr
-        for t in (r.thresholds if r else []) if not t.passed] or [f"the run: {status}" + (f" ({r.error})" if r and r.error else "")]
+    failed_on = [] if status == "passed" else _failed_on(r) or [f"the run: {status}" + (f" ({r.error})" if r and r.error else "")]
     return KneeStep(value=value, confirming=confirming, repeat=cr.cell.repeat, status=status,
                     verdict=verdict_of(status), p99_ms=m and m.commit_latency_ms.p99,
                     service_p50_ms=m and m.service_time_ms.p50, rows_per_s=m and m.rows_per_s,
@@ -156,6 +154,19 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
                     biggest_phase=m.block_phases.biggest if m and m.block_phases else None,
                     early_abort=bool(r and r.early_abort), failed_on=failed_on,
                     cell=str(cr.dir.relative_to(cr.dir.parents[1])))
+
+
+def _failed_on(r) -> list[str]:
+    """The lines a step failed, what bound it first: a block log's backlog carried from the warm-up (the step never
+    kept up at its load: capacity.py's rule), then the line that stopped it early, then the rest as measured."""
+    from harness.walks.capacity import behind_at_clock
+    if r is None:
+        return []
+    behind = behind_at_clock(r)
+    lines = sorted((t for t in r.thresholds if not t.passed), key=lambda t: not t.early_abort)
+    return ([f"fell {behind:g} blocks behind in its warm-up (lag bound {r.metrics.block_log.lag_bound_blocks:g})"]
+            if behind is not None else []) + [f"{t.expr} (measured {t.value:g})" if t.value is not None else t.expr
+                                              for t in lines]
 
 
 def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path,

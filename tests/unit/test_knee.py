@@ -119,3 +119,20 @@ def test_a_scale_knee_that_moves_its_states_in_reaches_about_twice_as_far_on_the
     monkeypatch.setattr(hk.shutil, "disk_usage", lambda path: NS(free=78 * gib))
     copying, moving = hk.disk_scale_bound(probe), hk.disk_scale_bound(probe, taking=True)
     assert copying < 4 < 5 < moving and 1.6 < moving / copying < 2.0, (copying, moving)
+
+
+def test_a_rows_step_names_first_what_bound_it_a_warm_up_backlog_then_the_line_that_stopped_it():
+    """12-06, the answer's knee at 1x: 20,182 rows a block stopped 6 s in, its applier 9 blocks behind at the clock;
+    the success table said 'bound by' four lines, the first 'rate(applied_rows) >= 95% (measured 0)'."""
+    from harness.walks.knee import _failed_on
+    from tests.unit.test_capacity import _result
+    r = _result(9, 0.999, "failed", [("rate(applied_rows) >= 95%", 0.0, False),
+                                     ("p99(apply_lag_blocks) < 5", 9.007, False),
+                                     ("last(apply_utilisation) < 0.85", 0.999, False)])
+    r = r.model_copy(update={"thresholds": [t.model_copy(update={"early_abort": "lag" in t.expr})
+                                            for t in r.thresholds]})
+    said = _failed_on(r)
+    assert said[0] == "fell 9 blocks behind in its warm-up (lag bound 5)"
+    assert said[1] == "p99(apply_lag_blocks) < 5 (measured 9.007)" and len(said) == 4
+    kept_up = _result(0, 0.9, "failed", [("last(apply_utilisation) < 0.85", 0.9, False)])
+    assert _failed_on(kept_up) == ["last(apply_utilisation) < 0.85 (measured 0.9)"]

@@ -75,7 +75,8 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
     points = [f"{row['scale']:g}x@{row['mem']} {held_says(row)}"
               + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "") for row in rows]
     last = rows[-1]
-    bound = f"; bound by {'; '.join(last['bounded_by'])}" if last["bounded_by"] else ""
+    # the line that bound it first (walks/knee.py orders them); every one is in the point's own README
+    bound = f"; bound by {last['bounded_by'][0]}" if last["bounded_by"] else ""
     host = next((Host(**row["host"]).says() for row in rows if row.get("host")), None)
     return Figure(question="max_writes", system=system, says="; ".join(points) + bound,
                   scale=max(row["scale"] for row in rows), mem="/".join(dict.fromkeys(row["mem"] for row in rows)),
