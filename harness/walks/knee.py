@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.walks.bracket import Bracket, Verdict, verdict_of, walk
+from harness.walks.capacity import behind_at_clock
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write_json
@@ -159,7 +160,6 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
 def _failed_on(r) -> list[str]:
     """The lines a step failed, what bound it first: a block log's backlog carried from the warm-up (the step never
     kept up at its load: capacity.py's rule), then the line that stopped it early, then the rest as measured."""
-    from harness.walks.capacity import behind_at_clock
     if r is None:
         return []
     behind = behind_at_clock(r)
