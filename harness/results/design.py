@@ -78,3 +78,13 @@ def _mib(v: int | None) -> str:
 
 def _n(v: float | None) -> str:
     return "-" if v is None else f"{v:g}"
+
+
+def behind_at_clock(result) -> float | None:
+    """The blocks a block log's applier trailed by at the measured phase's first acknowledgement, where past its
+    bound; None where it kept up (or no block log)."""
+    bl = result.metrics.block_log
+    if bl is None:
+        return None
+    at_start = bl.lag_at_start_blocks
+    return at_start if at_start is not None and at_start > bl.lag_bound_blocks else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.results import RunResult
-from harness.results.design import queryable_p99_ms
+from harness.results.design import behind_at_clock, queryable_p99_ms
 from harness.results.headroom import Capacity, CapacityStep
 from harness.scenario.thresholds import parse_threshold
 from harness.walks.bracket import Bracket
@@ -165,16 +165,6 @@ def step_of(multiple: float, result: RunResult | None, cell: str | None, growth:
                         or result.status, cell=cell, busy=busy, busy_at_horizon=carried,
                         lag_p99_blocks=bl.apply_lag_blocks.p99 if bl else None,
                         p99_ms=m.commit_latency_ms.p99, queryable_p99_ms=queryable_p99_ms(m))
-
-
-def behind_at_clock(result: RunResult) -> float | None:
-    """The blocks a block log's applier trailed by at the measured phase's first acknowledgement, where past its
-    bound; None where it kept up (or no block log)."""
-    bl = result.metrics.block_log
-    if bl is None:
-        return None
-    at_start = bl.lag_at_start_blocks
-    return at_start if at_start is not None and at_start > bl.lag_bound_blocks else None
 
 
 def _crossed(t) -> str:

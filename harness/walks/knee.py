@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Callable
 
 from harness.walks.bracket import Bracket, Verdict, verdict_of, walk
-from harness.walks.capacity import behind_at_clock
 from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, EXIT_THRESHOLD_FAILED, ConfigError
 from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write_json
+from harness.results.design import behind_at_clock
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
