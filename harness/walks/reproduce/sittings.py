@@ -135,12 +135,16 @@ def update_readme(published: Path, v: VerdictFile) -> None:
                "| measured at | answer | capacity, the smallest on record | held | sittings |",
                "| --- | --- | --- | --- | --- |",
                *[f"| {h.levels} | {h.answer} | {h.capacity_says()} | {h.k} of {h.n} | {h.words} |" for h in rows], END]
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + "\n".join(section) + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
-    readme.write_text(text)
+    readme.write_text(_marked(text, BEGIN, END, "\n".join(section))
+                      or text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n")
+
+
+def _marked(text: str, begin: str, end: str, body: str) -> str | None:
+    """text with what lies from begin to end (both included in body) replaced by body; None where it has none."""
+    if begin not in text or end not in text:
+        return None
+    head, rest = text.split(begin, 1)
+    return head + body + rest.split(end, 1)[1]
 
 
 def _answer_table(text: str, v: VerdictFile) -> str:
@@ -158,18 +162,19 @@ def update_report(published: Path, v: VerdictFile) -> None:
     """The published report.md's answer table from the record, as the README's, with a line above the walk's prose
     saying which is which: the prose, the full table and report.png are the walk's own, written before any sitting
     (their capacity is the walk's; the record's is the smallest measured in any sitting)."""
-    report = published / "report.md"
-    if not report.is_file() or not sittings(published):
+    report, n = published / "report.md", len(sittings(published))
+    if not report.is_file() or not n:
         return
-    text, n = _answer_table(report.read_text(), v), len(sittings(published))
+    text = _answer_table(report.read_text(), v)
     note = (f"{RECORD_BEGIN}\n> **The record:** the table \"The answer, level by level\" below is rewritten from "
             f"verdict.json as the walk's {n} later sitting{'s' if n > 1 else ''} left it (its capacity the smallest on "
             f"record, held k of n: [README](README.md#held-in-k-of-n-sittings)). The rest of this report, its list, "
             f"its full table and report.png, is the walk's own of {(v.updated_utc or '?')[:10]}, before any sitting."
             f"\n{RECORD_END}\n\n")
-    if RECORD_BEGIN in text and RECORD_END in text:
-        head, rest = text.split(RECORD_BEGIN, 1)
-        text = head + note + rest.split(RECORD_END, 1)[1].lstrip("\n")
+    kept = _marked(text, RECORD_BEGIN, RECORD_END, note.rstrip("\n"))
+    if kept is not None:
+        head, rest = kept.split(RECORD_END, 1)
+        text = head + RECORD_END + "\n\n" + rest.lstrip("\n")
     elif "**Verdict per memory level**" in text:
         head, rest = text.split("**Verdict per memory level**", 1)
         text = head + note + "**Verdict per memory level**" + rest
