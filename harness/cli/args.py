@@ -19,7 +19,7 @@ def place_arg(p: argparse.ArgumentParser) -> None:
 # the make variable for each argument a walk's command line can carry (Makefile: the targets pass them on)
 MAKE_VARS = (("engine", "ENGINE"), ("scenario", "SCENARIO"), ("axis", "AXIS"), ("profile", "PROFILE"), ("mem", "MEM"),
              ("scale", "SCALE"), ("scales", "SCALES"), ("ratio", "RATIO"), ("mem_1x", "MEM_1X"), ("mixes", "MIXES"),
-             ("connections", "CONNECTIONS"), ("points", "POINTS"), ("duration", "DURATION"))
+             ("connections", "CONNECTIONS"), ("points", "POINTS"), ("start_rows", "START_ROWS"), ("duration", "DURATION"))
 
 
 def make_command(target: str, args: argparse.Namespace) -> str:

@@ -186,6 +186,7 @@ def add_writes(sub) -> None:
                    "line of the scenario holds at; resumable", _cmd_writes)
     c.add_argument("--scenario", default="p99_5x")
     c.add_argument("--points", required=True, help='each <scale>:<MEM>, e.g. "1:1284m 2:2568m 5:6420m 5:8g"')
+    _start_rows(c)
     c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
                    "it (built again for the next step): a 5x state and its copy do not fit this disk")
 
@@ -196,7 +197,7 @@ def _cmd_writes(args) -> int:
     if args.mem:
         raise ConfigError("MEM: `make writes` gives each point its own MEM: POINTS=\"<scale>:<MEM> ...\"")
     return writes(args.scenario, args.engine, CellOptions.from_args(args), args.results, parse_points(args.points),
-                  drop_states=args.drop_states, command=make_command("writes", args))
+                  drop_states=args.drop_states, command=make_command("writes", args), start_rows=args.start_rows)
 
 
 def add_capacity(sub) -> None:
@@ -247,12 +248,18 @@ def _cmd_curve(args) -> int:
                  ratio=args.ratio, command=make_command("curve", args), mem_1x=args.mem_1x)
 
 
+def _start_rows(c) -> None:
+    c.add_argument("--start-rows", type=float, help="a rows knee's first step, rows per block (default: the "
+                   "scenario's); its range and its lines stay the scenario's")
+
+
 def add_knee(sub) -> None:
     c = _step_walk(sub, "knee", "how far from passing: the knee along rows per block, MEM or database size; "
                    "resumable", _cmd_knee)
     c.add_argument("--scenario", default="p99_5x")
     c.add_argument("--axis", required=True, choices=["rows", "mem", "scale"])
     c.add_argument("--scale", type=float, help="the database's scale (AXIS=scale: where the search starts)")
+    _start_rows(c)
     c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
                    "it (one state on disk at a time: a scale knee reaches twice as far)")
 
@@ -261,7 +268,8 @@ def _cmd_knee(args) -> int:
     from harness.walks.knee import knee
     _no_repeats(args, "a knee search confirms its knee itself")
     return knee(args.scenario, args.engine, args.axis, CellOptions.from_args(args), args.results, mem=args.mem,
-                scale=args.scale, drop_states=args.drop_states, command=make_command("knee", args))
+                scale=args.scale, drop_states=args.drop_states, command=make_command("knee", args),
+                start_rows=args.start_rows)
 
 
 def add_v1(sub) -> None:

@@ -171,22 +171,27 @@ def _failed_on(r) -> list[str]:
 
 def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path,
          mem: str | None = None, scale: float | None = None, drop_states: bool = False,
-         command: str | None = None) -> int:
-    """command: the make command that asked for it, kept in knee.json. drop_states: every step moves its state in (built again by a later step at the same scale), so a scale
-    knee reaches twice as far on the same disk."""
+         command: str | None = None, start_rows: float | None = None) -> int:
+    """command: the make command that asked for it, kept in knee.json. drop_states: every step moves its state in
+    (built again by a later step at the same scale), so a scale knee reaches twice as far on the same disk.
+    start_rows: a rows knee's first step (default: the scenario's block); its range and its lines stay the
+    scenario's, so a knee started near where an earlier sitting found it takes fewer steps, not other ones."""
     t0 = time.monotonic()
+    if start_rows is not None and axis_name != "rows":
+        raise ConfigError(f"START_ROWS: starts a rows knee; AXIS={axis_name} starts at the scenario's own value")
     opts = search_opts(opts, drop_states)
     if axis_name == "mem" and mem is None:
         mem = mem_floor(scenario, engine, opts)
     probe = resolve_plan(scenario, engine, profile=opts.profile, mem=mem, scale=scale, overrides=list(opts.overrides))
-    start = {"rows": probe.workload.rows_per_block, "scale": probe.scale}.get(axis_name) or \
+    base = {"rows": probe.workload.rows_per_block, "scale": probe.scale}.get(axis_name) or \
         float(parse_size_bytes(mem or "0"))
     if axis_name == "rows" and not probe.workload.block_interval_ms:
         raise ConfigError(f"{probe.scenario_file}: workload.block_interval_ms: a rows knee needs a cadence")
-    axis = axis_for(axis_name, probe, start, taking=drop_states)
+    axis = axis_for(axis_name, probe, base, taking=drop_states)
     if axis.floor >= axis.ceiling:
         raise ConfigError(f"knee AXIS={axis_name}: nothing to search between {axis.floor:g} and {axis.ceiling:g}")
-    root = knee_dir(scenario, engine, axis_name, opts, results_root, mem, scale)
+    start = first_step(axis, base, start_rows)
+    root = knee_dir(scenario, engine, axis_name, opts, results_root, mem, scale, start_rows)
     root.mkdir(parents=True, exist_ok=True)
     out = KneeFile(version=KNEE_VERSION, axis=axis_name, unit=axis.unit, scenario=probe.scenario,
                    profile=probe.profile, engine=engine, mem=mem, scale=probe.scale, criteria=probe.thresholds,
@@ -201,7 +206,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
         repeat = sum(s.value == value and s.confirming == confirming for s in steps) + 1
         cell = step_cell(scenario, engine, axis_name, value, mem, scale, repeat, confirming,
                          aged_rows=probe.workload.rows_per_block if probe.load.aged_state else None)
-        step_opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, value / start)) \
+        step_opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, value / base)) \
             if axis_name == "rows" else opts
         [cr] = plan_cells([cell], step_opts, root, repeats=2)
         label = f"step {len(steps) + 1}: {_fmt(axis_name, value)}" + (" (confirming, every row)" if confirming else "")
@@ -221,13 +226,24 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     return _finish(root, out.model_copy(update={"steps": steps}), axis, w, time.monotonic() - t0)
 
 
+def first_step(axis: Axis, base: float, start_rows: float | None) -> float:
+    """The search's first value: the scenario's, or a rows knee's START_ROWS within the axis's range."""
+    if start_rows is None:
+        return base
+    if not axis.floor <= start_rows <= axis.ceiling:
+        raise ConfigError(f"START_ROWS={start_rows:g}: a rows knee searches {axis.floor:g} to {axis.ceiling:g} "
+                          f"rows per block around the scenario's {base:g}: start within them")
+    return axis.snap(start_rows)
+
+
 def knee_dir(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_root: Path, mem: str | None,
-             scale: float | None) -> Path:
+             scale: float | None, start_rows: float | None = None) -> Path:
     """Where a search of these inputs keeps its steps and knee.json (opts as the search runs them: early abort on,
-    take_states as asked): the same inputs, the same folder."""
+    take_states as asked): the same inputs, the same folder (one started elsewhere, a folder of its own)."""
+    asked = {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
+             "opts": opts.asked()}
     return sweep_dir_for(results_root, "knee", f"{Path(scenario).stem}-{engine}-{axis_name}",
-                         {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
-                          "opts": opts.asked()})
+                         asked | ({"start_rows": start_rows} if start_rows is not None else {}))
 
 
 def search_opts(opts: CellOptions, drop_states: bool) -> CellOptions:

@@ -47,9 +47,10 @@ def parse_points(text: str) -> list[tuple[float, str]]:
 
 
 def writes(scenario: str, engine: str, opts: CellOptions, results_root: Path, points: list[tuple[float, str]],
-           drop_states: bool = False, command: str | None = None) -> int:
+           drop_states: bool = False, command: str | None = None, start_rows: float | None = None) -> int:
+    """start_rows: every point's knee starts there (default: the scenario's block)."""
     spec = {"scenario": scenario, "engine": engine, "points": points, "drop_states": drop_states,
-            "opts": opts.asked()}
+            "opts": opts.asked()} | ({"start_rows": start_rows} if start_rows is not None else {})
     root = sweep_dir_for(results_root, "writes", f"{Path(scenario).stem}-{engine}", spec)
     root.mkdir(parents=True, exist_ok=True)
     out = {"version": WRITES_VERSION, "kind": "writes", "scenario": Path(scenario).stem, "engine": engine,
@@ -57,8 +58,9 @@ def writes(scenario: str, engine: str, opts: CellOptions, results_root: Path, po
            "started_utc": utc_now(), "complete": False}
     for i, (scale, mem) in enumerate(points, 1):
         _log(f"point {i}/{len(points)}: scale {scale:g} at MEM {mem}")
-        knee(scenario, engine, "rows", opts, results_root, mem=mem, scale=scale, drop_states=drop_states)
-        where = knee_dir(scenario, engine, "rows", search_opts(opts, drop_states), results_root, mem, scale)
+        knee(scenario, engine, "rows", opts, results_root, mem=mem, scale=scale, drop_states=drop_states,
+             start_rows=start_rows)
+        where = knee_dir(scenario, engine, "rows", search_opts(opts, drop_states), results_root, mem, scale, start_rows)
         k = load_knee(where / KNEE_FILE)
         if k is None or not k.complete:
             _log(f"scale {scale:g} at {mem}: interrupted; run the same command again to resume")

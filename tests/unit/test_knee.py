@@ -136,3 +136,38 @@ def test_a_rows_step_names_first_what_bound_it_a_warm_up_backlog_then_the_line_t
     assert said[1] == "p99(apply_lag_blocks) < 5 (measured 9.007)" and len(said) == 4
     kept_up = _result(0, 0.9, "failed", [("last(apply_utilisation) < 0.85", 0.9, False)])
     assert _failed_on(kept_up) == ["last(apply_utilisation) < 0.85 (measured 0.9)"]
+
+
+def test_a_rows_knee_started_elsewhere_keeps_the_scenarios_range_and_lines(tmp_path, monkeypatch):
+    """12-07: started with SET=workload.rows_per_block=1200, the 1x knee scaled `rate(rows) > 5000` (written for the
+    scenario's 12,000 a block) from 1,200 and failed every step on the rate; START_ROWS starts it there, and each
+    step's lines are the scenario's at that step's block size."""
+    from types import SimpleNamespace as NS
+
+    from harness.errors import ConfigError
+    from harness.walks import knee as hk
+    from harness.walks.sweep import CellOptions, SweepInterrupted
+    seen = []
+
+    def plan_cells(cells, opts, root, repeats):
+        seen.append((cells[0].overrides, opts.thresholds))
+        return [NS(cell=cells[0])]
+
+    def one_step(bracket, run_step, max_steps, snap):
+        run_step(bracket.fixed[0], False)
+        raise SweepInterrupted("after one step")
+    monkeypatch.setattr(hk, "plan_cells", plan_cells)
+    monkeypatch.setattr(hk, "run_cell", lambda cr, label: None)
+    monkeypatch.setattr(hk, "step_figures", lambda cr, value, confirming: _s(value, "fail"))
+    monkeypatch.setattr(hk, "walk", one_step)
+    opts = CellOptions(profile="ratio", runtime="local")
+    assert hk.knee("p99_5x", "sqlite", "rows", opts, tmp_path, mem="1284m", start_rows=1200) != 0
+    [(overrides, lines)] = seen
+    assert "workload.rows_per_block=1200" in overrides and "load.age_rows_per_block=12000" in overrides
+    assert "rate(rows) > 500" in lines and "p99(commit_ms) < 500" in lines     # 5000 x 1,200 / 12,000
+    knee_file = KneeFile.model_validate_json(next(tmp_path.glob("knee-*/knee.json")).read_text())
+    assert (knee_file.start, knee_file.floor, knee_file.ceiling) == (1200, 187.5, 192000)
+    with pytest.raises(ConfigError, match="START_ROWS=200000: a rows knee searches 187.5 to 192000"):
+        hk.knee("p99_5x", "sqlite", "rows", opts, tmp_path, mem="1284m", start_rows=200000)
+    with pytest.raises(ConfigError, match="START_ROWS: starts a rows knee"):
+        hk.knee("p99_5x", "sqlite", "mem", opts, tmp_path, start_rows=1200)
