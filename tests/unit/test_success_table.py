@@ -380,6 +380,15 @@ def test_v1_is_its_go_or_no_go_and_every_frontier_point(tmp_path):
     f = figure_of(d)
     assert f.says == "no-go on this machine (621,000 entities; rows/s + reads/s: 10,000 + 2,300, 20,000 + none)"
     assert (f.scale, f.mem, f.sitting, f.host) == (0.776, "4g", "2026-12-06", "Intel Xeon x 2 cores")
+    # no read rate held beside the first write rate: what its lowest step carried, its first bound, the answers
+    v["frontier"] = [{"write_rows_per_s": 10000, "read_qps": None, "reached": None, "read_p99_ms": 60719.1,
+                      "bounded_by": ["rate(reads) >= 95% (measured 78.864)", "p99(read_ms) < 100ms"],
+                      "lowest": {"offered_qps": 1000, "achieved_qps": 788.6}, "answers_checked": 266603,
+                      "answers_wrong": 0}]
+    (d / "v1.json").write_text(__import__("json").dumps(v))
+    assert figure_of(d).says == ("no-go on this machine (621,000 entities; rows/s + reads/s: 10,000 + none (at 1,000 "
+                                 "offered: 789 held, read p99 60,719 ms; bound by rate(reads) >= 95% (measured "
+                                 "78.864)); answers 266,603/266,603 right)")
 
 
 def test_a_curve_at_the_references_budget_gives_each_scale_scale_times_its_1x_mem():

@@ -157,14 +157,27 @@ def published_runs(d: Path) -> list[RunResult]:
 
 
 def v1(v: dict, folder: str, system: str) -> Figure:
-    """The go/no-go and the frontier's points (rows/s written + checked reads/s held at each)."""
-    points = ", ".join(f"{p['write_rows_per_s']:,.0f} + {reads_says(p)}" for p in v["frontier"])
+    """The go/no-go and the frontier's points (rows/s written + checked reads/s held at each); where no read rate
+    held, what the lowest tried carried and the line that bound it first, and the answers checked over all."""
+    points = ", ".join(f"{p['write_rows_per_s']:,.0f} + {reads_says(p)}{_v1_lowest(p)}" for p in v["frontier"])
+    checked = sum(p.get("answers_checked") or 0 for p in v["frontier"])
+    right = checked - sum(p.get("answers_wrong") or 0 for p in v["frontier"])
     says = (f"{'go' if v.get('go') else 'no-go'} on this machine ({v['entities']:,} entities; rows/s + reads/s: "
-            f"{points})")
+            f"{points}" + (f"; answers {right:,}/{checked:,} right" if checked else "") + ")")
     return Figure(question="v1", system=system, says=says, scale=round(v["entities"] / MENDOZA_1X_ENTITIES, 3),
                   mem=v.get("mem") or "none", command=v.get("command") or "",
                   sitting=(v.get("finished_utc") or v["started_utc"])[:10],
                   run=f"{folder}/{README}", host=v.get("measured_on"))
+
+
+def _v1_lowest(p: dict) -> str:
+    """A write rate no read rate held beside: its lowest read step's figures and its first bound."""
+    low = p.get("lowest")
+    if p["read_qps"] is not None or not low:
+        return ""
+    bound = f"; bound by {p['bounded_by'][0]}" if p.get("bounded_by") else ""
+    return (f" (at {low['offered_qps']:,.0f} offered: {low['achieved_qps']:,.0f} held, read p99 "
+            f"{p['read_p99_ms']:,.0f} ms{bound})")
 
 
 # what each question's subfolder holds, and how its figure is read from it
