@@ -286,23 +286,6 @@ class Body(Strict):
                                  "scenario has not: set workload.dc")
         return self
 
-    @model_validator(mode="after")
-    def _rate_within_offer(self) -> "Body":
-        """An absolute `rate(rows)` line the cadence cannot offer can never pass: refused, not measured (12-07: a
-        knee run with SET=workload.rows_per_block=1200 kept the scenario's 5000 rows/s and failed every step)."""
-        if not self.workload.writes or not self.workload.block_interval_ms:
-            return self
-        offered_rows_per_s = self.workload.rows_per_block * 1000 / self.workload.block_interval_ms
-        for expr in self.thresholds:
-            t = parse_threshold(expr)
-            if t.metric == "rows" and t.agg == "rate" and not t.of_offered and t.op in (">", ">=") and \
-                    (t.limit > offered_rows_per_s or (t.op == ">" and t.limit == offered_rows_per_s)):
-                raise ValueError(f"thresholds: {expr!r} asks more than the {offered_rows_per_s:g} rows/s offered "
-                                 f"(workload.rows_per_block {self.workload.rows_per_block} every "
-                                 f"{self.workload.block_interval_ms:g} ms): it could never pass; give the line as "
-                                 "a share of the offer (rate(rows) >= 83%) or one the cadence can reach")
-        return self
-
 
 PROFILE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -125,20 +125,6 @@ def test_a_block_log_in_front_of_no_writes_is_refused_naming_both_fields(tmp_pat
                         overrides=["workload.writes=false"]).block_log is None
 
 
-def test_a_rate_line_above_what_the_cadence_offers_is_refused_naming_the_line_and_the_offer(tmp_path):
-    """12-07: a knee with SET=workload.rows_per_block=1200 (600 rows/s) kept `rate(rows) > 5000` and failed every
-    step on it; such a line can never pass, so it is refused before anything runs."""
-    with pytest.raises(ConfigError, match=r"p99_5x\.yaml.*'rate\(rows\) > 5000' asks more than the 600 rows/s "
-                                          r"offered \(workload\.rows_per_block 1200 every 2000 ms\)"):
-        resolve_plan("p99_5x", "sqlite", profile="ratio", results_root=tmp_path,
-                     overrides=["workload.rows_per_block=1200"])
-    with pytest.raises(ConfigError, match=r"'rate\(rows\) > 6000' asks more than the 6000 rows/s"):
-        resolve_plan("p99_5x", "sqlite", profile="ratio", results_root=tmp_path, thresholds=["rate(rows) > 6000"])
-    for fine in (["rate(rows) >= 6000"], ["rate(rows) >= 95%"], ["rate(rows) > 500"]):
-        assert resolve_plan("p99_5x", "sqlite", profile="ratio", results_root=tmp_path, thresholds=fine,
-                            overrides=["workload.rows_per_block=12000"]).thresholds[0] == fine[0]
-
-
 def test_plan_rejects_bad_override_and_engine(tmp_path):
     with pytest.raises(ConfigError, match=r"engines\.sqlite\.cache_sise"):
         resolve_plan("reorg", "sqlite", results_root=tmp_path, overrides=["engines.sqlite.cache_sise=1"])
