@@ -240,10 +240,15 @@ def knee_dir(scenario: str, engine: str, axis_name: str, opts: CellOptions, resu
              scale: float | None, start_rows: float | None = None) -> Path:
     """Where a search of these inputs keeps its steps and knee.json (opts as the search runs them: early abort on,
     take_states as asked): the same inputs, the same folder (one started elsewhere, a folder of its own)."""
-    asked = {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
-             "opts": opts.asked()}
     return sweep_dir_for(results_root, "knee", f"{Path(scenario).stem}-{engine}-{axis_name}",
-                         asked | ({"start_rows": start_rows} if start_rows is not None else {}))
+                         {"scenario": scenario, "engine": engine, "axis": axis_name, "mem": mem, "scale": scale,
+                          "opts": opts.asked()} | started_at(start_rows))
+
+
+def started_at(start_rows: float | None) -> dict:
+    """What START_ROWS adds to a walk's name: nothing unset, so a knee started at the scenario's block keeps the
+    folder it had before START_ROWS."""
+    return {} if start_rows is None else {"start_rows": start_rows}
 
 
 def search_opts(opts: CellOptions, drop_states: bool) -> CellOptions:

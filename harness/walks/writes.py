@@ -18,7 +18,7 @@ from harness.results import load_knee, load_result, write_json
 from harness.results.headroom import Host
 from harness.results.knees import KneeFile
 from harness.units import parse_size_bytes
-from harness.walks.knee import KNEE_FILE, knee, knee_dir, knee_runs, search_opts
+from harness.walks.knee import KNEE_FILE, knee, knee_dir, knee_runs, search_opts, started_at
 from harness.walks.sweep import CellOptions, sweep_dir_for
 
 WRITES_VERSION = 1
@@ -50,7 +50,7 @@ def writes(scenario: str, engine: str, opts: CellOptions, results_root: Path, po
            drop_states: bool = False, command: str | None = None, start_rows: float | None = None) -> int:
     """start_rows: every point's knee starts there (default: the scenario's block)."""
     spec = {"scenario": scenario, "engine": engine, "points": points, "drop_states": drop_states,
-            "opts": opts.asked()} | ({"start_rows": start_rows} if start_rows is not None else {})
+            "opts": opts.asked()} | started_at(start_rows)
     root = sweep_dir_for(results_root, "writes", f"{Path(scenario).stem}-{engine}", spec)
     root.mkdir(parents=True, exist_ok=True)
     out = {"version": WRITES_VERSION, "kind": "writes", "scenario": Path(scenario).stem, "engine": engine,

@@ -135,16 +135,17 @@ def update_readme(published: Path, v: VerdictFile) -> None:
                "| measured at | answer | capacity, the smallest on record | held | sittings |",
                "| --- | --- | --- | --- | --- |",
                *[f"| {h.levels} | {h.answer} | {h.capacity_says()} | {h.k} of {h.n} | {h.words} |" for h in rows], END]
-    readme.write_text(_marked(text, BEGIN, END, "\n".join(section))
-                      or text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n")
+    around = _around(text, BEGIN, END)
+    readme.write_text(around[0] + "\n".join(section) + around[1] if around
+                      else text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n")
 
 
-def _marked(text: str, begin: str, end: str, body: str) -> str | None:
-    """text with what lies from begin to end (both included in body) replaced by body; None where it has none."""
+def _around(text: str, begin: str, end: str) -> tuple[str, str] | None:
+    """What text holds before begin and after end (a section a rewrite replaces); None where it has not both."""
     if begin not in text or end not in text:
         return None
     head, rest = text.split(begin, 1)
-    return head + body + rest.split(end, 1)[1]
+    return head, rest.split(end, 1)[1]
 
 
 def _answer_table(text: str, v: VerdictFile) -> str:
@@ -171,10 +172,8 @@ def update_report(published: Path, v: VerdictFile) -> None:
             f"record, held k of n: [README](README.md#held-in-k-of-n-sittings)). The rest of this report, its list, "
             f"its full table and report.png, is the walk's own of {(v.updated_utc or '?')[:10]}, before any sitting."
             f"\n{RECORD_END}\n\n")
-    kept = _marked(text, RECORD_BEGIN, RECORD_END, note.rstrip("\n"))
-    if kept is not None:
-        head, rest = kept.split(RECORD_END, 1)
-        text = head + RECORD_END + "\n\n" + rest.lstrip("\n")
+    if around := _around(text, RECORD_BEGIN, RECORD_END):
+        text = around[0] + note + around[1].lstrip("\n")
     elif "**Verdict per memory level**" in text:
         head, rest = text.split("**Verdict per memory level**", 1)
         text = head + note + "**Verdict per memory level**" + rest
