@@ -49,6 +49,8 @@ class CurveFile(Model):
     # whose layout is smaller, so both are measured at the reference data's ratio, not each at its own
     mem_1x: Optional[str] = None
     overrides: list[str] = []
+    # every point's criteria where a rows override scaled the scenario's absolute rate of rows (walks/curve.py)
+    criteria: list[str] = []
     command: str
     points: list[CurvePoint] = []
     projections: list[CurveProjection] = []

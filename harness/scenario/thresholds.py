@@ -178,6 +178,18 @@ def judge_on_bounds(t: Threshold, bounds: tuple[float | None, float | None]) -> 
     return "undecided"
 
 
+def scaled_thresholds(criteria: list[str], ratio: float) -> tuple[str, ...]:
+    """A rows step's criteria: an absolute rate of rows keeps its share of the offered rate (the scenario's
+    5000 of 6000 rows/s asks 83% of any block size), so the knee is the p99's, not the rate's arithmetic."""
+    out = []
+    for expr in criteria:
+        t = parse_threshold(expr)
+        if t.metric == "rows" and t.agg == "rate" and not t.of_offered and not t.window_s:
+            expr = f"rate(rows) {t.op} {t.limit * ratio:.6g}"
+        out.append(expr)
+    return tuple(out)
+
+
 def evaluate(thresholds: list[Threshold], source: MetricSource, bounds: BoundsSource | None = None) -> list[dict]:
     """Each threshold with its measured value; one the run cannot answer fails with the reason, never passes.
     A whole-phase percentile with bounds is judged on them too (`judged`)."""

@@ -18,7 +18,7 @@ from harness.results.base import Model
 from harness.results.headroom import Capacity, Host
 from harness.scenario.plan import resolve_plan
 from harness.walks import capacity as cap
-from harness.walks.knee import scaled_thresholds
+from harness.scenario.thresholds import scaled_thresholds
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
 CAPACITY_FILE = "capacity.json"

@@ -27,6 +27,7 @@ from harness.results.headroom import Host
 from harness.scenario.decision import RatioMems, load_decision
 from harness.scenario.plan import resolve_plan
 from harness.units import parse_size_bytes
+from harness.scenario.thresholds import scaled_thresholds
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
 CURVE_FILE = "curve.json"
@@ -102,16 +103,18 @@ def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, sca
                           "opts": opts.asked(), **({"mem_1x": mem_1x} if mem_1x else {})})
     root.mkdir(parents=True, exist_ok=True)
     probe = resolve_plan(scenario, engine, profile=opts.profile, scale=scales[0], overrides=list(opts.overrides))
+    opts, ageing = at_block_size(scenario, engine, opts, probe)
     old = _again(load_curve(root / CURVE_FILE), root)
     out = old or CurveFile(scenario=probe.scenario, engine=engine, profile=probe.profile, ratio=ratio,
-                           overrides=list(opts.overrides), command=command, mem_1x=mem_1x, updated_utc=utc_now())
+                           overrides=list(opts.overrides), criteria=list(opts.thresholds or ()), command=command,
+                           mem_1x=mem_1x, updated_utc=utc_now())
     _log(f"{root}: {engine} {probe.scenario} ({probe.profile}) at scales {' '.join(f'{s:g}' for s in scales)}, "
          f"{basis(out)}")
     try:
         for scale in scales:
             if any(p.scale == scale for p in out.points):
                 continue
-            point = _measure(scenario, engine, opts, root, scale, ratio, mem_1x)
+            point = _measure(scenario, engine, opts, root, scale, ratio, mem_1x, ageing)
             out = out.model_copy(update={"points": [*out.points, point],
                                          "updated_utc": utc_now()})
             write_json(root / CURVE_FILE, out)          # nothing lost if interrupted
@@ -134,6 +137,20 @@ def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, sca
     return 0
 
 
+def at_block_size(scenario: str, engine: str, opts: CellOptions, probe) -> tuple[CellOptions, tuple[str, ...]]:
+    """A curve at a block size of its own (SET workload.rows_per_block, a configuration that cannot carry the
+    scenario's): an absolute rate of rows keeps its share of the offered rate, as a knee's rows step does, else no
+    point could pass; the state is aged at the scenario's block size, as the knee's, so both start from one history.
+    Returns the options and the cells' extra overrides."""
+    base = resolve_plan(scenario, engine, profile=opts.profile, scale=probe.scale).workload.rows_per_block
+    rows = probe.workload.rows_per_block
+    if rows == base or opts.thresholds is not None:
+        return opts, ()
+    opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, rows / base))
+    _log(f"{rows:,} rows a block, not the scenario's {base:,}: judged on {', '.join(opts.thresholds)}")
+    return opts, (f"load.age_rows_per_block={base}",) if probe.load.aged_state else ()
+
+
 def _again(c: CurveFile | None, root: Path) -> CurveFile | None:
     """A resumed curve's points re-derived from their cells' results: what this code reads of them, not what
     the code that wrote curve.json did."""
@@ -145,15 +162,15 @@ def _again(c: CurveFile | None, root: Path) -> CurveFile | None:
 
 
 def _measure(scenario: str, engine: str, opts: CellOptions, root: Path, scale: float, ratio: float,
-             mem_1x: str | None) -> CurvePoint:
+             mem_1x: str | None, ageing: tuple[str, ...] = ()) -> CurvePoint:
     """One scale: its state built (outside any limit), MEM from its size (or scale x mem_1x), the cell in full, the
     state dropped."""
     from harness.state.build import ensure
-    plan = resolve_plan(scenario, engine, profile=opts.profile, scale=scale, overrides=list(opts.overrides))
+    plan = resolve_plan(scenario, engine, profile=opts.profile, scale=scale, overrides=[*opts.overrides, *ageing])
     _, man, _ = ensure(plan)
     mem = mem_at(scale, man.data_bytes, ratio, mem_1x)
     _log(f"scale {scale:g}: the state is {man.data_bytes / 2**30:.2f} GiB, MEM {mem}")
-    [cr] = plan_cells([Cell(scenario, engine, mem, scale, 1, ())], opts, root, 1)
+    [cr] = plan_cells([Cell(scenario, engine, mem, scale, 1, ageing)], opts, root, 1)
     cr.record = run_cell(cr, f"scale {scale:g} at MEM {mem}")
     drop_all([cr.plan], who="curve")
     result = load_result(cr.dir / "result.json")

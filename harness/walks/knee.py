@@ -24,6 +24,7 @@ from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write
 from harness.results.design import behind_at_clock
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
+from harness.scenario.thresholds import scaled_thresholds
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
 
@@ -112,19 +113,6 @@ def mem_floor(scenario: str, engine: str, opts: CellOptions) -> str:
 
 def mem_text(v: float) -> str:
     return f"{int(v) >> 20}m"
-
-
-def scaled_thresholds(criteria: list[str], ratio: float) -> tuple[str, ...]:
-    """A rows step's criteria: an absolute rate of rows keeps its share of the offered rate (the scenario's
-    5000 of 6000 rows/s asks 83% of any block size), so the knee is the p99's, not the rate's arithmetic."""
-    from harness.scenario.thresholds import parse_threshold
-    out = []
-    for expr in criteria:
-        t = parse_threshold(expr)
-        if t.metric == "rows" and t.agg == "rate" and not t.of_offered and not t.window_s:
-            expr = f"rate(rows) {t.op} {t.limit * ratio:.6g}"
-        out.append(expr)
-    return tuple(out)
 
 
 def step_cell(scenario: str, engine: str, axis: str, value: float, mem: str | None, scale: float | None,

@@ -3,7 +3,8 @@ it finds the known knee on every axis, to within the resolution; an errored step
 import pytest
 
 from harness.walks.bracket import Bracket, verdict_of, walk
-from harness.walks.knee import KneeFile, axis_for, scaled_thresholds, sentence
+from harness.scenario.thresholds import scaled_thresholds
+from harness.walks.knee import KneeFile, axis_for, sentence
 from harness.results import KneeStep
 
 

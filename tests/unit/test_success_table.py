@@ -95,6 +95,22 @@ def test_a_curve_point_gets_the_verdicts_memory_at_its_scale():
     assert mem_for(int(0.1 * 2**30), 8.4) == "16m"              # never under the floor
 
 
+def test_a_curve_at_a_block_size_of_its_own_keeps_the_rate_lines_share_and_the_scenarios_ageing():
+    """The reference's layout cannot carry p99_5x's 12,000 rows a block: a curve at 600 would fail every point
+    on `rate(rows) > 5000` (300 rows/s offered) unless the line keeps its share of the offered rate."""
+    from harness.scenario.plan import resolve_plan
+    from harness.walks.curve import at_block_size
+    from harness.walks.sweep import CellOptions
+    opts = CellOptions(profile="ratio", overrides=("workload.rows_per_block=600",))
+    probe = resolve_plan("p99_5x", "sqlite", profile="ratio", scale=0.25, overrides=list(opts.overrides))
+    got, ageing = at_block_size("p99_5x", "sqlite", opts, probe)
+    assert got.thresholds == ("p99(commit_ms) < 500", "rate(rows) > 250")       # 5000 x 600 / 12000
+    assert ageing == ("load.age_rows_per_block=12000",)
+    same = CellOptions(profile="ratio")
+    assert at_block_size("p99_5x", "sqlite", same, resolve_plan("p99_5x", "sqlite", profile="ratio", scale=0.25)) \
+        == (same, ())
+
+
 def test_the_curve_projects_only_through_measured_points_and_says_projected():
     from harness.walks.curve import CurveFile, CurvePoint, projections
 

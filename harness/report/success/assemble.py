@@ -32,9 +32,11 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
         raise ConfigError(f"{folder}/curve.json: no measured point: nothing to say of the curve")
     lo, hi = min(pts, key=lambda p: p.size_gib), max(pts, key=lambda p: p.size_gib)
     what = "apply p50" if hi.busy is not None else "service p50"       # behind a block log, its applier's block
+    there = [f"{name} p99 {v:,.0f} ms" for name, v in (("ack", hi.ack_p99_ms), ("queryable", hi.queryable_p99_ms))
+             if v is not None]
+    load = f" at {hi.rows_per_s:,.0f} rows/s" if hi.rows_per_s is not None else ""
     says = (f"{what} {lo.service_p50_ms:,.0f} ms at {lo.size_gib:,.1f} GiB → {hi.service_p50_ms:,.0f} ms at "
-            f"{hi.size_gib:,.1f} GiB, ack p99 {hi.ack_p99_ms:,.0f} ms, queryable p99 {hi.queryable_p99_ms:,.0f} ms "
-            f"there ({len(pts)} sizes)")
+            f"{hi.size_gib:,.1f} GiB{load}, {', '.join(there) or 'no p99'} there ({len(pts)} sizes)")
     q = next((q for q in c.projections if q.figure == "service_p50_ms"), None)
     if q is not None:
         says += f"; 10x projected, not measured: {q.value:,.0f} ms [{q.lo:,.0f}-{q.hi:,.0f}] ({q.model} fit)"

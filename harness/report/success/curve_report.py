@@ -31,6 +31,8 @@ def curve_blocks(c) -> list[Block]:
     doc = [Block("p", f"{c.engine}, {c.scenario} ({c.profile}): each scale's starting state built, {basis(c)} (one "
                       f"data-to-memory ratio at every point), the scenario's cell in full, never stopped early. Made by "
                       f"`{c.command}`."
+                      + (f" Every point judged on {', '.join(c.criteria)} (an absolute rate of rows scaled to this "
+                         f"block size)." if c.criteria else "")
                       + (f" Wall time {c.wall_s / 60:.1f} min." if c.wall_s else "")
                       + ("" if c.complete else " Not finished: run the same command again to resume it."))]
     if (said := harness_caveat(c.points)) is not None:
