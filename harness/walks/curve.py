@@ -19,7 +19,7 @@ from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.records import Cell
 from harness.report.success.curve import MIN_POINTS, project
-from harness.report.success.curve_report import FIGURES, basis, measured
+from harness.report.success.curve_report import basis, figures, measured
 from harness.results import load_curve, load_result, write_json
 from harness.results.design import queryable_p99_ms
 from harness.results.curve import CurveFile, CurvePoint, CurveProjection
@@ -76,7 +76,7 @@ def _harness_share(result) -> float | None:
 def projections(points: list[CurvePoint], to_scale: float = PROJECT_TO) -> list[CurveProjection]:
     """Each figure at `to_scale`, through the points that measured it (passed or failed, never an error)."""
     out = []
-    for name, what in FIGURES.items():
+    for name, what in figures(points).items():
         got = measured(points, name)
         if len(got) < MIN_POINTS or len({g.size_gib for g in got}) < 2 or max(g.scale for g in got) >= to_scale:
             continue

@@ -118,12 +118,14 @@ def test_the_curve_projects_only_through_measured_points_and_says_projected():
         size = 10.5 * scale
         return CurvePoint(scale=scale, mem="1284m", size_gib=size, status=status, cell=f"p99_5x/s-{scale:g}",
                           sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(size) + (3 if scale == 1 else 0),
-                          ack_p99_ms=None)
+                          ack_p99_ms=None, busy=0.2)
     points = [pt(s) for s in (0.125, 0.25, 0.5, 1, 2)] + [pt(3, "error")]
     [q] = projections(points)                  # service p50 only: no acknowledgement figure anywhere
     assert q.projected is True and q.figure == "service_p50_ms" and q.scale == 10.0
     assert q.lo < 300 + 60 * math.log(105) < q.hi and q.says.startswith("per-block service time p50 (behind a block log: its apply): projected")
     assert projections(points[:2]) == []       # two points: no interval
+    unlogged = [p.model_copy(update={"busy": None}) for p in points]   # the reference's layout: a block is its commit
+    assert projections(unlogged)[0].says.startswith("per-block service time p50 (its commit): projected")
     f = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
                   points=points, projections=[q], updated_utc="2026-12-05T00:00:00Z")
     assert all("projected" not in p.model_dump() for p in f.points)
@@ -137,7 +139,8 @@ def test_the_curves_report_draws_and_prints_the_projection_apart(tmp_path):
     from harness.results.curve import CurveFile, CurvePoint
     from harness.walks.curve import projections
     points = [CurvePoint(scale=s, mem=f"{int(1284 * s)}m", size_gib=10.5 * s, status="passed", cell=f"p99_5x/c-{s:g}",
-                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0))
+                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0),
+                         busy=0.2)
               for s in (0.125, 0.25, 0.5, 1, 2)]
     c = CurveFile(scenario="p99_5x", engine="sqlite", profile="ratio", ratio=8.4, command="make curve ENGINE=sqlite",
                   points=points, projections=projections(points), complete=True, updated_utc="2026-12-05T00:00:00Z")
@@ -169,7 +172,8 @@ def test_a_published_curve_says_projected_in_its_own_rows_and_draws_a_png(tmp_pa
     from harness.results.curve import CurveFile, CurvePoint
     from harness.walks.curve import projections
     points = [CurvePoint(scale=s, mem=f"{int(1284 * s)}m", size_gib=10.5 * s, status="passed", cell=f"p99_5x/c-{s:g}",
-                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0))
+                         sitting="2026-12-05", service_p50_ms=300 + 60 * math.log(10.5 * s) + (2 if s == 1 else 0),
+                         busy=0.2)
               for s in (0.25, 0.5, 1, 2)] + [CurvePoint(scale=0.125, mem="134m", size_gib=1.1, status="oom",
                                                       cell="p99_5x/c-0.125", sitting="2026-12-05")]
     run = tmp_path / "curve-x"

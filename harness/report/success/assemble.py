@@ -32,7 +32,8 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
         raise ConfigError(f"{folder}/curve.json: no measured point: nothing to say of the curve")
     lo, hi = min(pts, key=lambda p: p.size_gib), max(pts, key=lambda p: p.size_gib)
     what = "apply p50" if hi.busy is not None else "service p50"       # behind a block log, its applier's block
-    there = [f"{name} p99 {v:,.0f} ms" for name, v in (("ack", hi.ack_p99_ms), ("queryable", hi.queryable_p99_ms))
+    queryable = hi.queryable_p99_ms if hi.busy is not None else None      # without a block log, ack's copy
+    there = [f"{name} p99 {v:,.0f} ms" for name, v in (("ack", hi.ack_p99_ms), ("queryable", queryable))
              if v is not None]
     load = f" at {hi.rows_per_s:,.0f} rows/s" if hi.rows_per_s is not None else ""
     says = (f"{what} {lo.service_p50_ms:,.0f} ms at {lo.size_gib:,.1f} GiB → {hi.service_p50_ms:,.0f} ms at "

@@ -11,6 +11,14 @@ from harness.report.success.curve import Measured, Projected, curve_rows, draw, 
 
 FIGURES = {"service_p50_ms": "per-block service time p50 (behind a block log: its apply)", "ack_p99_ms": "acknowledgement p99 (from the due time)",
            "queryable_p99_ms": "queryable p99 (from the due time)"}
+# without a block log a block's service is its commit, and a committed row is queryable at once: queryable p99 is
+# the acknowledgement's copy, not a figure of its own
+UNLOGGED = {"service_p50_ms": "per-block service time p50 (its commit)", "ack_p99_ms": FIGURES["ack_p99_ms"]}
+
+
+def figures(points: list) -> dict[str, str]:
+    """The figures a curve's points carry, named for their layout (an applier's busy share says a block log)."""
+    return FIGURES if any(p.busy is not None for p in points) else UNLOGGED
 
 
 def measured(points: list, figure: str, under: str = "") -> list[Measured]:
@@ -43,7 +51,7 @@ def curve_blocks(c) -> list[Block]:
     doc += [Block("h2", "Measured at each scale"),
             Block("table", headers=["scale", "state GiB", "MEM", "status", "service p50 ms", "ack p99 ms",
                                     "queryable p99 ms", "rows/s", "applier busy", "what it is"], rows=rows)]
-    for name, what in FIGURES.items():
+    for name, what in figures(c.points).items():
         pts = measured(c.points, name)
         if not pts:
             continue

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import curve_rows
-from harness.report.success.curve_report import FIGURES, _projected, basis, chart, harness_caveat, measured
+from harness.report.success.curve_report import _projected, basis, chart, figures, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
 
@@ -28,7 +28,8 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
     (dest / "curve.json").write_text(scrub((run / "curve.json").read_text()))
     write_cells(run, dest, [SimpleNamespace(scenario=s, dir=d) for s, _, d in (p.cell.partition("/") for p in c.points)],
                 scrub, under="points")
-    charts = [png for f in FIGURES if (png := _png(c, f, dest / "plots" / f"curve-{f}.png")) is not None]
+    charts = [png for f, what in figures(c.points).items()
+              if (png := _png(c, f, what, dest / "plots" / f"curve-{f}.png")) is not None]
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
     (dest / "README.md").write_text(readme(c, env, charts, shot))
     return dest
@@ -44,12 +45,12 @@ def _finished(run: Path) -> CurveFile:
     return c
 
 
-def _png(c: CurveFile, figure: str, path: Path) -> Path | None:
+def _png(c: CurveFile, figure: str, what: str, path: Path) -> Path | None:
     pts = measured(c.points, figure, under="points/")
     if not pts:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig = chart(pts, [_projected(q, pts) for q in c.projections if q.figure == figure], FIGURES[figure])
+    fig = chart(pts, [_projected(q, pts) for q in c.projections if q.figure == figure], what)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -69,7 +70,7 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> st
     lines += [f"| {p.scale:g}x | {p.size_gib:,.2f} | {p.mem} | {p.status} | {_n(p.service_p50_ms)} | {_n(p.ack_p99_ms)} | "
               f"{_n(p.queryable_p99_ms)} | {_n(p.rows_per_s)} | {'-' if p.busy is None else f'{p.busy:.0%}'} | "
               f"[{p.sitting}](points/{p.cell}) |" for p in c.points]
-    for f, what in FIGURES.items():
+    for f, what in figures(c.points).items():
         pts = measured(c.points, f, under="points/")
         proj = [_projected(q, pts) for q in c.projections if q.figure == f]
         if not proj:
