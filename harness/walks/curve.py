@@ -26,8 +26,8 @@ from harness.results.curve import CurveFile, CurvePoint, CurveProjection
 from harness.results.headroom import Host
 from harness.scenario.decision import RatioMems, load_decision
 from harness.scenario.plan import resolve_plan
-from harness.units import parse_size_bytes
 from harness.scenario.thresholds import scaled_thresholds
+from harness.units import parse_size_bytes
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
 CURVE_FILE = "curve.json"
