@@ -17,6 +17,7 @@ from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
+from harness.report.success.curve_report import figures
 from harness.results.curve import CurveFile
 from harness.results.headroom import Host
 from harness.workload.shapes import MENDOZA_1X_ENTITIES
@@ -32,7 +33,7 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
         raise ConfigError(f"{folder}/curve.json: no measured point: nothing to say of the curve")
     lo, hi = min(pts, key=lambda p: p.size_gib), max(pts, key=lambda p: p.size_gib)
     what = "apply p50" if hi.busy is not None else "service p50"       # behind a block log, its applier's block
-    queryable = hi.queryable_p99_ms if hi.busy is not None else None      # without a block log, ack's copy
+    queryable = hi.queryable_p99_ms if "queryable_p99_ms" in figures(c.points) else None   # else ack's copy
     there = [f"{name} p99 {v:,.0f} ms" for name, v in (("ack", hi.ack_p99_ms), ("queryable", queryable))
              if v is not None]
     load = f" at {hi.rows_per_s:,.0f} rows/s" if hi.rows_per_s is not None else ""
