@@ -366,7 +366,15 @@ def test_a_run_published_beside_the_ceiling_follows_its_knee_in_its_own_words_wi
                                       "acknowledged_blocks": 2, "applied_rows": 10, "apply_utilisation": 0.55,
                                       "queryable_ms": {"p99": 1900.0}}}}
     (d / "runs" / "hour-1" / "result.json.gz").write_bytes(gzip.compress(json.dumps(hour).encode()))
+    # the figure's host is the ceiling's own, from its steps' results: the hour beside it ran on another host
+    hour["environment"]["cpu_model"] = "AMD EPYC"
+    (d / "runs" / "hour-1" / "result.json.gz").write_bytes(gzip.compress(json.dumps(hour).encode()))
+    step = {**hour, "run_id": "step-1", "environment": {"started_utc": "2026-12-06T08:52:00Z", "cpu_model": "Intel Xeon"}}
+    (d / "steps" / "hour_checked" / "sqlite-q400-1638m-s1-r1").mkdir(parents=True)
+    (d / "steps" / "hour_checked" / "sqlite-q400-1638m-s1-r1" / "result.json.gz").write_bytes(
+        gzip.compress(json.dumps(step).encode()))
     f = figure_of(d)
+    assert f.host is not None and f.host.startswith("Intel Xeon"), f.host
     assert f.says == ("6,001 rows/s written + ≥ 400 reads/s (read p99 41 ms, write p99 20 ms, applier 50% busy); "
                       "beside it: 5x@8.0 GiB 399 reads/s 3,600 s failed (each below)"), f.says
     # the cell stays short; each run's figures and link are a line below the table

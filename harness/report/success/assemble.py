@@ -93,10 +93,9 @@ def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> F
     carried at its knee, with both p99s; a knee not reached is a floor. Runs published beside it (the
     criterion's hour with those reads, or the same cell at other MEMs: make publish RUN=results/<run> AS=<this
     folder>) follow, each with its scale, MEM, verdict and link: the figure's scale and MEM stay the ceiling's."""
-    c, runs = found
+    c, runs, host = found
     says = _knee_says(c, folder) + (f"; beside it: {', '.join(beside_short(r) for r in runs)} (each below)"
                                     if runs else "")
-    host = Host.of(runs[0].environment).says() if runs else None
     return Figure(question="combined", system=system, says=says, scale=c["scale"], mem=c.get("mem") or "none",
                   command=c.get("command") or "", sitting=(c.get("finished_utc") or c["started_utc"])[:10],
                   run=f"{folder}/{README}", host=host, details=[beside_says(r, folder) for r in runs])
@@ -160,6 +159,13 @@ def published_runs(d: Path) -> list[RunResult]:
     return sorted(runs, key=lambda r: (r.scale, r.memory.data_limit_bytes or 0, r.environment.get("started_utc", "")))
 
 
+def steps_host(d: Path) -> str | None:
+    """A published ceiling's host, from its own steps' results: the runs published beside it can be another
+    sitting's, on another host."""
+    first = next((r for f in sorted(d.glob("steps/*/*/result.json.gz")) if (r := load_result(f)) is not None), None)
+    return Host.of(first.environment).says() if first else None
+
+
 def v1(v: dict, folder: str, system: str) -> Figure:
     """The go/no-go and the frontier's points (rows/s written + checked reads/s held at each); where no read rate
     held, what the lowest tried carried and the line that bound it first, and the answers checked over all."""
@@ -188,8 +194,8 @@ def _v1_lowest(p: dict) -> str:
 READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
            "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
-           "combined": ("ceiling.json", lambda d: (c, published_runs(d)) if (c := read_json(d / "ceiling.json"))
-                        else None, combined),
+           "combined": ("ceiling.json", lambda d: (c, published_runs(d), steps_host(d))
+                        if (c := read_json(d / "ceiling.json")) else None, combined),
            "v1": (V1_FILE, lambda d: read_json(d / V1_FILE), v1)}
 
 
