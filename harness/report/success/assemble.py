@@ -81,11 +81,13 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
     last = rows[-1]
     # the line that bound it first (walks/knee.py orders them); every one is in the point's own README
     bound = f"; bound by {last['bounded_by'][0]}" if last["bounded_by"] else ""
-    host = next((Host(**row["host"]).says() for row in rows if row.get("host")), None)
+    # points measured in different sittings (publish merges them) keep each its own command and host
+    hosts = dict.fromkeys(Host(**row["host"]).says() for row in rows if row.get("host"))
+    commands = dict.fromkeys(row.get("command") or w.get("command") or "" for row in rows)
     return Figure(question="max_writes", system=system, says="; ".join(points) + bound,
                   scale=max(row["scale"] for row in rows), mem="/".join(dict.fromkeys(row["mem"] for row in rows)),
-                  command=w.get("command") or "", sitting=max(row["sitting"] for row in rows),
-                  run=f"{folder}/{README}", host=host)
+                  command="; ".join(c for c in commands if c), sitting=max(row["sitting"] for row in rows),
+                  run=f"{folder}/{README}", host="; ".join(hosts) or None)
 
 
 def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> Figure:

@@ -1,15 +1,19 @@
 """A finished `make writes` made readable without the code (`make publish RUN=results/writes-...`): writes.json, each
 point's knee (knee.json, its report.md, every step's result.json gzipped) under knees/<scale>x-<MEM>/, and a README
 that opens on the reference's write table: per scale and MEM the most rows per block that held, as rows/s, its
-p99, and the line the nearest failing step above it missed."""
+p99, and the line the nearest failing step above it missed. Points are measured one or two a sitting: a folder that
+already holds points of the same writes (engine, scenario, profile, settings) keeps those the new run did not
+measure, each with the command and sitting that made it; another configuration's folder is refused."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from harness.errors import ConfigError
 from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
 from harness.results.headroom import Host
+from harness.units import parse_size_bytes
 
 WRITES_FILE = "writes.json"
 
@@ -19,7 +23,10 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
     dest = dest_root / (name or f"{w['started_utc'][:10]}-writes-{w['engine']}")
     dest.mkdir(parents=True, exist_ok=True)
     scrub = scrubber(run)
-    (dest / WRITES_FILE).write_text(scrub((run / WRITES_FILE).read_text()))
+    here = dest / WRITES_FILE
+    merged = merged_writes(json.loads(here.read_text()) if here.is_file() else None,
+                           json.loads(scrub((run / WRITES_FILE).read_text())), here)
+    here.write_text(json.dumps(merged, indent=1) + "\n")
     for row in w["rows"]:
         knee, to = run.parent / row["knee"], dest / "knees" / point_name(row)
         require_report(knee)
@@ -29,8 +36,30 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
         steps = json.loads((knee / "knee.json").read_text())["steps"]
         write_cells(knee, to, [SimpleNamespace(scenario=a, dir=b) for a, _, b in
                                (s["cell"].partition("/") for s in steps)], scrub, under="steps")
-    (dest / "README.md").write_text(readme(w))
+    (dest / "README.md").write_text(readme(merged))
     return dest
+
+
+SAME_WRITES = ("engine", "scenario", "profile", "overrides")     # what makes two runs' points one table
+
+
+def merged_writes(old: dict | None, new: dict, where: Path) -> dict:
+    """The new run's points over those already published at `where`: a point (scale, MEM) measured again is the
+    new one; every row keeps the command that made it (the walk's own where it has none)."""
+    rows = [{**row, "command": row.get("command") or new.get("command")} for row in new["rows"]]
+    if old is None:
+        return {**new, "rows": rows}
+    for field in SAME_WRITES:
+        if old.get(field) != new.get(field):
+            raise ConfigError(f"{where}: holds the writes of {field} {old.get(field)!r}, this run's is "
+                              f"{new.get(field)!r}: a table's points share {', '.join(SAME_WRITES)}; publish it "
+                              "AS= another folder")
+    ran = {(row["scale"], row["mem"]) for row in rows}
+    kept = [{**row, "command": row.get("command") or old.get("command")} for row in old["rows"]
+            if (row["scale"], row["mem"]) not in ran]
+    rows = sorted(kept + rows, key=lambda row: (row["scale"], parse_size_bytes(row["mem"])))
+    return {**new, "rows": rows, "started_utc": min(old["started_utc"], new["started_utc"]),
+            "finished_utc": max(old.get("finished_utc") or "", new.get("finished_utc") or "")}
 
 
 def finished(run: Path) -> dict:
@@ -49,10 +78,21 @@ def held_says(row: dict) -> str:
     return f"{floor}{row['rows_per_s']:,.0f} rows/s ({floor}{row['knee_rows_per_block']:,.0f} a block)"
 
 
+def _commands(w: dict) -> list[str]:
+    """Each command that made points of the table, with the points it made, their sitting and CPU."""
+    made: dict[str, list[str]] = {}
+    for row in w["rows"]:
+        cpu = (row.get("host") or {}).get("cpu_model") or "unknown CPU"
+        made.setdefault(row.get("command") or w.get("command") or "?", []).append(
+            f"{point_name(row)} on {row['sitting']}, {cpu}")
+    return [f"- Command: `{cmd}` ({'; '.join(points)})" for cmd, points in made.items()]
+
+
 def readme(w: dict) -> str:
     hosts = sorted({Host(**row["host"]).says() for row in w["rows"] if row.get("host")})
     lines = [f"# Max writes: {w['engine']}, {w['scenario']} (`{w['profile']}`), rows per block searched", "",
-             f"- Command: `{w.get('command') or '?'}`; {w['started_utc']} to {w.get('finished_utc', '?')}",
+             *_commands(w),
+             f"- Measured {w['started_utc']} to {w.get('finished_utc', '?')}",
              f"- Host: {'; '.join(hosts) or 'unknown'}",
              f"- Settings beside the scenario's: {', '.join(f'`{o}`' for o in w['overrides']) or 'none'}", "",
              "| scale | MEM | most writes that held | p99 ms | bounded by | steps | minutes | knee |",
