@@ -25,7 +25,7 @@ from harness.scenario.plan import resolve_plan
 from harness.walks.ceiling import CEILING_FILE, ceiling, search_dir
 from harness.walks.sweep import CellOptions, sweep_dir_for
 
-READS_VERSION = 1
+READS_VERSION = 2     # 2: the walk's settings (overrides), which a table of several sittings' searches shares
 MIXES = ("a", "b", "c", "dc")    # the reference's three mixes, and the DC's, whose answers are checked
 CONNECTIONS = (1, 10)            # its test matrix: 1 and 10 connections
 
@@ -66,7 +66,7 @@ def reads(engine: str, opts: CellOptions, results_root: Path, mixes=MIXES, conne
     root = sweep_dir_for(results_root, "reads", engine, spec)
     root.mkdir(parents=True, exist_ok=True)
     out = {"version": READS_VERSION, "kind": "reads", "engine": engine, "mem": mem, "profile": opts.profile,
-           "command": command, "protocol": protocols, "rows": [], "started_utc": utc_now(), "complete": False}
+           "overrides": list(opts.overrides), "command": command, "protocol": protocols, "rows": [], "started_utc": utc_now(), "complete": False}
     _log(f"{root}: {len(todo)} searches ({', '.join(mixes)} x {', '.join(map(str, connections))} connections)")
     spans: list[str] = []
     for i, (mix, n, o) in enumerate(todo, 1):

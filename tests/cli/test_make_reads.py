@@ -50,6 +50,8 @@ def test_make_reads_offers_and_measures_the_protocols_counts_at_every_step(tmp_p
     out = json.loads(Path(p.stdout.strip().splitlines()[-1]).read_text())
     assert out["complete"] and [(r["mix"], r["connections"]) for r in out["rows"]] == [("a", 1), ("a", 2)]
     assert out["protocol"]["a"]["measure_queries"] == 1000 and out["command"].startswith("make reads ENGINE=sqlite")
+    # the walk's settings, which a published table of several sittings' searches shares (success/merge.py)
+    assert out["overrides"] == ["ceiling.steps_qps=[400]", "ceiling.max_qps=800"], out["overrides"]
     for row in out["rows"]:
         search = json.loads((tmp_path / "results" / row["search"] / "ceiling.json").read_text())
         assert row["knee_read_qps"] == (search["knee"] or {}).get("knee_read_qps") and row["answers"] == "not checkable"

@@ -68,3 +68,70 @@ def test_another_configurations_writes_are_refused_naming_the_field(tmp_path):
         publish_writes(other, tmp_path / "pub", "max_writes-reference")
     w = json.loads((tmp_path / "pub" / "max_writes-reference" / "writes.json").read_text())
     assert [r["scale"] for r in w["rows"]] == [1.0]      # nothing of the refused run was written
+
+
+def _reads(root, name, mixes, command, profile="ratio", mem="1638m", overrides=None, sitting="2026-12-06"):
+    """A finished `make reads` folder (version 1 kept no overrides: None leaves them out) with a finished read
+    ceiling per search (ceiling.json, report.md; no step, so nothing to copy)."""
+    run = root / name
+    run.mkdir(parents=True)
+    rows, protocol = [], {}
+    for mix, scale in mixes:
+        protocol[mix] = {"warmup_queries": 1000, "measure_queries": 10000, "cooldown_s": 5.0, "steps_qps": [100.0],
+                         "max_qps": 10000.0, "criteria": ["p99(read_ms) < 100ms"], "scale": scale}
+        for n in (1, 10):
+            search = f"ceiling-{name}-{mix}-{n}"
+            (root / search).mkdir()
+            (root / search / "report.md").write_text("# ceiling\n")
+            (root / search / "ceiling.json").write_text(json.dumps({
+                "complete": True, "engine": "sqlite", "scenario": f"read_mix_{mix}", "profile": profile, "scale": scale,
+                "mem": mem, "readers": n, "mix": mix, "criteria": [], "started_utc": f"{sitting}T08:00:00Z",
+                "sentence": "s", "steps": []}))
+            rows.append({"mix": mix, "connections": n, "scale": scale, "knee_read_qps": 1000.0 * n, "reached": True,
+                         "achieved_qps": 990.0 * n, "read_p99_ms": 60.0, "bounded_at_qps": 1100.0 * n,
+                         "bounded_by": ["p99(read_ms) < 100ms (measured 130)"], "answers": "not checkable",
+                         "host": {"cpu_model": "AMD EPYC"}, "sitting": sitting, "search": search, "sentence": "s"})
+    walk = {"version": 1, "kind": "reads", "engine": "sqlite", "mem": mem, "profile": profile, "command": command,
+            "protocol": protocol, "rows": rows, "started_utc": f"{sitting}T08:00:00Z", "complete": True,
+            "finished_utc": f"{sitting}T09:00:00Z"}
+    if overrides is not None:
+        walk["overrides"] = overrides
+    (run / "reads.json").write_text(json.dumps(walk))
+    return run
+
+
+def test_a_later_sittings_read_searches_join_the_published_ones_by_mix_and_size(tmp_path):
+    """Mix A published from a reads.json that kept no settings (its command says none), then mixes B at 1x and A at
+    5x: one table, each search with its own command, size, MEM and folder; the answer's settings are refused."""
+    from harness.report.success.assemble import figure_of
+    from harness.report.success.publish_reads import publish_reads
+    dest = tmp_path / "pub"
+    publish_reads(_reads(tmp_path / "a", "r1", [("a", 1.0)], "make reads MIXES=a RUNTIME=local"), dest,
+                  "max_reads-reference")
+    publish_reads(_reads(tmp_path / "b", "r2", [("b", 1.0)], "make reads MIXES=b", overrides=[],
+                         sitting="2026-12-07"), dest, "max_reads-reference")
+    out = publish_reads(_reads(tmp_path / "c", "r3", [("a", 5.0)], "make reads MIXES=a PROFILE=full MEM=8g",
+                               profile="full", mem="8g", overrides=[], sitting="2026-12-08"), dest,
+                        "max_reads-reference")
+    r = json.loads((out / "reads.json").read_text())
+    assert [(row["profile"], row["mix"], row["connections"]) for row in r["rows"]] == [
+        ("ratio", "a", 1), ("ratio", "a", 10), ("ratio", "b", 1), ("ratio", "b", 10), ("full", "a", 1),
+        ("full", "a", 10)]
+    assert [row["mem"] for row in r["rows"]] == ["1638m"] * 4 + ["8g"] * 2
+    assert sorted(p.name for p in (out / "searches").iterdir()) == [
+        "mix-a-10c", "mix-a-10c-full", "mix-a-1c", "mix-a-1c-full", "mix-b-10c", "mix-b-1c"]
+    readme = (out / "README.md").read_text()
+    assert "`make reads MIXES=a RUNTIME=local` (mix-a-1c at 1x on 2026-12-06, AMD EPYC; mix-a-10c" in readme
+    assert "| a | 5x | 8g | 10 | 10,000 |" in readme and "(searches/mix-a-10c-full/README.md)" in readme
+    f = figure_of(out)
+    assert f.says.startswith("A@1x 1,000 / 10,000 QPS p99 ≤ 60 ms; B@1x 1,000 / 10,000 QPS p99 ≤ 60 ms; "
+                             "A@5x 1,000 / 10,000 QPS"), f.says
+    assert (f.scale, f.mem, f.sitting) == (5.0, "1638m/8g", "2026-12-08")
+    answer = _reads(tmp_path / "d", "r4", [("c", 1.0)], "make reads MIXES=c SET=workload.schema=current_history",
+                    overrides=["workload.schema=current_history"])
+    with pytest.raises(ConfigError, match=r"holds the reads of overrides \[\], this run's is \['workload.schema=current_history'\]"):
+        publish_reads(answer, dest, "max_reads-reference")
+    # a reads.json of version 1 has its settings in its command, POLICY= and DURABILITY= as the Makefile orders them
+    from harness.report.success.merge import settings_of
+    assert settings_of({"command": 'make reads DURABILITY=commit SET="a=1 b=2" POLICY=p'}) == [
+        "memory.policy=p", "durability=commit", "a=1", "b=2"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.errors import ConfigError
 from harness.report.publish_ceiling import answer_counts
-from harness.report.success.publish_reads import READS_FILE, knee_says
+from harness.report.success.publish_reads import READS_FILE, knee_says, size_says
 from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
@@ -46,28 +46,36 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
                   sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
 
 
+def hosts_says(rows: list[dict]) -> str | None:
+    """The machines a table's rows ran on: one per CPU model and kernel (each with its first row's disk figures;
+    a machine's disk moves between runs, its model does not)."""
+    hosts = [Host(**row["host"]) for row in rows if row.get("host")]
+    first = {(h.cpu_model, h.kernel): h for h in reversed(hosts)}
+    return "; ".join(h.says() for h in reversed(first.values())) or None
+
+
 def max_reads(r: dict, folder: str, system: str) -> Figure:
-    """The read table in one cell: per mix, the highest rate held at each number of connections and the worst
-    p99 among them; whether the answers were checked."""
+    """The read table in one cell: per mix (and size, where rows of more than one are published), the highest
+    rate held at each number of connections and the worst p99 among them; whether the answers were checked."""
     rows = r["rows"]
     if not rows:
         raise ConfigError(f"{folder}/{READS_FILE}: no search finished: nothing to say of the reads")
+    sized = len({row.get("profile") for row in rows}) > 1
     mixes = []
-    for mix in dict.fromkeys(row["mix"] for row in rows):
-        mine = [row for row in rows if row["mix"] == mix]
+    for mix, profile in dict.fromkeys((row["mix"], row.get("profile")) for row in rows):
+        mine = [row for row in rows if (row["mix"], row.get("profile")) == (mix, profile)]
         p99 = max((row["read_p99_ms"] for row in mine if row["read_p99_ms"] is not None), default=None)
         held = [knee_says(row) if row["knee_read_qps"] is not None or row.get("bounded_at_qps") is None
                 else f"none at {row['bounded_at_qps']:,.0f}" for row in mine]       # the lowest rate failed
-        mixes.append(f"{mix.upper()} {' / '.join(held)} QPS"
+        mixes.append(f"{mix.upper()}{f'@{size_says(mine[0])}' if sized else ''} {' / '.join(held)} QPS"
                      + (f" p99 ≤ {p99:,.0f} ms" if p99 is not None else ""))
-    conns = " / ".join(str(row["connections"]) for row in rows if row["mix"] == rows[0]["mix"])
+    conns = " / ".join(dict.fromkeys(str(row["connections"]) for row in rows))
     answers = sorted({row["answers"] for row in rows})
     says = f"{'; '.join(mixes)} ({conns} connections; answers {', '.join(answers)})"
-    host = next((Host(**row["host"]).says() for row in rows if row.get("host")), None)
-    scale = max(p["scale"] for p in r["protocol"].values())     # a DC-only mix's load.scale is 0
-    return Figure(question="max_reads", system=system, says=says, scale=scale, mem=r.get("mem") or "none",
-                  command=r.get("command") or "", sitting=max(row["sitting"] for row in rows),
-                  run=f"{folder}/{README}", host=host)
+    return Figure(question="max_reads", system=system, says=says, scale=max(row["scale"] for row in rows),
+                  mem="/".join(dict.fromkeys(row.get("mem") or r.get("mem") or "none" for row in rows)),
+                  command="; ".join(dict.fromkeys(row.get("command") or r.get("command") or "" for row in rows)),
+                  sitting=max(row["sitting"] for row in rows), run=f"{folder}/{README}", host=hosts_says(rows))
 
 
 def max_writes(w: dict, folder: str, system: str) -> Figure:
@@ -82,12 +90,11 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
     # the line that bound it first (walks/knee.py orders them); every one is in the point's own README
     bound = f"; bound by {last['bounded_by'][0]}" if last["bounded_by"] else ""
     # points measured in different sittings (publish merges them) keep each its own command and host
-    hosts = dict.fromkeys(Host(**row["host"]).says() for row in rows if row.get("host"))
     commands = dict.fromkeys(row.get("command") or w.get("command") or "" for row in rows)
     return Figure(question="max_writes", system=system, says="; ".join(points) + bound,
                   scale=max(row["scale"] for row in rows), mem="/".join(dict.fromkeys(row["mem"] for row in rows)),
                   command="; ".join(c for c in commands if c), sitting=max(row["sitting"] for row in rows),
-                  run=f"{folder}/{README}", host="; ".join(hosts) or None)
+                  run=f"{folder}/{README}", host=hosts_says(rows))
 
 
 def combined(found: tuple[dict, list[RunResult]], folder: str, system: str) -> Figure:

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.errors import ConfigError
 from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
+from harness.report.success.merge import merged as merge
 from harness.results.headroom import Host
 from harness.units import parse_size_bytes
 
@@ -24,9 +24,8 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     scrub = scrubber(run)
     here = dest / WRITES_FILE
-    merged = merged_writes(json.loads(here.read_text()) if here.is_file() else None,
-                           json.loads(scrub((run / WRITES_FILE).read_text())), here)
-    here.write_text(json.dumps(merged, indent=1) + "\n")
+    merged = merge(json.loads(here.read_text()) if here.is_file() else None,
+                   json.loads(scrub((run / WRITES_FILE).read_text())), here, SAME_WRITES, point_key)
     for row in w["rows"]:
         knee, to = run.parent / row["knee"], dest / "knees" / point_name(row)
         require_report(knee)
@@ -36,6 +35,7 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
         steps = json.loads((knee / "knee.json").read_text())["steps"]
         write_cells(knee, to, [SimpleNamespace(scenario=a, dir=b) for a, _, b in
                                (s["cell"].partition("/") for s in steps)], scrub, under="steps")
+    here.write_text(json.dumps(merged, indent=1) + "\n")
     (dest / "README.md").write_text(readme(merged))
     return dest
 
@@ -43,23 +43,8 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
 SAME_WRITES = ("engine", "scenario", "profile", "overrides")     # what makes two runs' points one table
 
 
-def merged_writes(old: dict | None, new: dict, where: Path) -> dict:
-    """The new run's points over those already published at `where`: a point (scale, MEM) measured again is the
-    new one; every row keeps the command that made it (the walk's own where it has none)."""
-    rows = [{**row, "command": row.get("command") or new.get("command")} for row in new["rows"]]
-    if old is None:
-        return {**new, "rows": rows}
-    for field in SAME_WRITES:
-        if old.get(field) != new.get(field):
-            raise ConfigError(f"{where}: holds the writes of {field} {old.get(field)!r}, this run's is "
-                              f"{new.get(field)!r}: a table's points share {', '.join(SAME_WRITES)}; publish it "
-                              "AS= another folder")
-    ran = {(row["scale"], row["mem"]) for row in rows}
-    kept = [{**row, "command": row.get("command") or old.get("command")} for row in old["rows"]
-            if (row["scale"], row["mem"]) not in ran]
-    rows = sorted(kept + rows, key=lambda row: (row["scale"], parse_size_bytes(row["mem"])))
-    return {**new, "rows": rows, "started_utc": min(old["started_utc"], new["started_utc"]),
-            "finished_utc": max(old.get("finished_utc") or "", new.get("finished_utc") or "")}
+def point_key(row: dict) -> tuple:
+    return row["scale"], parse_size_bytes(row["mem"])
 
 
 def finished(run: Path) -> dict:

@@ -1,0 +1,46 @@
+"""A success question's walk is measured a point or a mix a sitting (a 2x knee or two read searches are an hour
+each), so its table grows over sittings: a later sitting's rows published into the folder that holds the earlier
+ones join them. Each row keeps what made it (its command, its MEM), a row measured again is the new one, and
+rows of another configuration are refused: one table is one engine and one set of settings."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Callable
+
+from harness.errors import ConfigError
+
+
+def settings_of(walk: dict) -> list[str]:
+    """The settings beside the scenario's a walk ran with. A file from before the walks kept them (reads.json
+    version 1) has them only in its command: its POLICY=, DURABILITY= and SET= words."""
+    if "overrides" in walk:
+        return list(walk["overrides"])
+    words = shlex.split(walk.get("command") or "")
+    policy = [f"{field}={w.partition('=')[2]}" for name, field in (("POLICY", "memory.policy"),
+                                                                     ("DURABILITY", "durability"))
+              for w in words if w.startswith(f"{name}=")]        # as the Makefile's POLICY_SET orders them
+    return policy + [s for w in words if w.startswith("SET=") for s in w[4:].split()]
+
+
+def merged(old: dict | None, new: dict, where: Path, same: tuple[str, ...], key: Callable[[dict], tuple],
+           stamp: tuple[str, ...] = ("command",)) -> dict:
+    """`new`'s rows over `old`'s (None: nothing published yet), sorted by `key`, which also says which rows are
+    the same measurement. Each row gets the walk's `stamp` fields where it has none of its own. `same` names
+    the walk's fields both must share ("overrides": compared as settings_of says)."""
+    def rows_of(walk: dict) -> list[dict]:
+        return [{**row, **{f: row.get(f) or walk.get(f) for f in stamp}} for row in walk["rows"]]
+    rows = rows_of(new)
+    out = {**new, "overrides": settings_of(new)}
+    if old is None:
+        return {**out, "rows": sorted(rows, key=key)}
+    for field in same:
+        was, now = (settings_of(old), out["overrides"]) if field == "overrides" else (old.get(field), new.get(field))
+        if was != now:
+            raise ConfigError(f"{where}: holds the {new.get('kind', 'walk')} of {field} {was!r}, this run's is "
+                              f"{now!r}: one table's rows share {', '.join(same)}; publish it AS= another folder")
+    ran = {key(row) for row in rows}
+    kept = [row for row in rows_of(old) if key(row) not in ran]
+    return {**out, "rows": sorted(kept + rows, key=key),
+            "started_utc": min(old["started_utc"], new["started_utc"]),
+            "finished_utc": max(old.get("finished_utc") or "", new.get("finished_utc") or "")}
