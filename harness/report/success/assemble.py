@@ -15,6 +15,7 @@ from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
+from harness.report.success import writes_by_size
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
 from harness.report.success.curve_report import figures
@@ -236,6 +237,7 @@ def write(folder: Path) -> Path:
              "A question without a figure has not been measured yet on this machine.", "",
              "Each figure's host (a figure moves with it):", ""]
     lines += [f"- {QUESTIONS[f.question][0]}, {SYSTEMS[f.system]}: {f.host or 'unknown'}" for f in t.figures]
+    lines += writes_by_size.section(folder)
     for f in (f for f in t.figures if f.details):
         lines += ["", f"## {QUESTIONS[f.question][0]}, {SYSTEMS[f.system]}: each run", ""]
         lines += [f"- {d}" for d in f.details]

@@ -1,0 +1,42 @@
+"""The degradation curve's knee column: max writes against the database's size, at one data-to-memory ratio."""
+import json
+
+
+def _writes(d, points):
+    """A published max_writes folder: writes.json and each point's knee.json with its steps' database sizes."""
+    rows = []
+    for scale, mem, rows_per_s, gib in points:
+        name = f"{scale:g}x-{mem}"
+        (d / "knees" / name).mkdir(parents=True)
+        (d / "knees" / name / "knee.json").write_text(json.dumps(
+            {"steps": [{"db_bytes": int((gib + 0.1) * 2**30)}, {"db_bytes": int(gib * 2**30)}, {"db_bytes": None}]}))
+        rows.append({"scale": scale, "mem": mem, "rows_per_s": rows_per_s, "sitting": "2026-12-07",
+                     "host": {"cpu_model": "AMD EPYC"}})
+    (d / "writes.json").write_text(json.dumps({"rows": rows}))
+
+
+def test_the_knee_against_size_joins_one_ratios_points_projects_only_through_three_and_sets_a_literal_mem_apart(
+        tmp_path):
+    from harness.report.success.writes_by_size import PNG, section
+    _writes(tmp_path / "max_writes-reference", [(1.0, "1284m", 430.0, 10.6), (2.0, "2568m", 400.0, 21.0),
+                                                 (5.0, "8g", 300.0, 51.0)])
+    lines = "\n".join(section(tmp_path))
+    # the smallest database of the knee's steps is its size; a literal 8g at 5x is another ratio, off the line
+    assert "| SQLite as the reference deploys it | 1x | 10.6 | 1284m | 430 | measured 2026-12-07: [1x-1284m]" in lines
+    assert "| 2x | 21.0 | 2568m | 400 |" in lines
+    assert "| 5x | - | 8g | 300 | measured 2026-12-07 at another ratio: not on the line |" in lines
+    assert "projected" not in lines.split("|---|")[1], "two points on the line: nothing is projected"
+    assert (tmp_path / PNG).is_file() and f"]({PNG})" in lines
+    # a third point at the line's ratio: 10x projected, said so in its own row, never as measured
+    _writes(tmp_path / "max_writes-answer", [(0.5, "642m", 9000.0, 4.0), (1.0, "1284m", 8500.0, 8.1),
+                                              (2.0, "2568m", 8100.0, 16.0)])
+    lines = "\n".join(section(tmp_path))
+    projected = [ln for ln in lines.splitlines() if ln.startswith("| the verdict's answer | 10x")]
+    assert len(projected) == 1 and "| projected " in projected[0] and "projected, not measured: 95% interval" in \
+        projected[0], projected
+    assert not any(ln.startswith("| SQLite as the reference deploys it | 10x") for ln in lines.splitlines())
+
+
+def test_no_published_writes_no_section(tmp_path):
+    from harness.report.success.writes_by_size import PNG, section
+    assert section(tmp_path) == [] and not (tmp_path / PNG).exists()
