@@ -150,6 +150,13 @@ def test_the_curves_report_draws_and_prints_the_projection_apart(tmp_path):
     assert md.count("measured 2026-12-05") == 2 * len(points)      # the points' table and the figure's
     svg = next(tmp_path.glob("curve-service_p50_ms*.svg")).read_text()
     assert "projected at 10x" in svg and "its apply): measured" in svg
+    assert "| queryable p99 ms |" in md and "| applier busy |" in md
+    # without a block log: no queryable column (it was the ack's copy) and no applier's
+    unlogged = [p.model_copy(update={"busy": None}) for p in points]
+    md = to_markdown(curve_blocks(c.model_copy(update={"points": unlogged, "projections": projections(unlogged)})),
+                     tmp_path)
+    table = md[md.index("Measured at each scale"):].split("\n\n")[1]
+    assert "queryable" not in table and "applier" not in table and "| service p50 ms | ack p99 ms | rows/s |" in table
 
 
 def test_a_walk_keeps_the_make_command_that_asked_for_it():

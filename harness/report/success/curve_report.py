@@ -45,12 +45,16 @@ def curve_blocks(c) -> list[Block]:
                       + ("" if c.complete else " Not finished: run the same command again to resume it."))]
     if (said := harness_caveat(c.points)) is not None:
         doc.append(Block("caveat", said[0].upper() + said[1:] + "."))
+    # a layout without a block log has no queryable p99 (the ack's copy) and no applier: no column for either
+    logged = "queryable_p99_ms" in figures(c.points)
     rows = [[f"{p.scale:g}x", f"{p.size_gib:,.1f}", p.mem, p.status, _f(p.service_p50_ms, 0), _f(p.ack_p99_ms, 0),
-             _f(p.queryable_p99_ms, 0), _f(p.rows_per_s, 0), "-" if p.busy is None else f"{p.busy:.0%}",
-             f"measured {p.sitting}: {p.cell}"] for p in c.points]
+             *([_f(p.queryable_p99_ms, 0)] if logged else []), _f(p.rows_per_s, 0),
+             *(["-" if p.busy is None else f"{p.busy:.0%}"] if logged else []), f"measured {p.sitting}: {p.cell}"]
+            for p in c.points]
     doc += [Block("h2", "Measured at each scale"),
             Block("table", headers=["scale", "state GiB", "MEM", "status", "service p50 ms", "ack p99 ms",
-                                    "queryable p99 ms", "rows/s", "applier busy", "what it is"], rows=rows)]
+                                    *(["queryable p99 ms"] if logged else []), "rows/s",
+                                    *(["applier busy"] if logged else []), "what it is"], rows=rows)]
     for name, what in figures(c.points).items():
         pts = measured(c.points, name)
         if not pts:
