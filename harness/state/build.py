@@ -152,7 +152,8 @@ def build(plan, inputs: store.StateInputs, root: Path) -> tuple[Path, store.Stat
     build_settings = engine_cls.build_settings(settings)
     build_only = {k: v for k, v in build_settings.items() if settings.get(k) != v}
     store.log(f"building {inputs.id}: {inputs.entities + sizes.dc_seed_entities(inputs)} entities into {partial} "
-         f"(about {need / 2**30:.1f} GiB; "
+         f"(about {need / 2**30:.1f} GiB"
+         f"{', a guess that errs high: nothing near its size was built here' if sizes.is_guess(root, inputs) else ''}; "
          f"build-only settings {build_only or 'none'})")
     t0 = time.perf_counter()
     try:

@@ -129,7 +129,8 @@ def test_a_later_sittings_read_searches_join_the_published_ones_by_mix_and_size(
     assert (f.scale, f.mem, f.sitting) == (5.0, "1638m/8g", "2026-12-08")
     answer = _reads(tmp_path / "d", "r4", [("c", 1.0)], "make reads MIXES=c SET=workload.schema=current_history",
                     overrides=["workload.schema=current_history"])
-    with pytest.raises(ConfigError, match=r"holds the reads of overrides \[\], this run's is \['workload.schema=current_history'\]"):
+    with pytest.raises(ConfigError, match=r"holds the reads of overrides \[\], this run's is "
+                                          r"\['workload.schema=current_history'\]"):
         publish_reads(answer, dest, "max_reads-reference")
     # a reads.json of version 1 has its settings in its command, POLICY= and DURABILITY= as the Makefile orders them
     from harness.report.success.merge import settings_of

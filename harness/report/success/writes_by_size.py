@@ -59,7 +59,8 @@ def section(folder: Path) -> list[str]:
     if not any(on for on, _ in found.values()):
         return []
     lines = ["", "## Max writes against the database's size", "",
-             "The degradation curve's knee column: each system's most rows/s that held every line of its scenario, against the "
+             "The degradation curve's knee column: each system's most rows/s that held every line of its scenario, "
+             "against the "
              "database's size, at one data-to-memory ratio (MEM = scale x its 1x MEM). Solid: measured; a projected "
              f"point is hollow and grey, never measured here (one needs {MIN_POINTS} points on the line).", "",
              "| system | scale | state GiB | MEM | most rows/s that held | what it is |", "|---|---|---|---|---|---|"]
@@ -68,7 +69,8 @@ def section(folder: Path) -> list[str]:
         measured = [p for p, _ in on]
         proj = [project(measured, PROJECTED_SCALE)] if len(on) >= MIN_POINTS else []
         lines += [f"| {SYSTEMS[system]} | {p.scale:g}x | {p.size_gib:,.1f} | {r['mem']} | {p.value:,.0f} | measured "
-                  f"{p.sitting}: [{point_name(r)}]({p.run}/report.md) |" for p, r in sorted(on, key=lambda x: x[0].size_gib)]
+                  f"{p.sitting}: [{point_name(r)}]({p.run}/report.md) |"
+                  for p, r in sorted(on, key=lambda x: x[0].size_gib)]
         lines += [_projected_row(SYSTEMS[system], q) for q in proj]
         lines += [f"| {SYSTEMS[system]} | {r['scale']:g}x | - | {r['mem']} | {r['rows_per_s']:,.0f} | measured "
                   f"{r['sitting']} at another ratio: not on the line |" for r in apart]
