@@ -1,5 +1,5 @@
 """A state's files into a cell's data directory, cold: copy-on-write where the filesystem shares extents
-(cp --reflink=always), else a full copy; written back, then dropped from the page cache. A memory cgroup
+(cp --reflink=always), else a full copy, its large files by direct I/O; written back, then dropped from the page cache. A memory cgroup
 is charged for the page cache its processes fault in, but pages already cached when the cell starts (by
 the copy, made outside the limit) would be read for free: a limited engine would start warm."""
 from __future__ import annotations
@@ -48,6 +48,35 @@ def _cp(src: Path, dst: Path, reflink: str) -> subprocess.CompletedProcess:
     return subprocess.run(["cp", "-a", f"--reflink={reflink}", f"{src}/.", str(dst)], capture_output=True, text=True)
 
 
+DIRECT_MIN_BYTES = 64 << 20     # a file this large is copied around the page cache (a 5x state is one 51 GB file)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """A full copy, owner, mode and times kept as cp -a keeps them; a large file with direct I/O (dd iflag/oflag=direct, 64 MiB blocks):
+    through the page cache a 10 GiB state copied at ~180 MB/s (63 s a cell, 5 min at 5x), its pages then written
+    back and dropped; around it, the disk's own rate and nothing to drop."""
+    for p in sorted(src.rglob("*")):
+        to = dst / p.relative_to(src)
+        if p.is_symlink():
+            to.symlink_to(os.readlink(p))
+        elif p.is_dir():
+            to.mkdir()
+        elif p.stat().st_size < DIRECT_MIN_BYTES:
+            shutil.copy2(p, to)
+        else:
+            d = subprocess.run(["dd", f"if={p}", f"of={to}", "bs=64M", "iflag=direct", "oflag=direct",
+                                "status=none"], capture_output=True, text=True)
+            if d.returncode:        # a filesystem without direct I/O (EINVAL): through the cache
+                shutil.copy2(p, to)
+            shutil.copystat(p, to)
+    for p in sorted(src.rglob("*"), reverse=True):      # after their files: a write into a directory moves its time
+        to, st = dst / p.relative_to(src), p.lstat()
+        if os.geteuid() == 0:       # a server's files are its user's (PostgreSQL will not run as root), as cp -a keeps
+            os.chown(to, st.st_uid, st.st_gid, follow_symlinks=False)
+        if p.is_dir() and not p.is_symlink():
+            shutil.copystat(p, to)
+
+
 def _empty(d: Path) -> None:
     for p in d.iterdir():
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
@@ -66,9 +95,7 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
         _empty(dst)
         require_free(dst, size, f"cloning the state {src.parent.name}")
         method = "copy"
-        r = _cp(src, dst, "never")
-        if r.returncode:
-            raise RuntimeError(f"copying {src} to {dst} failed: {r.stderr.strip()}")
+        _copy(src, dst)
     if owner_uid is not None:
         subprocess.run(["chown", "-R", f"{owner_uid}:{owner_uid}", str(dst)], check=True)
     t1 = time.perf_counter()

@@ -72,6 +72,35 @@ def test_a_clone_is_the_source_byte_for_byte_and_leaves_no_page_cached(tmp_path)
         clone(src, tmp_path / "dst2")
 
 
+def test_a_full_copy_takes_a_large_file_around_the_page_cache_and_keeps_what_cp_a_keeps(tmp_path, monkeypatch):
+    """The large files by direct I/O (its last block not a multiple of dd's), the small ones through the cache,
+    symlinks as links; owner, mode and times as cp -a keeps them (a server's files are its user's)."""
+    from harness.state import clone as c
+    monkeypatch.setattr(c, "DIRECT_MIN_BYTES", 1 << 20)
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    big = os.urandom((3 << 20) + 4096 + 77)
+    (src / "db").write_bytes(big)
+    (src / "sub" / "small").write_bytes(b"x" * 100)
+    (src / "link").symlink_to("db")
+    os.chmod(src / "db", 0o640)
+    if os.geteuid() == 0:
+        os.chown(src / "sub" / "small", 999, 999)
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    calls = []
+    real_run = c.subprocess.run
+    monkeypatch.setattr(c.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or real_run(cmd, **kw))
+    c._copy(src, dst)
+    assert [cmd[0] for cmd in calls] == ["dd"] and "oflag=direct" in calls[0], calls     # the large file only
+    assert (dst / "db").read_bytes() == big and (dst / "sub" / "small").read_bytes() == b"x" * 100
+    assert os.readlink(dst / "link") == "db" and (dst / "db").stat().st_mode == (src / "db").stat().st_mode
+    assert (dst / "db").stat().st_mtime_ns == (src / "db").stat().st_mtime_ns
+    assert (dst / "sub").stat().st_mtime_ns == (src / "sub").stat().st_mtime_ns
+    if os.geteuid() == 0:
+        assert (dst / "sub" / "small").stat().st_uid == 999
+
+
 def test_states_are_listed_and_removed(tmp_path):
     (tmp_path / "a" / "data").mkdir(parents=True)
     (tmp_path / "a" / "data" / "f").write_bytes(b"x" * 10000)
