@@ -16,6 +16,7 @@ from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success import writes_by_size
+from harness.report.success.merge import hosts_says
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
 from harness.report.success.curve_report import figures
@@ -45,14 +46,6 @@ def degradation(c: CurveFile, folder: str, system: str) -> Figure:
         says += f"; 10x projected, not measured: {q.value:,.0f} ms [{q.lo:,.0f}-{q.hi:,.0f}] ({q.model} fit)"
     return Figure(question="degradation", system=system, says=says, scale=hi.scale, mem=hi.mem, command=c.command,
                   sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
-
-
-def hosts_says(rows: list[dict]) -> str | None:
-    """The machines a table's rows ran on: one per CPU model and kernel (each with its first row's disk figures;
-    a machine's disk moves between runs, its model does not)."""
-    hosts = [Host(**row["host"]) for row in rows if row.get("host")]
-    first = {(h.cpu_model, h.kernel): h for h in reversed(hosts)}
-    return "; ".join(h.says() for h in reversed(first.values())) or None
 
 
 def max_reads(r: dict, folder: str, system: str) -> Figure:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.errors import ConfigError
+from harness.results.headroom import Host
 
 
 def settings_of(walk: dict) -> list[str]:
@@ -44,3 +45,23 @@ def merged(old: dict | None, new: dict, where: Path, same: tuple[str, ...], key:
     return {**out, "rows": sorted(kept + rows, key=key),
             "started_utc": min(old["started_utc"], new["started_utc"]),
             "finished_utc": max(old.get("finished_utc") or "", new.get("finished_utc") or "")}
+
+
+def commands_said(rows: list[dict], entry: Callable[[dict], str]) -> list[str]:
+    """A README's command lines: each command that made rows of the table, with what it made (entry(row))."""
+    made: dict[str, list[str]] = {}
+    for row in rows:
+        made.setdefault(row.get("command") or "?", []).append(entry(row))
+    return [f"- Command: `{cmd}` ({'; '.join(what)})" for cmd, what in made.items()]
+
+
+def cpu_of(row: dict) -> str:
+    return (row.get("host") or {}).get("cpu_model") or "unknown CPU"
+
+
+def hosts_says(rows: list[dict]) -> str | None:
+    """The machines a table's rows ran on: one per CPU model and kernel (each with its first row's disk figures;
+    a machine's disk moves between runs, its model does not)."""
+    hosts = [Host(**row["host"]) for row in rows if row.get("host")]
+    first = {(h.cpu_model, h.kernel): h for h in reversed(hosts)}
+    return "; ".join(h.says() for h in reversed(first.values())) or None

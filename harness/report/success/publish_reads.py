@@ -11,8 +11,8 @@ from pathlib import Path
 
 from harness.report.publish import finished_walk, scrubber
 from harness.report.publish_ceiling import publish_ceiling
+from harness.report.success.merge import commands_said, cpu_of, hosts_says
 from harness.report.success.merge import merged as merge
-from harness.results.headroom import Host
 
 READS_FILE = "reads.json"
 
@@ -71,16 +71,6 @@ def knee_says(row: dict) -> str:
     return f"{'≥ ' if row['reached'] is False else ''}{row['knee_read_qps']:,.0f}"
 
 
-def _commands(r: dict) -> list[str]:
-    """Each command that made rows of the table, with the searches it made, their sitting and CPU."""
-    made: dict[str, list[str]] = {}
-    for row in r["rows"]:
-        cpu = (row.get("host") or {}).get("cpu_model") or "unknown CPU"
-        made.setdefault(row.get("command") or "?", []).append(
-            f"{search_name(row)} at {size_says(row)} on {row['sitting']}, {cpu}")
-    return [f"- Command: `{cmd}` ({'; '.join(searches)})" for cmd, searches in made.items()]
-
-
 def _protocol_says(p: dict) -> str:
     return (f"{p['warmup_queries']:,} queries of warm-up, {p['measure_queries']:,} measured at the offered rate, "
             f"{p['cooldown_s']:g} s cool-down; rates {', '.join(f'{q:,.0f}' for q in p['steps_qps'])} QPS, then "
@@ -89,11 +79,12 @@ def _protocol_says(p: dict) -> str:
 
 
 def readme(r: dict) -> str:
-    hosts = sorted({Host(**row["host"]).says() for row in r["rows"] if row.get("host")})
     protocols = dict.fromkeys(_protocol_says(row["protocol"]) for row in r["rows"])
-    lines = [f"# Reads alone: the reference's read benchmark on {r['engine']}", "", *_commands(r),
+    lines = [f"# Reads alone: the reference's read benchmark on {r['engine']}", "",
+             *commands_said(r["rows"], lambda row: f"{search_name(row)} at {size_says(row)} on {row['sitting']}, "
+                            f"{cpu_of(row)}"),
              f"- Measured {r['started_utc']} to {r.get('finished_utc', '?')}",
-             f"- Host: {'; '.join(hosts) or 'unknown'}",
+             f"- Host: {hosts_says(r['rows']) or 'unknown'}",
              f"- Settings beside the scenario's: {', '.join(f'`{o}`' for o in r['overrides']) or 'none'}",
              *[f"- Each step: {p}" for p in protocols], "",
              "| mix | size | MEM | connections | highest QPS held | achieved QPS | read p99 ms | bounded by | answers "

@@ -11,8 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
+from harness.report.success.merge import commands_said, cpu_of, hosts_says
 from harness.report.success.merge import merged as merge
-from harness.results.headroom import Host
 from harness.units import parse_size_bytes
 
 WRITES_FILE = "writes.json"
@@ -63,22 +63,11 @@ def held_says(row: dict) -> str:
     return f"{floor}{row['rows_per_s']:,.0f} rows/s ({floor}{row['knee_rows_per_block']:,.0f} a block)"
 
 
-def _commands(w: dict) -> list[str]:
-    """Each command that made points of the table, with the points it made, their sitting and CPU."""
-    made: dict[str, list[str]] = {}
-    for row in w["rows"]:
-        cpu = (row.get("host") or {}).get("cpu_model") or "unknown CPU"
-        made.setdefault(row.get("command") or w.get("command") or "?", []).append(
-            f"{point_name(row)} on {row['sitting']}, {cpu}")
-    return [f"- Command: `{cmd}` ({'; '.join(points)})" for cmd, points in made.items()]
-
-
 def readme(w: dict) -> str:
-    hosts = sorted({Host(**row["host"]).says() for row in w["rows"] if row.get("host")})
     lines = [f"# Max writes: {w['engine']}, {w['scenario']} (`{w['profile']}`), rows per block searched", "",
-             *_commands(w),
+             *commands_said(w["rows"], lambda r: f"{point_name(r)} on {r['sitting']}, {cpu_of(r)}"),
              f"- Measured {w['started_utc']} to {w.get('finished_utc', '?')}",
-             f"- Host: {'; '.join(hosts) or 'unknown'}",
+             f"- Host: {hosts_says(w['rows']) or 'unknown'}",
              f"- Settings beside the scenario's: {', '.join(f'`{o}`' for o in w['overrides']) or 'none'}", "",
              "| scale | MEM | most writes that held | p99 ms | bounded by | steps | minutes | knee |",
              "|---|---|---|---|---|---|---|---|"]
