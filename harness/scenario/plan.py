@@ -20,7 +20,7 @@ from harness.scenario import memory as memory_policy
 from harness.scenario.load import deep_merge, load_scenario, resolve_path
 from harness.validation import format_error
 from harness.scenario.spec import Body, Ceiling, Checkpoint, Io, Load, Phases, Readers, Strict, Workload
-from harness.scenario.thresholds import WAL_METRICS, parse_threshold
+from harness.scenario.thresholds import WAL_METRICS, parse_threshold, scaled_thresholds
 from harness.units import parse_size_bytes
 from harness.workload.dc_tables import WRITE_MIXES, DcSpec
 from harness.workload.generator import WorkloadSpec
@@ -263,14 +263,33 @@ def _body(path: Path, profile: str | None, overrides, thresholds) -> tuple:
         raise ConfigError(f"{path}: profile {profile!r} not defined; allowed: {', '.join(sc.profiles) or '(none)'}")
     base = {k: v for k, v in raw.items() if k not in ("name", "default_profile", "profiles")}
     merged = deep_merge(base, sc.profiles[profile]) if profile else base
+    own = merged
     if overrides:
         merged = deep_merge(merged, parse_overrides(overrides))
     if thresholds is not None:
         merged = {**merged, "thresholds": list(thresholds)}
     try:
-        return sc, Body.model_validate(merged), profile
+        body = Body.model_validate(merged)
+        if thresholds is None and "thresholds" not in parse_overrides(overrides or []):
+            body = _rate_lines_kept_as_share(Body.model_validate(own), body)
+        return sc, body, profile
     except ValidationError as e:
         raise ConfigError(format_error(path, e, Body, prefix="(with --set)" if overrides else "")) from None
+
+
+def _offered_rows_per_s(w: Workload) -> float | None:
+    return w.rows_per_block * 1000 / w.block_interval_ms if w.rows_per_block and w.block_interval_ms else None
+
+
+def _rate_lines_kept_as_share(own: Body, body: Body) -> Body:
+    """The scenario's own lines where SET changes the offered rate of rows (workload.rows_per_block or
+    block_interval_ms): an absolute rate of rows keeps its share of it (p99_5x's 5000 of 6000 rows/s is 250 at
+    600 rows a block), as a knee's rows step and a curve's block size keep it; else no such run could pass, on
+    arithmetic. Given criteria (a walk's, a decision tree's) are theirs to scale and are left as they are."""
+    was, now = _offered_rows_per_s(own.workload), _offered_rows_per_s(body.workload)
+    if not was or not now or was == now:
+        return body
+    return body.model_copy(update={"thresholds": list(scaled_thresholds(body.thresholds, now / was))})
 
 
 def _mem_bytes(mem: str | None) -> int | None:

@@ -26,7 +26,6 @@ from harness.results.curve import CurveFile, CurvePoint, CurveProjection
 from harness.results.headroom import Host
 from harness.scenario.decision import RatioMems, load_decision
 from harness.scenario.plan import resolve_plan
-from harness.scenario.thresholds import scaled_thresholds
 from harness.units import parse_size_bytes
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
@@ -139,14 +138,14 @@ def curve(scenario: str, engine: str, opts: CellOptions, results_root: Path, sca
 
 def at_block_size(scenario: str, engine: str, opts: CellOptions, probe) -> tuple[CellOptions, tuple[str, ...]]:
     """A curve at a block size of its own (SET workload.rows_per_block, a configuration that cannot carry the
-    scenario's): an absolute rate of rows keeps its share of the offered rate, as a knee's rows step does, else no
-    point could pass; the state is aged at the scenario's block size, as the knee's, so both start from one history.
-    Returns the options and the cells' extra overrides."""
+    scenario's): an absolute rate of rows keeps its share of the offered rate (the plan scales it: resolve_plan), and
+    the curve keeps those lines as its criteria; the state is aged at the scenario's block size, as the knee's, so
+    both start from one history. Returns the options and the cells' extra overrides."""
     base = resolve_plan(scenario, engine, profile=opts.profile, scale=probe.scale).workload.rows_per_block
     rows = probe.workload.rows_per_block
     if rows == base or opts.thresholds is not None:
         return opts, ()
-    opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, rows / base))
+    opts = replace(opts, thresholds=tuple(probe.thresholds))     # the plan kept a rate line's share already
     _log(f"{rows:,} rows a block, not the scenario's {base:,}: judged on {', '.join(opts.thresholds)}")
     return opts, (f"load.age_rows_per_block={base}",) if probe.load.aged_state else ()
 
