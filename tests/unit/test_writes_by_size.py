@@ -2,15 +2,16 @@
 import json
 
 
-def _writes(d, points):
+def _writes(d, points, sittings=None):
     """A published max_writes folder: writes.json and each point's knee.json with its steps' database sizes."""
     rows = []
-    for scale, mem, rows_per_s, gib in points:
+    for i, (scale, mem, rows_per_s, gib) in enumerate(points):
         name = f"{scale:g}x-{mem}"
         (d / "knees" / name).mkdir(parents=True)
         (d / "knees" / name / "knee.json").write_text(json.dumps(
             {"steps": [{"db_bytes": int((gib + 0.1) * 2**30)}, {"db_bytes": int(gib * 2**30)}, {"db_bytes": None}]}))
-        rows.append({"scale": scale, "mem": mem, "rows_per_s": rows_per_s, "sitting": "2026-12-07",
+        rows.append({"scale": scale, "mem": mem, "rows_per_s": rows_per_s,
+                     "sitting": sittings[i] if sittings else "2026-12-07",
                      "host": {"cpu_model": "AMD EPYC"}})
     (d / "writes.json").write_text(json.dumps({"rows": rows}))
 
@@ -40,3 +41,16 @@ def test_the_knee_against_size_joins_one_ratios_points_projects_only_through_thr
 def test_no_published_writes_no_section(tmp_path):
     from harness.report.success.writes_by_size import PNG, section
     assert section(tmp_path) == [] and not (tmp_path / PNG).exists()
+
+
+def test_a_line_joins_one_sittings_points_only(tmp_path):
+    """Three points at one ratio from two sittings: no projection (no sitting has three of its own), every point
+    listed; a knee moves with the host, which can change between sittings."""
+    from harness.report.success.writes_by_size import section
+    _writes(tmp_path / "max_writes-reference", [(0.5, "642m", 450.0, 5.3), (1.0, "1284m", 430.0, 10.6),
+                                                 (2.0, "2568m", 1200.0, 21.0)],
+            sittings=["2026-12-07", "2026-12-07", "2026-12-08"])
+    lines = section(tmp_path)
+    assert not any("projected" in ln for ln in lines if ln.startswith("| SQLite")), lines
+    assert sum(ln.startswith("| SQLite as the reference deploys it |") for ln in lines) == 3
+    assert "A line joins one sitting's points" in "\n".join(lines)

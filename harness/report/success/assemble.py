@@ -78,12 +78,13 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
     rows = w["rows"]
     if not rows:
         raise ConfigError(f"{folder}/{WRITES_FILE}: no point finished: nothing to say of the writes")
-    points = [f"{row['scale']:g}x@{row['mem']} {held_says(row)}"
+    # points of different sittings (publish merges them) each say theirs: a knee moves with the host
+    apart = len({row["sitting"] for row in rows}) > 1
+    points = [f"{row['scale']:g}x@{row['mem']}" + (f" ({row['sitting']})" if apart else "") + f" {held_says(row)}"
               + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "") for row in rows]
     last = rows[-1]
     # the line that bound it first (walks/knee.py orders them); every one is in the point's own README
     bound = f"; bound by {last['bounded_by'][0]}" if last["bounded_by"] else ""
-    # points measured in different sittings (publish merges them) keep each its own command and host
     commands = dict.fromkeys(row.get("command") or w.get("command") or "" for row in rows)
     return Figure(question="max_writes", system=system, says="; ".join(points) + bound,
                   scale=max(row["scale"] for row in rows), mem="/".join(dict.fromkeys(row["mem"] for row in rows)),
