@@ -146,6 +146,13 @@ def disk_random_read(data_dir: Path, samples: int = 2000, budget_s: float = 1.5)
     return {**_us_percentiles(lat_us), "file_bytes": size, "reads_per_s": round(len(lat_us) / (sum(lat_us) / 1e6))}
 
 
+def boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def capture(data_dir: Path, runtime: str, engine: str | None = None) -> dict:
     mem_dir = cgroup.own_memory_dir()
     return {
@@ -157,6 +164,9 @@ def capture(data_dir: Path, runtime: str, engine: str | None = None) -> dict:
         "platform": platform.platform(),
         "kernel": platform.release(),
         "hostname": platform.node(),
+        # the machine's boot (a container shares its kernel's): a sitting's identity, as a host can change between
+        # sittings on the same day, with the same CPU model and kernel
+        "boot_id": boot_id(),
         # the machine's own name: a container's hostname is its id (the runtime or orchestrator passes it)
         "node": os.environ.get(NODE_ENV) or platform.node(),
         "cpu_model": cpu_model(),

@@ -88,4 +88,5 @@ def row_of(k: KneeFile, where: Path) -> dict:
             "bounded_by": nearest.failed_on if nearest else [], "floor_rows_per_block": k.floor,
             "steps": len(k.steps), "wall_s": k.wall_s, "converged": k.converged,
             "host": Host.of(first.environment).model_dump() if first else None,
-            "sitting": (k.finished_utc or k.started_utc)[:10], "knee": where.name, "sentence": k.sentence}
+            "sitting": (k.finished_utc or k.started_utc)[:10], "boot_id": first.environment.get("boot_id") if first
+            else None, "knee": where.name, "sentence": k.sentence}

@@ -2,7 +2,7 @@
 import json
 
 
-def _writes(d, points, sittings=None):
+def _writes(d, points, sittings=None, boots=None):
     """A published max_writes folder: writes.json and each point's knee.json with its steps' database sizes."""
     rows = []
     for i, (scale, mem, rows_per_s, gib) in enumerate(points):
@@ -11,7 +11,7 @@ def _writes(d, points, sittings=None):
         (d / "knees" / name / "knee.json").write_text(json.dumps(
             {"steps": [{"db_bytes": int((gib + 0.1) * 2**30)}, {"db_bytes": int(gib * 2**30)}, {"db_bytes": None}]}))
         rows.append({"scale": scale, "mem": mem, "rows_per_s": rows_per_s,
-                     "sitting": sittings[i] if sittings else "2026-12-07",
+                     "sitting": sittings[i] if sittings else "2026-12-07", "boot_id": boots[i] if boots else None,
                      "host": {"cpu_model": "AMD EPYC"}})
     (d / "writes.json").write_text(json.dumps({"rows": rows}))
 
@@ -54,3 +54,13 @@ def test_a_line_joins_one_sittings_points_only(tmp_path):
     assert not any("projected" in ln for ln in lines if ln.startswith("| SQLite")), lines
     assert sum(ln.startswith("| SQLite as the reference deploys it |") for ln in lines) == 3
     assert "A line joins one sitting's points" in "\n".join(lines)
+
+    # one day, two machines' boots (two sittings: 12-07 00:53 and 06:43 held 849 and 1,854 rows a block): apart too
+    _writes(tmp_path / "max_writes-answer", [(0.5, "642m", 450.0, 5.3), (1.0, "1284m", 430.0, 10.6),
+                                              (2.0, "2568m", 1200.0, 21.0)], boots=["a", "a", "b"])
+    assert not any("projected" in ln for ln in section(tmp_path) if ln.startswith("| the verdict's answer"))
+    import shutil
+    shutil.rmtree(tmp_path / "max_writes-answer")
+    _writes(tmp_path / "max_writes-answer", [(0.5, "642m", 450.0, 5.3), (1.0, "1284m", 430.0, 10.6),
+                                              (2.0, "2568m", 1200.0, 21.0)], boots=["a", "a", "a"])
+    assert any("| projected " in ln for ln in section(tmp_path) if ln.startswith("| the verdict's answer | 10x"))

@@ -65,3 +65,9 @@ def hosts_says(rows: list[dict]) -> str | None:
     hosts = [Host(**row["host"]) for row in rows if row.get("host")]
     first = {(h.cpu_model, h.kernel): h for h in reversed(hosts)}
     return "; ".join(h.says() for h in reversed(first.values())) or None
+
+
+def sitting_of(row: dict) -> str:
+    """A row's sitting: its machine's boot where the row kept it, else the walk that made it (its command). Two
+    walks on one day can be two sittings on two hosts: rows of walks that kept no boot are never taken for one."""
+    return row.get("boot_id") or f"{row.get('sitting')}: {row.get('command')}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from harness.report.success.curve import MIN_POINTS, Measured, Projected, draw, project
-from harness.report.success.merge import cpu_of
+from harness.report.success.merge import cpu_of, sitting_of
 from harness.report.success.publish_writes import WRITES_FILE, point_name
 from harness.report.success.table import SYSTEMS
 from harness.units import parse_size_bytes
@@ -35,8 +35,14 @@ def _by_sitting(on: list[tuple[Measured, dict]]) -> dict[str, list[tuple[Measure
     among it, can change between them, and a knee moves with it)."""
     out: dict[str, list[tuple[Measured, dict]]] = {}
     for p, r in sorted(on, key=lambda x: (x[0].sitting, x[0].size_gib)):
-        out.setdefault(p.sitting, []).append((p, r))
+        out.setdefault(sitting_of(r), []).append((p, r))
     return out
+
+
+def _host_short(row: dict) -> str:
+    """The CPU and its fsync p50: two sittings of one day and one CPU model can differ in their disk."""
+    fsync = (row.get("host") or {}).get("fsync_p50_us")
+    return cpu_of(row) + (f", fsync p50 {fsync:,.0f} µs" if fsync else "")
 
 
 def _mib_per_scale(row: dict) -> int:
@@ -70,21 +76,20 @@ def section(folder: Path) -> list[str]:
         return []
     lines = ["", "## Max writes against the database's size", "",
              "The degradation curve's knee column: each system's most rows/s that held every line of its scenario, "
-             "against the database's size, at one data-to-memory ratio (MEM = scale x its 1x MEM). A line joins one sitting's "
-             "points (the host can change between sittings). Solid: measured; a projected point is hollow and grey, "
+             "against the database's size, at one data-to-memory ratio (MEM = scale x its 1x MEM). A line joins one "
+             "sitting's points (the host can change between sittings, on one day too). Solid: measured; a projected point is hollow and grey, "
              f"never measured here (one needs {MIN_POINTS} points of one sitting).", "",
              "| system | scale | state GiB | MEM | most rows/s that held | what it is |", "|---|---|---|---|---|---|"]
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for system, (on, apart) in found.items():
-        for sitting, mine in _by_sitting(on).items():
+        for mine in _by_sitting(on).values():
             measured = [p for p, _ in mine]
             proj = [project(measured, PROJECTED_SCALE)] if len(mine) >= MIN_POINTS else []
             lines += [f"| {SYSTEMS[system]} | {p.scale:g}x | {p.size_gib:,.1f} | {r['mem']} | {p.value:,.0f} | "
                       f"measured {p.sitting}: [{point_name(r)}]({p.run}/report.md) |" for p, r in mine]
             lines += [_projected_row(SYSTEMS[system], q) for q in proj]
             # a figure moves with its host and its sitting: a line joins one sitting's points, its legend names them
-            cpus = dict.fromkeys(cpu_of(r) for _, r in mine)
-            draw(ax, measured, proj, f"{SYSTEMS[system]}, {sitting} ({', '.join(cpus)})")
+            draw(ax, measured, proj, f"{SYSTEMS[system]}, {mine[0][0].sitting} ({_host_short(mine[0][1])})")
         lines += [f"| {SYSTEMS[system]} | {r['scale']:g}x | - | {r['mem']} | {r['rows_per_s']:,.0f} | measured "
                   f"{r['sitting']} at another ratio: not on the line |" for r in apart]
     values = [p.value for on, _ in found.values() for p, _ in on]
