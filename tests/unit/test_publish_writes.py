@@ -49,8 +49,8 @@ def test_a_later_sittings_points_join_the_published_ones_each_with_its_own_comma
     assert "| 1x | 1284m |" in readme and "| 2x | 2568m |" in readme
     f = figure_of(out)
     # points of two sittings: each says its own (a knee moves with the host)
-    assert f.says.startswith("1x@1284m (2026-12-07) 424 rows/s (849 a block) p99 430 ms; 2x@2568m (2026-12-08) "
-                             "350 rows/s"), f.says
+    assert f.says.startswith("1x@1284m (2026-12-07, AMD EPYC) 424 rows/s (849 a block) p99 430 ms; 2x@2568m "
+                             "(2026-12-08, Intel Xeon) 350 rows/s"), f.says
     assert f.command == 'make writes POINTS="1:1284m"; make writes POINTS="2:2568m"'
     assert "AMD EPYC" in f.host and "Intel Xeon" in f.host and f.sitting == "2026-12-08"
     # the same point measured again replaces the published one

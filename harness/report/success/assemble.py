@@ -16,7 +16,7 @@ from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success import writes_by_size
-from harness.report.success.merge import hosts_says, sitting_of
+from harness.report.success.merge import host_short, hosts_says, sitting_of
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
 from harness.report.success.curve_report import figures
@@ -80,7 +80,7 @@ def max_writes(w: dict, folder: str, system: str) -> Figure:
         raise ConfigError(f"{folder}/{WRITES_FILE}: no point finished: nothing to say of the writes")
     # points of different sittings (publish merges them) each say theirs: a knee moves with the host
     apart = len({sitting_of(row) for row in rows}) > 1
-    points = [f"{row['scale']:g}x@{row['mem']}" + (f" ({row['sitting']})" if apart else "") + f" {held_says(row)}"
+    points = [f"{row['scale']:g}x@{row['mem']}" + (f" ({row['sitting']}, {host_short(row)})" if apart else "") + f" {held_says(row)}"
               + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "") for row in rows]
     last = rows[-1]
     # the line that bound it first (walks/knee.py orders them); every one is in the point's own README

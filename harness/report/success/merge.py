@@ -71,3 +71,9 @@ def sitting_of(row: dict) -> str:
     """A row's sitting: its machine's boot where the row kept it, else the walk that made it (its command). Two
     walks on one day can be two sittings on two hosts: rows of walks that kept no boot are never taken for one."""
     return row.get("boot_id") or f"{row.get('sitting')}: {row.get('command')}"
+
+
+def host_short(row: dict) -> str:
+    """The CPU and its fsync p50: two sittings of one day and one CPU model can differ in their disk."""
+    fsync = (row.get("host") or {}).get("fsync_p50_us")
+    return cpu_of(row) + (f", fsync p50 {fsync:,.0f} µs" if fsync else "")

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from harness.report.success.curve import MIN_POINTS, Measured, Projected, draw, project
-from harness.report.success.merge import cpu_of, sitting_of
+from harness.report.success.merge import host_short, sitting_of
 from harness.report.success.publish_writes import WRITES_FILE, point_name
 from harness.report.success.table import SYSTEMS
 from harness.units import parse_size_bytes
@@ -37,12 +37,6 @@ def _by_sitting(on: list[tuple[Measured, dict]]) -> dict[str, list[tuple[Measure
     for p, r in sorted(on, key=lambda x: (x[0].sitting, x[0].size_gib)):
         out.setdefault(sitting_of(r), []).append((p, r))
     return out
-
-
-def _host_short(row: dict) -> str:
-    """The CPU and its fsync p50: two sittings of one day and one CPU model can differ in their disk."""
-    fsync = (row.get("host") or {}).get("fsync_p50_us")
-    return cpu_of(row) + (f", fsync p50 {fsync:,.0f} µs" if fsync else "")
 
 
 def _mib_per_scale(row: dict) -> int:
@@ -89,7 +83,7 @@ def section(folder: Path) -> list[str]:
                       f"measured {p.sitting}: [{point_name(r)}]({p.run}/report.md) |" for p, r in mine]
             lines += [_projected_row(SYSTEMS[system], q) for q in proj]
             # a figure moves with its host and its sitting: a line joins one sitting's points, its legend names them
-            draw(ax, measured, proj, f"{SYSTEMS[system]}, {mine[0][0].sitting} ({_host_short(mine[0][1])})")
+            draw(ax, measured, proj, f"{SYSTEMS[system]}, {mine[0][0].sitting} ({host_short(mine[0][1])})")
         lines += [f"| {SYSTEMS[system]} | {r['scale']:g}x | - | {r['mem']} | {r['rows_per_s']:,.0f} | measured "
                   f"{r['sitting']} at another ratio: not on the line |" for r in apart]
     values = [p.value for on, _ in found.values() for p, _ in on]
