@@ -60,11 +60,10 @@ def cpu_of(row: dict) -> str:
 
 
 def hosts_says(rows: list[dict]) -> str | None:
-    """The machines a table's rows ran on: one per CPU model and kernel (each with its first row's disk figures;
-    a machine's disk moves between runs, its model does not)."""
-    hosts = [Host(**row["host"]) for row in rows if row.get("host")]
-    first = {(h.cpu_model, h.kernel): h for h in reversed(hosts)}
-    return "; ".join(h.says() for h in reversed(first.values())) or None
+    """The machines a table's rows ran on: one per sitting (sitting_of), with its first row's disk figures (two
+    sittings of one CPU model and kernel can differ in their disk); one machine said once."""
+    first = {sitting_of(row): Host(**row["host"]).says() for row in reversed(rows) if row.get("host")}
+    return "; ".join(dict.fromkeys(reversed(first.values()))) or None
 
 
 def sitting_of(row: dict) -> str:
