@@ -1,7 +1,7 @@
 """A state's files into a cell's data directory, cold: copy-on-write where the filesystem shares extents
-(cp --reflink=always), else a full copy, its large files by direct I/O; written back, then dropped from the page cache. A memory cgroup
-is charged for the page cache its processes fault in, but pages already cached when the cell starts (by
-the copy, made outside the limit) would be read for free: a limited engine would start warm."""
+(cp --reflink=always), else a full copy, its large files by direct I/O; written back, then dropped from the page
+cache. A memory cgroup is charged for the page cache its processes fault in, but pages already cached when the
+cell starts (by the copy, made outside the limit) would be read for free: a limited engine would start warm."""
 from __future__ import annotations
 
 import os
@@ -52,9 +52,9 @@ DIRECT_MIN_BYTES = 64 << 20     # a file this large is copied around the page ca
 
 
 def _copy(src: Path, dst: Path) -> None:
-    """A full copy, owner, mode and times kept as cp -a keeps them; a large file with direct I/O (dd iflag/oflag=direct, 64 MiB blocks):
-    through the page cache a 10 GiB state copied at ~180 MB/s (63 s a cell, 5 min at 5x), its pages then written
-    back and dropped; around it, the disk's own rate and nothing to drop."""
+    """A full copy, owner, mode and times kept as cp -a keeps them; a large file by direct I/O (dd iflag/oflag=direct,
+    64 MiB blocks). Through the page cache cp -a copied a 10 GiB file at 0.42-0.44 GB/s here (12-07), its pages then
+    written back and dropped; around it, 1.0-1.1 GB/s and nothing to drop."""
     for p in sorted(src.rglob("*")):
         to = dst / p.relative_to(src)
         if p.is_symlink():
