@@ -270,7 +270,7 @@ def _body(path: Path, profile: str | None, overrides, thresholds) -> tuple:
         merged = {**merged, "thresholds": list(thresholds)}
     try:
         body = Body.model_validate(merged)
-        if thresholds is None and "thresholds" not in parse_overrides(overrides or []):
+        if overrides and thresholds is None and "thresholds" not in parse_overrides(overrides):
             body = _rate_lines_kept_as_share(Body.model_validate(own), body)
         return sc, body, profile
     except ValidationError as e:
