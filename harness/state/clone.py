@@ -44,8 +44,8 @@ def evict(root: Path, write_back: bool) -> int:
     return len(files)
 
 
-def _cp(src: Path, dst: Path, reflink: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["cp", "-a", f"--reflink={reflink}", f"{src}/.", str(dst)], capture_output=True, text=True)
+def _reflink(src: Path, dst: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["cp", "-a", "--reflink=always", f"{src}/.", str(dst)], capture_output=True, text=True)
 
 
 DIRECT_MIN_BYTES = 64 << 20     # a file this large is copied around the page cache (a 5x state is one 51 GB file)
@@ -91,7 +91,7 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     size = tree_bytes(src)
     t0 = time.perf_counter()
     method = "reflink"
-    if _cp(src, dst, "always").returncode:      # no shared extents here (ext4): a full copy
+    if _reflink(src, dst).returncode:      # no shared extents here (ext4): a full copy
         _empty(dst)
         require_free(dst, size, f"cloning the state {src.parent.name}")
         method = "copy"
