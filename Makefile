@@ -115,7 +115,7 @@ reads: $(STAMP) ## the reference's read benchmark, reads alone, resumable: ENGIN
 	@$(HARNESS) reads --engine $(ENGINE) $(if $(MIXES),--mixes "$(MIXES)") $(if $(CONNECTIONS),--connections "$(CONNECTIONS)") \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
-writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [START_ROWS=] [DURATION=s] [DROP_STATES=1] [SET=]
+writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [START_ROWS= an earlier knee; each later point starts at the knee before it] [DURATION=s] [DROP_STATES=1: rebuilds the state every step, only where a clone does not fit] [SET=]
 	@$(HARNESS) writes --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
 	  --points "$(POINTS)" $(if $(START_ROWS),--start-rows $(START_ROWS)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 

@@ -30,6 +30,7 @@ from harness.units import parse_size_bytes
 
 KNEE_FILE = "knee.json"
 RESOLUTION = 0.1
+NEAR = RESOLUTION * 0.95           # a started knee's neighbours: a pass and a failure this far apart converge
 MAX_STEPS = 16
 ROWS_RANGE = (1 / 64, 16)          # rows per block searched within these multiples of the scenario's
 SCALE_RANGE = (1 / 32, 8)
@@ -52,9 +53,16 @@ class Axis:
     floor: float                          # the easiest and hardest values the search may try (own unit)
     ceiling: float
 
-    def bracket(self, start: float) -> Bracket:
+    def bracket(self, start: float, near: bool = False) -> Bracket:
+        """near: the start is where an earlier knee was found, so its neighbours within the resolution come first:
+        a knee that is still there is settled in three steps and a confirmation, where doubling from it and
+        bisecting back to the resolution takes five (a passing step is 11 minutes at the ratio profile)."""
         ends = sorted((self.to_x(self.floor), self.to_x(self.ceiling)))
-        return Bracket([self.to_x(start)], ends[0], ends[1], RESOLUTION)
+        x = self.to_x(start)
+        around = [x / (1 + NEAR), x, x * (1 + NEAR)] if near else [x]
+        # snapped as the walk snaps what it runs, so a neighbour run is found among the runs
+        return Bracket(sorted({self.snap_x(min(max(v, ends[0]), ends[1])) for v in around}), ends[0], ends[1],
+                       RESOLUTION)
 
     def snap_x(self, x: float) -> float:
         return self.to_x(self.snap(self.from_x(x)))
@@ -207,7 +215,7 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
         return s.verdict
 
     try:
-        w = walk(axis.bracket(start), run_step, MAX_STEPS, snap=axis.snap_x)
+        w = walk(axis.bracket(start, near=start_rows is not None), run_step, MAX_STEPS, snap=axis.snap_x)
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED

@@ -58,6 +58,29 @@ def test_the_bound_is_not_run_when_a_step_within_the_resolution_of_it_has_answer
     assert calls[:2] == [100, 130]                                    # 130 is not: it is run
 
 
+def _walk(axis, start, passes, near):
+    seen = []
+    w = walk(axis.bracket(start, near=near),
+             lambda x, c: seen.append((axis.from_x(x), c)) or ("pass" if passes(axis.from_x(x)) else "fail"), 30,
+             snap=axis.snap_x)
+    return w, seen
+
+
+def test_a_knee_started_where_an_earlier_one_was_found_tries_its_neighbours_first():
+    """A passing step is 11 minutes at the ratio profile: a 1x and a 2x knee in one sitting took ~2.5 hours when
+    each started at 850 rows a block and doubled from it (12-07)."""
+    axis = axis_for("rows", FakeProbe(), 12000)
+    w, seen = _walk(axis, 1854, lambda rows: rows <= 1900, near=True)
+    assert seen == [(1693, False), (1854, False), (2030, False), (1854, True)] and axis.from_x(w.knee) == 1854
+    # moved by more than the resolution, it is found as from any start, to within it, and confirmed
+    for truth in (700, 5000):
+        w, seen = _walk(axis, 1854, lambda rows: rows <= truth, near=True)
+        knee = axis.from_x(w.knee)
+        assert w.converged and knee <= truth and truth / knee < 1.1 and seen[-1] == (knee, True)
+    w, seen = _walk(axis, 1854, lambda rows: rows <= 1900, near=False)
+    assert seen[0] == (1854, False) and len(seen) > 4      # a start of the scenario's own is a guess, not a knee
+
+
 def test_an_error_step_is_neither_a_pass_nor_a_fail():
     axis = axis_for("rows", FakeProbe(), 1000)
     # 1000 errors once: run again, not taken as a failure (which would send the search down)
@@ -155,7 +178,7 @@ def test_a_rows_knee_started_elsewhere_keeps_the_scenarios_range_and_lines(tmp_p
         return [NS(cell=cells[0])]
 
     def one_step(bracket, run_step, max_steps, snap):
-        run_step(bracket.fixed[0], False)
+        run_step(1200, False)
         raise SweepInterrupted("after one step")
     monkeypatch.setattr(hk, "plan_cells", plan_cells)
     monkeypatch.setattr(hk, "run_cell", lambda cr, label: None)
@@ -172,3 +195,29 @@ def test_a_rows_knee_started_elsewhere_keeps_the_scenarios_range_and_lines(tmp_p
         hk.knee("p99_5x", "sqlite", "rows", opts, tmp_path, mem="1284m", start_rows=200000)
     with pytest.raises(ConfigError, match="START_ROWS: starts a rows knee"):
         hk.knee("p99_5x", "sqlite", "mem", opts, tmp_path, start_rows=1200)
+
+
+def test_each_max_writes_point_starts_at_the_knee_before_it_and_a_resumed_walk_finds_the_same(tmp_path, monkeypatch):
+    from harness.results import write_json
+    from harness.walks import writes as hw
+    from harness.walks.knee import KNEE_FILE, knee_dir, search_opts
+    from harness.walks.sweep import CellOptions
+    starts, knees = [], {1.0: 1854, 2.0: 1693}
+
+    def fake_knee(scenario, engine, axis, opts, root, mem, scale, drop_states, start_rows):
+        starts.append((scale, start_rows))
+        where = knee_dir(scenario, engine, axis, search_opts(opts, drop_states), root, mem, scale, start_rows)
+        where.mkdir(parents=True, exist_ok=True)
+        k = knees[scale]
+        write_json(where / KNEE_FILE, _file("rows", [_s(k, "pass"), _s(k, "pass", True)], k).model_copy(
+            update={"scale": scale, "mem": mem, "complete": True, "finished_utc": "2026-12-07T10:00:00Z"}))
+    monkeypatch.setattr(hw, "knee", fake_knee)
+    opts = CellOptions(profile="ratio", runtime="local")
+    points = [(1.0, "1284m"), (2.0, "2568m"), (3.0, "3852m")]
+    knees[3.0] = 1500
+    assert hw.writes("p99_5x", "sqlite", opts, tmp_path, points, start_rows=850) == 0
+    assert starts == [(1.0, 850), (2.0, 1854), (3.0, 1693)]
+    starts.clear()
+    assert hw.writes("p99_5x", "sqlite", opts, tmp_path, points, start_rows=850) == 0   # resumed: the same folders
+    assert starts == [(1.0, 850), (2.0, 1854), (3.0, 1693)]
+    assert len(list(tmp_path.glob("knee-*"))) == 3
