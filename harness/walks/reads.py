@@ -110,4 +110,5 @@ def row_of(mix: str, connections: int, c: dict, search: Path) -> dict:
             "bounded_by": bounded_by, "answers": answers_checked(results),
             "host": Host.of(results[0].environment).model_dump() if results else None,
             "sitting": (c.get("finished_utc") or c["started_utc"])[:10],
+            "boot_id": results[0].environment.get("boot_id") if results else None,   # merge.sitting_of
             "search": search.name, "sentence": f"mix {mix}, {connections} connections: {c['sentence']}"}

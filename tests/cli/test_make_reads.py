@@ -117,7 +117,7 @@ def test_a_state_changed_under_a_linked_cell_is_removed_and_the_cell_is_an_error
     assert not state.exists(), "the changed state is gone: the next cell builds it again"
 
 
-def _kinds_result(path: Path, checked: int | None, status: str = "failed") -> None:
+def _kinds_result(path: Path, checked: int | None, status: str = "failed", boot_id: str | None = None) -> None:
     from harness.results import RunResult, write_json
     kind = {"count": 0, "qps": 0.0, "p50": None, "p95": None, "p99": None, "max": None, "mean_rows": None, "empty": 0}
     metrics = {"reads_by_kind": {"candidates": {**kind, "checked": checked, "wrong": 0}}} \
@@ -125,7 +125,8 @@ def _kinds_result(path: Path, checked: int | None, status: str = "failed") -> No
     path.mkdir(parents=True)
     write_json(path / "result.json", RunResult.model_validate({
         "version": 18, "run_id": "r", "engine": "sqlite", "scenario": "read_mix_dc", "profile": "ratio",
-        "runtime": "local", "status": status, "scale": 0.0, "engine_version": "x", "plan": {}, "environment": {},
+        "runtime": "local", "status": status, "scale": 0.0, "engine_version": "x", "plan": {},
+        "environment": {"boot_id": boot_id} if boot_id else {},
         "metrics": metrics}))
 
 
@@ -136,10 +137,11 @@ def test_a_mix_where_not_even_the_lowest_rate_held_names_what_failed_there_and_i
     failed_on = ["rate(reads) >= 95% (measured 0)", "p99(read_ms) < 100ms (measured 101974)"]
     c = {"scale": 0.0, "knee": None, "started_utc": "2026-12-06T19:00:00Z", "sentence": "none held",
          "steps": [{"offered_qps": 100.0, "passed": False, "failed_on": failed_on, "cell": "read_mix_dc/q100"}]}
-    _kinds_result(tmp_path / "one" / "read_mix_dc" / "q100", checked=225)
+    _kinds_result(tmp_path / "one" / "read_mix_dc" / "q100", checked=225, boot_id="b-12-06")
     row = row_of("dc", 1, c, tmp_path / "one")
     assert row["knee_read_qps"] is None and row["bounded_at_qps"] == 100.0 and row["bounded_by"] == failed_on
     assert row["answers"] == "225/225 right"
+    assert row["boot_id"] == "b-12-06"     # a table of several sittings tells them apart by their boot
     oom = ["the run: oom (OOM-killed at the 1717567488-byte memory limit)"]
     c["steps"][0]["failed_on"] = oom
     _kinds_result(tmp_path / "ten" / "read_mix_dc" / "q100", checked=None, status="oom")
