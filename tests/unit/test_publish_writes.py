@@ -8,7 +8,7 @@ import pytest
 from harness.errors import ConfigError
 
 
-def _run(root, name, points, command, overrides=("durability=commit",), started="2026-12-07T00:50:00Z"):
+def _run(root, name, points, command, overrides=("durability=commit",), started="2026-12-07T00:50:00Z", boot=None):
     """A finished `make writes` folder with a knee folder per point (report.md, knee.json), as the walk leaves it."""
     run = root / name
     run.mkdir(parents=True)
@@ -22,7 +22,7 @@ def _run(root, name, points, command, overrides=("durability=commit",), started=
                      "rows_per_s": knee_rows / 2, "p99_ms": 430.0, "reached": True,
                      "bounded_at_rows_per_block": knee_rows * 1.1, "bounded_by": ["p99(commit_ms) < 500 (measured 560)"],
                      "floor_rows_per_block": 187.5, "steps": 6, "wall_s": 3300.0, "converged": True,
-                     "host": {"cpu_model": cpu}, "sitting": sitting, "knee": knee, "sentence": "s"})
+                     "host": {"cpu_model": cpu}, "sitting": sitting, "boot_id": boot, "knee": knee, "sentence": "s"})
     (run / "writes.json").write_text(json.dumps({
         "version": 1, "kind": "writes", "scenario": "p99_5x", "engine": "sqlite", "profile": "ratio",
         "overrides": list(overrides), "command": command, "started_utc": started, "complete": True,
@@ -42,7 +42,8 @@ def test_a_later_sittings_points_join_the_published_ones_each_with_its_own_comma
     w = json.loads((out / "writes.json").read_text())
     assert [(r["scale"], r["command"]) for r in w["rows"]] == [(1.0, 'make writes POINTS="1:1284m"'),
                                                                 (2.0, 'make writes POINTS="2:2568m"')]
-    assert (out / "knees" / "1x-1284m" / "report.md").is_file() and (out / "knees" / "2x-2568m" / "report.md").is_file()
+    assert (out / "knees" / "1x-1284m-2026-12-07" / "report.md").is_file()
+    assert (out / "knees" / "2x-2568m-2026-12-08" / "report.md").is_file()
     readme = (out / "README.md").read_text()
     assert '`make writes POINTS="1:1284m"` (1x-1284m on 2026-12-07, AMD EPYC)' in readme
     assert '`make writes POINTS="2:2568m"` (2x-2568m on 2026-12-08, Intel Xeon)' in readme
@@ -53,11 +54,19 @@ def test_a_later_sittings_points_join_the_published_ones_each_with_its_own_comma
                              "(2026-12-08, Intel Xeon) 350 rows/s"), f.says
     assert f.command == 'make writes POINTS="1:1284m"; make writes POINTS="2:2568m"'
     assert "AMD EPYC" in f.host and "Intel Xeon" in f.host and f.sitting == "2026-12-08"
-    # the same point measured again replaces the published one
+    # the same point in a later sitting joins beside it: a knee moves with the host, and the table says how far
     again = _run(tmp_path / "c", "w3", [(1.0, "1284m", 900, "Intel Xeon", "2026-12-09")], "make writes again",
-                 started="2026-12-09T00:50:00Z")
-    w = json.loads((publish_writes(again, dest, "max_writes-reference") / "writes.json").read_text())
-    assert [(r["scale"], r["knee_rows_per_block"]) for r in w["rows"]] == [(1.0, 900), (2.0, 700)]
+                 started="2026-12-09T00:50:00Z", boot="0a1b2c3d-boot")
+    out = publish_writes(again, dest, "max_writes-reference")
+    w = json.loads((out / "writes.json").read_text())
+    assert [(r["scale"], r["knee_rows_per_block"]) for r in w["rows"]] == [(1.0, 849), (1.0, 900), (2.0, 700)]
+    assert (out / "knees" / "1x-1284m-2026-12-09-0a1b2c3d" / "report.md").is_file()
+    assert "(knees/1x-1284m-2026-12-07/report.md)" in (out / "README.md").read_text()
+    # the same sitting's point measured again (its boot) replaces it
+    same = _run(tmp_path / "d", "w4", [(1.0, "1284m", 950, "Intel Xeon", "2026-12-09")], "make writes same",
+                started="2026-12-09T03:50:00Z", boot="0a1b2c3d-boot")
+    w = json.loads((publish_writes(same, dest, "max_writes-reference") / "writes.json").read_text())
+    assert [(r["scale"], r["knee_rows_per_block"]) for r in w["rows"]] == [(1.0, 849), (1.0, 950), (2.0, 700)]
 
 
 def test_another_configurations_writes_are_refused_naming_the_field(tmp_path):

@@ -2,8 +2,9 @@
 point's knee (knee.json, its report.md, every step's result.json gzipped) under knees/<scale>x-<MEM>/, and a README
 that opens on the reference's write table: per scale and MEM the most rows per block that held, as rows/s, its
 p99, and the line the nearest failing step above it missed. Points are measured one or two a sitting: a folder that
-already holds points of the same writes (engine, scenario, profile, settings) keeps those the new run did not
-measure, each with the command and sitting that made it; another configuration's folder is refused."""
+already holds points of the same writes (engine, scenario, profile, settings) keeps them, another sitting's point
+beside the new one at the same scale and MEM, each with the command, sitting and host that made it (point_key);
+another configuration's folder is refused."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
-from harness.report.success.merge import commands_said, cpu_of, hosts_says
+from harness.report.success.merge import commands_said, cpu_of, hosts_says, sitting_of
 from harness.report.success.merge import merged as merge
 from harness.units import parse_size_bytes
 
@@ -24,9 +25,11 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     scrub = scrubber(run)
     here = dest / WRITES_FILE
-    merged = merge(json.loads(here.read_text()) if here.is_file() else None,
-                   json.loads(scrub((run / WRITES_FILE).read_text())), here, SAME_WRITES, point_key)
-    for row in w["rows"]:
+    new = json.loads(scrub((run / WRITES_FILE).read_text()))
+    for row in new["rows"]:
+        row["published_as"] = sitting_name(row)
+    merged = merge(json.loads(here.read_text()) if here.is_file() else None, new, here, SAME_WRITES, point_key)
+    for row in new["rows"]:
         knee, to = run.parent / row["knee"], dest / "knees" / point_name(row)
         require_report(knee)
         to.mkdir(parents=True, exist_ok=True)
@@ -44,7 +47,10 @@ SAME_WRITES = ("engine", "scenario", "profile", "overrides")     # what makes tw
 
 
 def point_key(row: dict) -> tuple:
-    return row["scale"], parse_size_bytes(row["mem"])
+    """A point and its sitting: a knee moves with the host (1x held 849 rows a block on one AMD sitting and 1,854
+    on another, 12-07), so another sitting's knee joins the table beside it, and says how far apart they are;
+    the same sitting's, measured again, replaces it."""
+    return row["scale"], parse_size_bytes(row["mem"]), sitting_of(row)
 
 
 def finished(run: Path) -> dict:
@@ -52,7 +58,17 @@ def finished(run: Path) -> dict:
 
 
 def point_name(row: dict) -> str:
+    """The folder a point's knee is published in (rows published before sittings were kept apart: scale and MEM)."""
+    return row.get("published_as") or point_said(row)
+
+
+def point_said(row: dict) -> str:
     return f"{row['scale']:g}x-{row['mem']}"
+
+
+def sitting_name(row: dict) -> str:
+    boot = f"-{row['boot_id'][:8]}" if row.get("boot_id") else ""
+    return f"{point_said(row)}-{row['sitting']}{boot}"
 
 
 def held_says(row: dict) -> str:
@@ -65,7 +81,7 @@ def held_says(row: dict) -> str:
 
 def readme(w: dict) -> str:
     lines = [f"# Max writes: {w['engine']}, {w['scenario']} (`{w['profile']}`), rows per block searched", "",
-             *commands_said(w["rows"], lambda r: f"{point_name(r)} on {r['sitting']}, {cpu_of(r)}"),
+             *commands_said(w["rows"], lambda r: f"{point_said(r)} on {r['sitting']}, {cpu_of(r)}"),
              f"- Measured {w['started_utc']} to {w.get('finished_utc', '?')}",
              f"- Host: {hosts_says(w['rows']) or 'unknown'}",
              f"- Settings beside the scenario's: {', '.join(f'`{o}`' for o in w['overrides']) or 'none'}", "",
