@@ -23,8 +23,12 @@ def verdict_of(status: str) -> Verdict:
 class Bracket:
     """The values to try next, in difficulty (larger: harder), from the outcomes so far."""
 
-    def __init__(self, fixed: list[float], floor: float, ceiling: float, resolution: float) -> None:
+    def __init__(self, fixed: list[float], floor: float, ceiling: float, resolution: float,
+                 down: float | None = None) -> None:
+        """down: the first value below a failure of every fixed step, before halving (a knee started where an
+        earlier one was found: its neighbour below)."""
         self.fixed, self.floor, self.ceiling, self.resolution = sorted(fixed), floor, ceiling, resolution
+        self.down = down
         self.passed: set[float] = set()
         self.failed: set[float] = set()
 
@@ -55,6 +59,8 @@ class Bracket:
             base = lo if lo is not None else self.fixed[-1]
             return min(2 * base, self.ceiling) if base * (1 + self.resolution) < self.ceiling else None
         if lo is None:                             # everything failed: halve, down to the floor
+            if self.down is not None and self.down < hi and self.down not in self.failed:
+                return self.down
             return max(hi / 2, self.floor) if hi > self.floor * (1 + self.resolution) else None
         if hi / lo <= 1 + self.resolution:
             return None

@@ -54,15 +54,19 @@ class Axis:
     ceiling: float
 
     def bracket(self, start: float, near: bool = False) -> Bracket:
-        """near: the start is where an earlier knee was found, so its neighbours within the resolution come first:
-        a knee that is still there is settled in three steps and a confirmation, where doubling from it and
-        bisecting back to the resolution takes five (a passing step is 11 minutes at the ratio profile)."""
-        ends = sorted((self.to_x(self.floor), self.to_x(self.ceiling)))
+        """near: the start is where an earlier knee was found, so its neighbours within the resolution come next:
+        the one above after a pass, the one below after a failure. A knee still there is settled in two steps
+        and a confirmation, where doubling from it and bisecting back to the resolution takes five (a passing
+        step is 11 minutes at the ratio profile)."""
+        lo, hi = sorted((self.to_x(self.floor), self.to_x(self.ceiling)))
         x = self.to_x(start)
-        around = [x / (1 + NEAR), x, x * (1 + NEAR)] if near else [x]
-        # snapped as the walk snaps what it runs, so a neighbour run is found among the runs
-        return Bracket(sorted({self.snap_x(min(max(v, ends[0]), ends[1])) for v in around}), ends[0], ends[1],
-                       RESOLUTION)
+
+        def near_x(v: float) -> float:
+            # snapped as the walk snaps what it runs, so a neighbour run is found among the runs
+            return self.snap_x(min(max(v, lo), hi))
+        if not near:
+            return Bracket([x], lo, hi, RESOLUTION)
+        return Bracket(sorted({x, near_x(x * (1 + NEAR))}), lo, hi, RESOLUTION, down=near_x(x / (1 + NEAR)))
 
     def snap_x(self, x: float) -> float:
         return self.to_x(self.snap(self.from_x(x)))

@@ -50,7 +50,7 @@ def writes(scenario: str, engine: str, opts: CellOptions, results_root: Path, po
            drop_states: bool = False, command: str | None = None, start_rows: float | None = None) -> int:
     """start_rows: the first point's knee starts there (default: the scenario's block); each later point's starts
     at the knee before it, where it is most likely to be found again (2x held 1,854 rows a block and 1x passed
-    there in one sitting, 12-07): its neighbours first, so a point whose knee did not move takes four steps."""
+    there in one sitting, 12-07): its neighbours next, so a point whose knee did not move takes three steps."""
     spec = {"scenario": scenario, "engine": engine, "points": points, "drop_states": drop_states,
             "opts": opts.asked()} | started_at(start_rows)
     root = sweep_dir_for(results_root, "writes", f"{Path(scenario).stem}-{engine}", spec)

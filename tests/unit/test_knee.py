@@ -71,7 +71,9 @@ def test_a_knee_started_where_an_earlier_one_was_found_tries_its_neighbours_firs
     each started at 850 rows a block and doubled from it (12-07)."""
     axis = axis_for("rows", FakeProbe(), 12000)
     w, seen = _walk(axis, 1854, lambda rows: rows <= 1900, near=True)
-    assert seen == [(1693, False), (1854, False), (2030, False), (1854, True)] and axis.from_x(w.knee) == 1854
+    assert seen == [(1854, False), (2030, False), (1854, True)] and axis.from_x(w.knee) == 1854
+    w, seen = _walk(axis, 1854, lambda rows: rows <= 1800, near=True)      # just below: the neighbour below next
+    assert seen == [(1854, False), (1693, False), (1693, True)] and axis.from_x(w.knee) == 1693
     # moved by more than the resolution, it is found as from any start, to within it, and confirmed
     for truth in (700, 5000):
         w, seen = _walk(axis, 1854, lambda rows: rows <= truth, near=True)

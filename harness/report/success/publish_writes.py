@@ -50,7 +50,7 @@ def point_key(row: dict) -> tuple:
     """A point and its sitting: a knee moves with the host (1x held 849 rows a block on one AMD sitting and 1,854
     on another, 12-07), so another sitting's knee joins the table beside it, and says how far apart they are;
     the same sitting's, measured again, replaces it."""
-    return row["scale"], parse_size_bytes(row["mem"]), sitting_of(row)
+    return row["scale"], parse_size_bytes(row["mem"]), row["sitting"], sitting_of(row)     # the days in order
 
 
 def finished(run: Path) -> dict:
