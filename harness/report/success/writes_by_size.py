@@ -91,7 +91,8 @@ def section(folder: Path) -> list[str]:
         ax.set_yscale("log")
     ax.set_xlabel("database (GiB)")
     ax.set_ylabel("most rows/s that held")
-    ax.legend(loc="best", fontsize=8)
+    # below the axes: one entry a sitting, and five of them covered the points and the y label (12-07)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8)
     fig.savefig(folder / PNG, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return lines + ["", f"![max writes against the database's size]({PNG})"]
