@@ -1,10 +1,10 @@
 """A finished `make writes` made readable without the code (`make publish RUN=results/writes-...`): writes.json, each
 point's knee (knee.json, its report.md, every step's result.json gzipped) under knees/<scale>x-<MEM>-<day>-<boot>/,
 and a README that opens on the reference's write table: per scale and MEM the most rows per block that held, as
-rows/s, its p99, and the line the nearest failing step above it missed. Points are measured one or two a sitting: a folder that
-already holds points of the same writes (engine, scenario, profile, settings) keeps them, another sitting's point
-beside the new one at the same scale and MEM, each with the command, sitting and host that made it (point_key);
-another configuration's folder is refused."""
+rows/s, its p99, and the line the nearest failing step above it missed. Points are measured one or two a sitting: a
+folder that already holds points of the same writes (engine, scenario, profile, settings) keeps them, another
+sitting's point beside the new one at the same scale and MEM, each with the command, sitting and host that made it
+(point_key); another configuration's folder is refused."""
 from __future__ import annotations
 
 import json
