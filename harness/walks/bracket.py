@@ -59,7 +59,7 @@ class Bracket:
             base = lo if lo is not None else self.fixed[-1]
             return min(2 * base, self.ceiling) if base * (1 + self.resolution) < self.ceiling else None
         if lo is None:                             # everything failed: halve, down to the floor
-            if self.down is not None and self.down < hi and self.down not in self.failed:
+            if self.down is not None and self.down < hi:     # once: a failed down is the new hi
                 return self.down
             return max(hi / 2, self.floor) if hi > self.floor * (1 + self.resolution) else None
         if hi / lo <= 1 + self.resolution:

@@ -12,8 +12,9 @@ class FakeProbe:
     scale = 1.0
 
 
-def _search(axis, start, passes, errors=()):
-    """Walk the axis with a fake cell: passes(value) says pass or fail; values in `errors` error once each."""
+def _search(axis, start, passes, errors=(), near=False):
+    """Walk the axis with a fake cell: passes(value) says pass or fail; values in `errors` error once each; near:
+    the start is an earlier knee (START_ROWS)."""
     errored, seen = set(errors), []
 
     def run_step(x, confirming):
@@ -23,7 +24,7 @@ def _search(axis, start, passes, errors=()):
             errored.discard(v)
             return "error"
         return "pass" if passes(v) else "fail"
-    return walk(axis.bracket(start), run_step, 30, snap=axis.snap_x), seen
+    return walk(axis.bracket(start, near=near), run_step, 30, snap=axis.snap_x), seen
 
 
 def test_rows_knee_is_the_largest_passing_block_within_ten_percent():
@@ -58,28 +59,20 @@ def test_the_bound_is_not_run_when_a_step_within_the_resolution_of_it_has_answer
     assert calls[:2] == [100, 130]                                    # 130 is not: it is run
 
 
-def _walk(axis, start, passes, near):
-    seen = []
-    w = walk(axis.bracket(start, near=near),
-             lambda x, c: seen.append((axis.from_x(x), c)) or ("pass" if passes(axis.from_x(x)) else "fail"), 30,
-             snap=axis.snap_x)
-    return w, seen
-
-
 def test_a_knee_started_where_an_earlier_one_was_found_tries_its_neighbours_first():
     """A passing step is 11 minutes at the ratio profile: a 1x and a 2x knee in one sitting took ~2.5 hours when
     each started at 850 rows a block and doubled from it (12-07)."""
     axis = axis_for("rows", FakeProbe(), 12000)
-    w, seen = _walk(axis, 1854, lambda rows: rows <= 1900, near=True)
+    w, seen = _search(axis, 1854, lambda rows: rows <= 1900, near=True)
     assert seen == [(1854, False), (2030, False), (1854, True)] and axis.from_x(w.knee) == 1854
-    w, seen = _walk(axis, 1854, lambda rows: rows <= 1800, near=True)      # just below: the neighbour below next
+    w, seen = _search(axis, 1854, lambda rows: rows <= 1800, near=True)      # just below: the neighbour below next
     assert seen == [(1854, False), (1693, False), (1693, True)] and axis.from_x(w.knee) == 1693
     # moved by more than the resolution, it is found as from any start, to within it, and confirmed
     for truth in (700, 5000):
-        w, seen = _walk(axis, 1854, lambda rows: rows <= truth, near=True)
+        w, seen = _search(axis, 1854, lambda rows: rows <= truth, near=True)
         knee = axis.from_x(w.knee)
         assert w.converged and knee <= truth and truth / knee < 1.1 and seen[-1] == (knee, True)
-    w, seen = _walk(axis, 1854, lambda rows: rows <= 1900, near=False)
+    w, seen = _search(axis, 1854, lambda rows: rows <= 1900, near=False)
     assert seen[0] == (1854, False) and len(seen) > 4      # a start of the scenario's own is a guess, not a knee
 
 
