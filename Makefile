@@ -24,7 +24,7 @@ POLICY_SET = $(if $(POLICY),--set memory.policy=$(POLICY)) $(if $(DURABILITY),--
 RUN_ARGS = --engine $(ENGINE) --scenario $(SCENARIO) --runtime $(RUNTIME) --results $(RESULTS) \
   $(if $(PROFILE),--profile $(PROFILE)) $(if $(MEM),--mem $(MEM)) \
   $(if $(SCALE),--scale $(SCALE)) $(if $(DURATION),--duration $(DURATION)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) \
-  $(if $(DROP_STATES),--drop-states) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+  $(if $(DROP_STATES),--drop-states) $(if $(DATA),--data $(DATA)) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 ENGINES ?=
 MEMS ?=
@@ -34,7 +34,8 @@ EARLY_ABORT ?=
 RUN ?=
 PLACE ?= local
 CELL_ARGS = --runtime $(RUNTIME) --results $(RESULTS) $(if $(PROFILE),--profile $(PROFILE)) \
-  $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort)
+  $(if $(DURATION),--duration $(DURATION)) $(if $(REPEATS),--repeats $(REPEATS)) $(if $(filter-out 0,$(EARLY_ABORT)),--early-abort) \
+  $(if $(DATA),--data $(DATA))
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 IMAGE_ENGINES ?=
 WHEELHOUSE := build/wheelhouse
@@ -44,7 +45,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: publish reproduce curve success faults schema layers knee k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: publish reproduce curve success faults schema layers knee store store-clean k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,8 +54,8 @@ $(STAMP): pyproject.toml $(MANIFESTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "arkbench needs Python >= 3.11 ($(PYTHON))" >&2; exit 2; }
 	@# Debian packages: the engines' (debian_packages in their engine.toml; a server engine runs its own
 	@# private server per run, and no default cluster is created), chromium (the report test opens
-	@# report.html in it, headless) and fuse3 (a crash run's simulated power cut).
-	@missing=""; for p in $(call MANIFEST_LIST,debian_packages) chromium fuse3; do \
+	@# report.html in it, headless), fuse3 (a crash run's simulated power cut) and xfsprogs (make store).
+	@missing=""; for p in $(call MANIFEST_LIST,debian_packages) chromium fuse3 xfsprogs; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -161,6 +162,13 @@ states: $(STAMP) ## list the cached starting states [STATES=dir]
 
 states-clean: $(STAMP) ## remove cached starting states: [IDS="id ..."] (default: all) [STATES=dir]
 	@$(HARNESS) states --clean $(IDS)
+
+SIZE ?= 75g
+store: $(STAMP) ## a copy-on-write store where the disk has no reflinks (XFS on a loop device; root): [SIZE=75g]; then STATES=store/states DATA=store/data
+	@$(HARNESS) store --size $(SIZE)
+
+store-clean: $(STAMP) ## unmount the store and delete its image, with every state and cell in it
+	@$(HARNESS) store --remove
 
 bench-build: $(STAMP) ## bulk vs row-by-row build rows/s per engine, and the clone: [ENGINES=] [SCALE=0.05]
 	@$(HARNESS) bench-build --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) --scale $(if $(SCALE),$(SCALE),0.05)

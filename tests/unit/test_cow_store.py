@@ -1,0 +1,77 @@
+"""The copy-on-write store (harness/state/cow_store.py): where the disk cannot share extents, a knee's step at 5x
+must still clone its state without copying it."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.environment import filesystem
+from harness.state import cow_store
+from harness.state.clone import clone, shares_extents
+from harness.state.sizes import clone_bytes
+from harness.state.store import NoRoom
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "a loop device needs root"
+    if shutil.which("mkfs.xfs") is None or not Path("/dev/loop-control").exists():
+        return "no mkfs.xfs (make install installs xfsprogs) or no loop devices"
+    return None
+
+
+needs_loop = pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+
+
+@needs_loop
+def test_a_state_in_the_store_is_cloned_by_reflink_and_the_store_outlives_a_detach(tmp_path):
+    image, mount = tmp_path / "store.img", tmp_path / "store"
+    try:
+        s = cow_store.make(512 << 20, mount, image)
+        assert s.made_now and s.device.startswith("/dev/loop") and (mount / "states").is_dir()
+        assert filesystem(mount / "data")["fstype"] == "xfs"
+        state = mount / "states" / "s1" / "data"
+        state.mkdir(parents=True)
+        (state / "db").write_bytes(os.urandom(8 << 20))
+        used = cow_store.status(mount, image).used_bytes
+        assert shares_extents(mount / "states", mount / "data" / "cell") and not shares_extents(tmp_path, mount)
+        c = clone(state, mount / "data" / "cell")
+        assert c.method == "reflink" and (mount / "data" / "cell" / "db").read_bytes() == (state / "db").read_bytes()
+        assert cow_store.status(mount, image).used_bytes - used < 2 << 20      # shared: not another 8 MiB
+        assert cow_store.make(512 << 20, mount, image).device == s.device        # made once
+        # a reboot detaches it: made again, the image is attached and mounted with its states
+        subprocess.run(["umount", str(mount)], check=True)
+        subprocess.run(["losetup", "-d", s.device], check=True)
+        again = cow_store.make(512 << 20, mount, image)
+        assert not again.made_now and (state / "db").stat().st_size == 8 << 20
+    finally:
+        done = cow_store.remove(mount, image)
+    assert not image.exists() and not mount.exists() and any("unmounted" in d for d in done)
+
+
+def test_a_store_larger_than_the_free_disk_is_refused_naming_its_image(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda tool: f"/usr/sbin/{tool}")
+    free = shutil.disk_usage(tmp_path).free
+    with pytest.raises(NoRoom, match="store.img"):
+        cow_store.make(free + (4 << 30), tmp_path / "store", tmp_path / "store.img")
+    assert not (tmp_path / "store.img").exists()
+
+
+def test_make_gives_every_walk_and_run_the_data_directory():
+    for target in ("writes POINTS=1:1g", "knee AXIS=rows", "curve", "run SCENARIO=reorg", "reads"):
+        out = subprocess.run(["make", "-n", *target.split(), "ENGINE=sqlite", "DATA=store/data"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60).stdout
+        assert "--data store/data" in out, (target, out[-400:])
+
+
+def test_a_clone_on_a_copy_on_write_store_costs_its_cells_writes_not_the_state():
+    assert clone_bytes(50 << 30, 3 << 30, shares=True) == 3 << 30
+    assert clone_bytes(50 << 30, 3 << 30, shares=False) == 50 << 30
+    assert clone_bytes(1 << 30, 3 << 30, shares=True) == 1 << 30        # never more than the state
