@@ -19,6 +19,7 @@ from harness.cell import uses_state
 from harness.errors import ConfigError
 from harness.records import CellRun, completed
 from harness.state import aged, probe, sizes, store
+from harness.state.clone import shares_extents
 
 GIB = 2 ** 30
 
@@ -124,8 +125,10 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
                     layouts[inputs_list[0].id] = layouts.get(inputs_list[0].id, 0) + size
                     lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
-        clone, one_cell = max(clone, size), max(one_cell, cell)
-        growth = max(growth, sizes.growth_bytes(plan, size))
+        writes = sizes.growth_bytes(plan, size)
+        shares = shares_extents(root, Path(plan.data_dir))          # a copy-on-write store (make store)
+        clone, one_cell = max(clone, sizes.clone_bytes(size, writes, shares)), max(one_cell, cell)
+        growth = max(growth, writes)
     states = max(layouts.values(), default=0) if drop_states else sum(layouts.values())
     lines += [f"one clone at a time: up to {clone / GIB:.1f} GiB",
               f"a cell's writes: up to about {growth / GIB:.1f} GiB"]

@@ -4,9 +4,11 @@ cache. A memory cgroup is charged for the page cache its processes fault in, but
 cell starts (by the copy, made outside the limit) would be read for free: a limited engine would start warm."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,6 +48,29 @@ def evict(root: Path, write_back: bool) -> int:
 
 def _reflink(src: Path, dst: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["cp", "-a", "--reflink=always", f"{src}/.", str(dst)], capture_output=True, text=True)
+
+
+@functools.cache
+def _devices_share(src_dev: int, dst_dev: int, src: Path, dst: Path) -> bool:
+    with tempfile.NamedTemporaryFile(dir=src, prefix=".reflink-probe-") as f:
+        f.write(b"\0" * 4096)
+        f.flush()
+        twin = dst / f"{Path(f.name).name}-twin"
+        try:
+            return subprocess.run(["cp", "--reflink=always", f.name, str(twin)], capture_output=True).returncode == 0
+        finally:
+            twin.unlink(missing_ok=True)
+
+
+def shares_extents(src: Path, dst: Path) -> bool:
+    """Whether a clone from src (the states' root) into dst (a cell's data directory, or where it will be made)
+    shares the state's extents (make store): then a clone costs the blocks its cell writes, not the state's.
+    Probed once per pair of filesystems; False where either cannot be written."""
+    dst = next((p for p in [dst, *dst.parents] if p.exists()), Path("."))
+    try:
+        return _devices_share(os.stat(src).st_dev, os.stat(dst).st_dev, src, dst)
+    except OSError:
+        return False
 
 
 DIRECT_MIN_BYTES = 64 << 20     # a file this large is copied around the page cache (a 5x state is one 51 GB file)

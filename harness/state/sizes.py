@@ -160,8 +160,17 @@ def growth_bytes(plan, state_bytes: int) -> int:
     return int(state_bytes * rows / load_rows + rows * SPOOL_BYTES_PER_ROW)
 
 
-def clone_fits(plan, state_bytes: int, data_dir: Path) -> bool:
+def clone_bytes(state_bytes: int, growth: int, shares: bool) -> int:
+    """A clone's own bytes on disk: the state's, or where the clone shares its extents (make store) the pages its
+    cell rewrites, each unshared once: about the cell's writes again (an estimate that errs high, as growth's)."""
+    return min(state_bytes, growth) if shares else state_bytes
+
+
+def clone_fits(plan, state_bytes: int, state_dir: Path) -> bool:
     """Whether this cell's clone and its writes fit on the disk as it is now. Where they do not, the cell moves
     its state in, and the next cell that needs the state builds it again (cell.start_state): decided when the
     cell starts, from the disk then, since what earlier cells left depends on how the walk went."""
-    return state_bytes + growth_bytes(plan, state_bytes) + store.MARGIN_BYTES <= store.free_bytes(data_dir)
+    from harness.state.clone import shares_extents
+    growth = growth_bytes(plan, state_bytes)
+    shares = shares_extents(state_dir, Path(plan.data_dir))
+    return clone_bytes(state_bytes, growth, shares) + growth + store.MARGIN_BYTES <= store.free_bytes(state_dir)
