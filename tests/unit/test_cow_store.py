@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cell_states import walk_disk
 from harness.environment import filesystem
+from harness.scenario.plan import resolve_plan
 from harness.state import cow_store
 from harness.state.clone import clone, shares_extents
 from harness.state.sizes import clone_bytes
@@ -45,6 +47,11 @@ def test_a_state_in_the_store_is_cloned_by_reflink_and_the_store_outlives_a_deta
         assert c.method == "reflink" and (mount / "data" / "cell" / "db").read_bytes() == (state / "db").read_bytes()
         assert cow_store.status(mount, image).used_bytes - used < 2 << 20      # shared: not another 8 MiB
         assert cow_store.make(512 << 20, mount, image).device == s.device        # made once
+        # a walk's disk check: on the store the clone is its cell's writes; from ext4 into it, the state's bytes
+        plan = resolve_plan("p99_5x", "sqlite", profile="ratio", data_root=mount / "data", results_root=tmp_path)
+        shared, copied = (walk_disk([plan], root, False).lines for root in (mount / "states", tmp_path))
+        assert shared[-2].split("up to ")[1] == shared[-1].split("about ")[1] != copied[-2].split("up to ")[1], \
+            (shared, copied)
         # a reboot detaches it: made again, the image is attached and mounted with its states
         subprocess.run(["umount", str(mount)], check=True)
         subprocess.run(["losetup", "-d", s.device], check=True)
