@@ -45,7 +45,7 @@ MANIFESTS := $(wildcard engines/*/engine.toml)
 MANIFEST_LIST = $(shell $(PYTHON) -c 'import glob, sys, tomllib; \
   print(" ".join(sorted({x for f in glob.glob("engines/*/engine.toml") for x in tomllib.load(open(f, "rb")).get(sys.argv[1], [])})))' $(1))
 
-.PHONY: publish reproduce curve success faults schema layers knee store store-clean k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
+.PHONY: publish reproduce curve success faults schema layers knee store store-clean store-bias k8s-manifests images-save images-load help install run sweep verdict ceiling v1 report validate test test-fast clean bench-overhead bench-reads bench-build state states states-clean images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -169,6 +169,10 @@ store: $(STAMP) ## a copy-on-write store where the disk has no reflinks (XFS on 
 
 store-clean: $(STAMP) ## unmount the store and delete its image, with every state and cell in it
 	@$(HARNESS) store --remove
+
+store-bias: $(STAMP) ## what the store does to a cell's figures, resumable: ENGINE= MEM= [SCENARIO=p99_5x] [PROFILE=ratio] [SCALE=] [REPEATS=2] [SET=]: the cell alternately on the disk and on the store
+	@$(HARNESS) store-bias --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
+	  $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 bench-build: $(STAMP) ## bulk vs row-by-row build rows/s per engine, and the clone: [ENGINES=] [SCALE=0.05]
 	@$(HARNESS) bench-build --results $(RESULTS) $(if $(ENGINES),--engines $(ENGINES)) --scale $(if $(SCALE),$(SCALE),0.05)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.cli.cells import add_benches, add_report, add_run, add_states, add_validate, cmd_runner
 from harness.cli.faults import add_faults
+from harness.cli.store import add_store
 from harness.cli.walks import (add_capacity, add_ceiling, add_curve, add_experiments, add_k8s, add_knee, add_matrix,
                                add_reads, add_reproduce, add_sweep, add_v1, add_verdict, add_writes)
 from harness.compare import add_command as add_compare
@@ -24,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     for add in (add_run, add_validate, add_benches, add_sweep, add_matrix, add_verdict, add_reproduce, add_ceiling,
                 add_reads, add_writes, add_knee, add_capacity, add_curve, add_v1, add_states, add_report, add_compare,
-                add_experiments, add_k8s, add_faults):
+                add_experiments, add_k8s, add_faults, add_store):
         add(sub)
     i = sub.add_parser("_runner", help=argparse.SUPPRESS)
     i.add_argument("plan", type=Path)

@@ -154,10 +154,6 @@ def add_states(sub) -> None:
     sl.add_argument("ids", nargs="*")
     sl.add_argument("--json", action="store_true", help="one JSON document instead of a table")
     sl.set_defaults(func=_cmd_states)
-    so = sub.add_parser("store", help="a copy-on-write store (XFS, reflink) for states and data, on a loop device")
-    so.add_argument("--size", default="75g", help="its image's size (sparse; the disk beneath must hold it)")
-    so.add_argument("--remove", action="store_true", help="unmount it and delete its image, states and all")
-    so.set_defaults(func=_cmd_store)
 
 
 def _cmd_state(args) -> int:
@@ -212,17 +208,6 @@ def _cmd_states(args) -> int:
         print(f"{e['id']:<60} {e['bytes'] / 2**30:8.2f} GiB  {'complete' if e['complete'] else 'INCOMPLETE'}"
               f"  {e['rows'] or '-'} rows  built {e['built_utc'] or '-'}")
     print(f"{len(entries)} states, {sum(e['bytes'] for e in entries) / 2**30:.2f} GiB under {root}")
-    return 0
-
-
-def _cmd_store(args) -> int:
-    from harness.state import cow_store
-    from harness.units import parse_size_bytes
-    if args.remove:
-        for line in cow_store.remove() or ["no store here"]:
-            print(line)
-        return 0
-    print(cow_store.make(parse_size_bytes(args.size)).says())
     return 0
 
 

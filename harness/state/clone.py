@@ -4,7 +4,6 @@ cache. A memory cgroup is charged for the page cache its processes fault in, but
 cell starts (by the copy, made outside the limit) would be read for free: a limited engine would start warm."""
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
@@ -50,8 +49,11 @@ def _reflink(src: Path, dst: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["cp", "-a", "--reflink=always", f"{src}/.", str(dst)], capture_output=True, text=True)
 
 
-@functools.cache
-def _devices_share(src_dev: int, dst_dev: int, src: Path, dst: Path) -> bool:
+_SHARED: dict[tuple[int, int], bool] = {}     # (src device, dst device) -> whether a reflink crosses them
+
+
+def reflinks(src: Path, dst: Path) -> bool:
+    """Whether a file made in src can be reflinked into dst, tried."""
     with tempfile.NamedTemporaryFile(dir=src, prefix=".reflink-probe-") as f:
         f.write(b"\0" * 4096)
         f.flush()
@@ -68,7 +70,10 @@ def shares_extents(src: Path, dst: Path) -> bool:
     Probed once per pair of filesystems; False where either cannot be written."""
     dst = next((p for p in [dst, *dst.parents] if p.exists()), Path("."))
     try:
-        return _devices_share(os.stat(src).st_dev, os.stat(dst).st_dev, src, dst)
+        key = (os.stat(src).st_dev, os.stat(dst).st_dev)
+        if key not in _SHARED:
+            _SHARED[key] = reflinks(src, dst)
+        return _SHARED[key]
     except OSError:
         return False
 

@@ -2,6 +2,7 @@
 must still clone its state without copying it."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -82,3 +83,30 @@ def test_a_clone_on_a_copy_on_write_store_costs_its_cells_writes_not_the_state()
     assert clone_bytes(50 << 30, 3 << 30, shares=True) == 3 << 30
     assert clone_bytes(50 << 30, 3 << 30, shares=False) == 50 << 30
     assert clone_bytes(1 << 30, 3 << 30, shares=True) == 1 << 30        # never more than the state
+
+
+@needs_loop
+@pytest.mark.slow(seconds=150)
+def test_store_bias_runs_one_cell_alternately_on_the_disk_and_a_reflinked_clone_and_compares_them(tmp_path,
+                                                                                                  monkeypatch):
+    from harness.walks.store_bias import BIAS_FILE, store_bias
+    from harness.walks.sweep import CellOptions
+    from harness.results import load_result
+    image, mount = tmp_path / "store.img", tmp_path / "store"
+    monkeypatch.setenv("STATES", str(tmp_path / "states"))
+    try:
+        cow_store.make(3 << 30, mount, image)         # sparse: a build keeps 1 GiB free beside it
+        opts = CellOptions(profile="smoke", runtime="local", data_root=str(tmp_path / "data"))
+        assert store_bias("p99_5x", "sqlite", None, None, 2, opts, tmp_path / "results", mount) == 0
+        [root] = (tmp_path / "results").glob("store-bias-*")
+        cells = sorted(root.glob("*/p99_5x/*/result.json"), key=lambda p: load_result(p).environment["started_utc"])
+        assert [p.parts[-4] for p in cells] == ["disk", "store", "disk", "store"]          # alternating
+        for p in cells:
+            fs = load_result(p).environment["filesystem"]["fstype"]
+            method = json.loads((p.parent / "state.json").read_text())["clone_method"]
+            assert (fs, method) == (("xfs", "reflink") if p.parts[-4] == "store" else (fs, "copy")) and \
+                (fs == "xfs") == (p.parts[-4] == "store"), (p, fs, method)
+        [cmp] = json.loads((root / BIAS_FILE).read_text())["comparison"]
+        assert all(f["n_a"] == f["n_b"] == 2 for f in cmp["figures"]) and cmp["figures"], cmp
+    finally:
+        cow_store.remove(mount, image)

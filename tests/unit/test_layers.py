@@ -20,7 +20,7 @@ FLOORS = [
     {"cell", "records"},
     {"place", "cell_states", "compare_window"},
     {"walks.sweep", "bench", "compare"},
-    {"walks.knee", "walks.capacity", "walks.curve"},
+    {"walks.knee", "walks.capacity", "walks.curve", "walks.store_bias"},
     {"walks.verdict", "walks.ceiling", "walks.writes", "walks.matrix", "walks.experiments", "walks.capacity_run"},
     {"walks.v1", "walks.reads", "walks.matrices", "walks.reproduce"},
     {"cli"},
