@@ -24,6 +24,7 @@ class CurvePoint(Model):
     cell: str                           # <scenario>/<dir>
     sitting: str
     host: Optional[Host] = None
+    boot_id: Optional[str] = None       # the machine's boot: a sitting's identity (report/success/curve_sittings.py)
 
 
 class CurveProjection(Model):

@@ -63,7 +63,8 @@ def point_of(scale: float, mem: str, size_bytes: int, cell: str, result, status:
                       harness_share=_harness_share(result) if m else None,
                       queryable_p99_ms=queryable_p99_ms(m) if m else None, rows_per_s=m and m.rows_per_s, cell=cell,
                       sitting=(result.environment.get("started_utc") or utc_now())[:10] if result else utc_now()[:10],
-                      host=Host.of(result.environment) if result is not None else None)
+                      host=Host.of(result.environment) if result is not None else None,
+                      boot_id=result.environment.get("boot_id") if result is not None else None)
 
 
 def _harness_share(result) -> float | None:

@@ -16,6 +16,7 @@ from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success import writes_by_size
+from harness.report.success.curve_sittings import earlier, range_says
 from harness.report.success.merge import host_short, hosts_says, sitting_of
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
@@ -27,25 +28,28 @@ from harness.workload.shapes import MENDOZA_1X_ENTITIES
 README = "README.md"
 
 
-def degradation(c: CurveFile, folder: str, system: str) -> Figure:
+def degradation(read: tuple[CurveFile, list], folder: str, system: str) -> Figure:
     """The curve in one cell: its per-block service time from the smallest measured size to the largest, and the
-    10x projection, worded as projected."""
+    10x projection, worded as projected; then each earlier sitting's range (curve_sittings.py), with its host."""
+    c, kept = read
     pts = [p for p in c.points if p.status in ("passed", "failed") and p.service_p50_ms is not None]
     if not pts:
         raise ConfigError(f"{folder}/curve.json: no measured point: nothing to say of the curve")
-    lo, hi = min(pts, key=lambda p: p.size_gib), max(pts, key=lambda p: p.size_gib)
-    what = "apply p50" if hi.busy is not None else "service p50"       # behind a block log, its applier's block
+    hi = max(pts, key=lambda p: p.size_gib)
     queryable = hi.queryable_p99_ms if "queryable_p99_ms" in figures(c.points) else None   # else ack's copy
     there = [f"{name} p99 {v:,.0f} ms" for name, v in (("ack", hi.ack_p99_ms), ("queryable", queryable))
              if v is not None]
-    load = f" at {hi.rows_per_s:,.0f} rows/s" if hi.rows_per_s is not None else ""
-    says = (f"{what} {lo.service_p50_ms:,.0f} ms at {lo.size_gib:,.1f} GiB → {hi.service_p50_ms:,.0f} ms at "
-            f"{hi.size_gib:,.1f} GiB{load}, {', '.join(there) or 'no p99'} there ({len(pts)} sizes)")
+    says = f"{range_says(c)}, {', '.join(there) or 'no p99'} there ({len(pts)} sizes)"
     q = next((q for q in c.projections if q.figure == "service_p50_ms"), None)
     if q is not None:
         says += f"; 10x projected, not measured: {q.value:,.0f} ms [{q.lo:,.0f}-{q.hi:,.0f}] ({q.model} fit)"
+    for _, k in kept:
+        host = next((p.host for p in k.points if p.host), None)
+        if (said := range_says(k)) is not None:
+            says += f"; an earlier sitting ({host_short({'host': host.model_dump()}) if host else '?'}): {said}"
     return Figure(question="degradation", system=system, says=says, scale=hi.scale, mem=hi.mem, command=c.command,
-                  sitting=max(p.sitting for p in pts), run=f"{folder}/{README}", host=hi.host.says() if hi.host else None)
+                  sitting=max(p.sitting for p in pts), run=f"{folder}/{README}",
+                  host=hi.host.says() if hi.host else None)
 
 
 def max_reads(r: dict, folder: str, system: str) -> Figure:
@@ -195,7 +199,8 @@ def _v1_lowest(p: dict) -> str:
 
 
 # what each question's subfolder holds, and how its figure is read from it
-READERS = {"degradation": ("curve.json", lambda d: load_curve(d / "curve.json"), degradation),
+READERS = {"degradation": ("curve.json", lambda d: (c, earlier(d)) if (c := load_curve(d / "curve.json")) else None,
+                           degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
            "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
            "combined": ("ceiling.json", lambda d: (c, published_runs(d), steps_host(d))

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import curve_rows
+from harness.report.success.curve_sittings import earlier, make_room, n, section
 from harness.report.success.curve_report import _projected, basis, chart, figures, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
@@ -23,6 +24,7 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
     env = first.environment if first is not None else {}
     dest = dest_root / (name or f"{(env.get('started_utc') or c.updated_utc)[:10]}-curve-{c.engine}")
     dest.mkdir(parents=True, exist_ok=True)
+    make_room(dest, c)            # another sitting's curve there kept under sittings/, this one's replaced
     scrub = scrubber(run)
     copy_report(run, dest)
     (dest / "curve.json").write_text(scrub((run / "curve.json").read_text()))
@@ -31,7 +33,7 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
     charts = [png for f, what in figures(c.points).items()
               if (png := _png(c, f, what, dest / "plots" / f"curve-{f}.png")) is not None]
     shot = dest / "report.png" if take_screenshot(run / "report.html", dest / "report.png") else None
-    (dest / "README.md").write_text(readme(c, env, charts, shot))
+    (dest / "README.md").write_text(readme(c, env, charts, shot, earlier(dest)))
     return dest
 
 
@@ -56,7 +58,8 @@ def _png(c: CurveFile, figure: str, what: str, path: Path) -> Path | None:
     return path
 
 
-def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> str:
+def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None,
+           kept: list[tuple[str, CurveFile]] = ()) -> str:
     lines = [f"# The degradation curve of {c.engine}, {c.scenario} (`{c.profile}`), at one data-to-memory ratio", "",
              f"- Made by `{c.command}`" + (f" in {c.wall_s / 60:.0f} min" if c.wall_s else ""),
              f"- Machine: {env.get('cpu_model', '?')}, {env.get('cpus_usable', '?')} usable cores, "
@@ -67,8 +70,8 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> st
              "full (never stopped early)"] + ([f"- Caveat: {said}"] if (said := harness_caveat(c.points)) else []) + ["",
              "| scale | state GiB | MEM | status | service p50 ms | ack p99 ms | queryable p99 ms | rows/s | "
              "applier busy | run |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {p.scale:g}x | {p.size_gib:,.2f} | {p.mem} | {p.status} | {_n(p.service_p50_ms)} | {_n(p.ack_p99_ms)} | "
-              f"{_n(p.queryable_p99_ms)} | {_n(p.rows_per_s)} | {'-' if p.busy is None else f'{p.busy:.0%}'} | "
+    lines += [f"| {p.scale:g}x | {p.size_gib:,.2f} | {p.mem} | {p.status} | {n(p.service_p50_ms)} | {n(p.ack_p99_ms)} | "
+              f"{n(p.queryable_p99_ms)} | {n(p.rows_per_s)} | {'-' if p.busy is None else f'{p.busy:.0%}'} | "
               f"[{p.sitting}](points/{p.cell}) |" for p in c.points]
     for f, what in figures(c.points).items():
         pts = measured(c.points, f, under="points/")
@@ -78,13 +81,10 @@ def readme(c: CurveFile, env: dict, charts: list[Path], shot: Path | None) -> st
         lines += ["", f"**{what}**", "", "| scale | state GiB | figure | what it is |", "|---:|---:|---:|---|"]
         lines += ["| " + " | ".join(r) + " |" for r in curve_rows(pts, proj, "ms")]
         lines += [""] + [q.says for q in c.projections if q.figure == f]
+    lines += section(c, list(kept))
     lines += [""] + [f"![{p.stem}](plots/{p.name})" for p in charts]
     lines += ["", "[report.md](report.md), [curve.json](curve.json) (what a script reads: `projections[].projected` is "
               "always true), every point's result under [points/](points) (gzipped)."]
     if shot:
         lines += ["", f"report.html as headless Chromium draws it: [{shot.name}]({shot.name})."]
     return "\n".join(lines) + "\n"
-
-
-def _n(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.0f}"
