@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.environment import filesystem
 from harness.errors import ConfigError
 from harness.state.clone import reflinks
 from harness.state.store import require_free
@@ -36,19 +37,16 @@ class Store:
     made_now: bool
 
     def says(self) -> str:
-        return (f"{self.mount}: xfs (reflink) on {self.device}, backed by {self.image}, {self.size_bytes / 2**30:.1f} GiB, "
-                f"{self.used_bytes / 2**30:.1f} GiB used{' (made now)' if self.made_now else ''}; give its states and "
+        made = " (made now)" if self.made_now else ""
+        return (f"{self.mount}: xfs (reflink) on {self.device}, backed by {self.image}, "
+                f"{self.size_bytes / 2**30:.1f} GiB, {self.used_bytes / 2**30:.1f} GiB used{made}; give its states and "
                 f"data to a walk: STATES={self.mount}/states DATA={self.mount}/data")
 
 
 def _mounted(mount: Path) -> tuple[str, str] | None:
-    """(device, fstype) of what is mounted at mount, else None."""
-    where = str(mount.resolve())
-    for line in Path("/proc/mounts").read_text().splitlines():
-        dev, mnt, fstype = line.split()[:3]
-        if mnt == where:
-            return dev, fstype
-    return None
+    """(device, fstype) of what is mounted at mount itself, else None."""
+    fs = filesystem(mount)
+    return (fs["device"], fs["fstype"]) if fs["mount"] == str(mount.resolve()) else None
 
 
 def _run(cmd: list[str], what: str) -> str:

@@ -16,7 +16,7 @@ from harness.report.success.publish_v1 import V1_FILE, reads_says
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success import writes_by_size
-from harness.report.success.curve_sittings import earlier, range_says
+from harness.report.success.curve_sittings import CURVE_FILE, earlier, range_says
 from harness.report.success.merge import host_short, hosts_says, sitting_of
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
@@ -199,7 +199,7 @@ def _v1_lowest(p: dict) -> str:
 
 
 # what each question's subfolder holds, and how its figure is read from it
-READERS = {"degradation": ("curve.json", lambda d: (c, earlier(d)) if (c := load_curve(d / "curve.json")) else None,
+READERS = {"degradation": (CURVE_FILE, lambda d: (c, earlier(d)) if (c := load_curve(d / CURVE_FILE)) else None,
                            degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
            "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),

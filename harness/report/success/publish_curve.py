@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from harness.errors import ConfigError
 from harness.report.publish import copy_report, require_report, scrubber, take_screenshot, write_cells
 from harness.report.success.curve import curve_rows
-from harness.report.success.curve_sittings import earlier, make_room, n, section
+from harness.report.success.curve_sittings import CURVE_FILE, earlier, make_room, n, section
 from harness.report.success.curve_report import _projected, basis, chart, figures, harness_caveat, measured
 from harness.results import load_curve, load_result
 from harness.results.curve import CurveFile
@@ -27,7 +27,7 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
     make_room(dest, c)            # another sitting's curve there kept under sittings/, this one's replaced
     scrub = scrubber(run)
     copy_report(run, dest)
-    (dest / "curve.json").write_text(scrub((run / "curve.json").read_text()))
+    (dest / CURVE_FILE).write_text(scrub((run / CURVE_FILE).read_text()))
     write_cells(run, dest, [SimpleNamespace(scenario=s, dir=d) for s, _, d in (p.cell.partition("/") for p in c.points)],
                 scrub, under="points")
     charts = [png for f, what in figures(c.points).items()
@@ -38,7 +38,7 @@ def publish_curve(run: Path, dest_root: Path, name: str | None) -> Path:
 
 
 def _finished(run: Path) -> CurveFile:
-    c = load_curve(run / "curve.json")
+    c = load_curve(run / CURVE_FILE)
     if c is None:
         raise ConfigError(f"{run}: holds no curve.json")
     if not c.complete:
