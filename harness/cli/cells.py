@@ -245,6 +245,7 @@ def _cmd_report(args) -> int:
 
 def _cmd_publish(args) -> int:
     from harness.report.publish import publish
+    from harness.report.publish_bias import BIAS_FILE, publish_bias
     from harness.report.publish_ceiling import publish_ceiling
     from harness.report.publish_run import publish_run
     from harness.report.success.publish_curve import publish_curve
@@ -252,11 +253,10 @@ def _cmd_publish(args) -> int:
     from harness.report.success.publish_v1 import publish_v1
     from harness.report.success.publish_writes import publish_writes
     # what the folder holds says what it is: a walk's verdict, a read ceiling's search, reads alone, max writes, V1,
-    # a curve, or one run
+    # a curve, the store's bias, or one run
     kind = next((how for f, how in (("verdict.json", publish), ("ceiling.json", publish_ceiling),
                                     ("reads.json", publish_reads), ("writes.json", publish_writes),
-                                    ("v1.json", publish_v1),
-                                    ("curve.json", publish_curve),
+                                    ("v1.json", publish_v1), ("curve.json", publish_curve), (BIAS_FILE, publish_bias),
                                     ("result.json", publish_run))
                  if (args.run / f).exists()), publish)
     print(kind(args.run, args.to, args.name))

@@ -2,7 +2,7 @@
 does to a cell's figures against the disk's own filesystem)."""
 from __future__ import annotations
 
-from harness.cli.args import overrides
+from harness.cli.args import make_command, overrides
 from harness.walks.sweep import CellOptions, add_cell_args
 
 
@@ -34,5 +34,6 @@ def _cmd_store(args) -> int:
 
 def _cmd_store_bias(args) -> int:
     from harness.walks.store_bias import store_bias
+    command = make_command("store-bias", args) + (f" REPEATS={args.repeats}" if args.repeats != 2 else "")
     return store_bias(args.scenario, args.engine, args.mem, args.scale, args.repeats, CellOptions.from_args(args),
-                      args.results)
+                      args.results, command=command)

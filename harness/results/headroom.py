@@ -25,18 +25,36 @@ class Host(Model):
     fsync_p50_us: Optional[float] = None
     runtime: Optional[str] = None
     kernel: Optional[str] = None
+    filesystem: Optional[str] = None                # the data mount's: a cell on the store (make store) is not ext4's
 
     @classmethod
     def of(cls, env: dict) -> "Host":
         """From a run's environment (result.json)."""
         return cls(cpu_model=env.get("cpu_model"), kernel=env.get("kernel"), runtime=env.get("runtime"),
                    disk_write_mib_per_s=(env.get("disk_write") or {}).get("sequential_write_mib_per_s"),
-                   fsync_p50_us=(env.get("fsync_floor") or {}).get("p50_us"))
+                   fsync_p50_us=(env.get("fsync_floor") or {}).get("p50_us"),
+                   filesystem=filesystem_says(env.get("filesystem")))
 
     def says(self) -> str:
         disk = f"disk {self.disk_write_mib_per_s:,.0f} MiB/s" if self.disk_write_mib_per_s else "disk -"
         fsync = f"fsync p50 {self.fsync_p50_us:,.0f} µs" if self.fsync_p50_us else "fsync -"
-        return f"{self.cpu_model or 'unknown CPU'}, {disk}, {fsync}, {self.runtime or '-'}, kernel {self.kernel or '-'}"
+        fs = f", {self.filesystem}" if self.filesystem else ""
+        return (f"{self.cpu_model or 'unknown CPU'}, {disk}, {fsync}, {self.runtime or '-'}, "
+                f"kernel {self.kernel or '-'}{fs}")
+
+    def on_store(self) -> bool:
+        return bool(self.filesystem) and self.filesystem.endswith(ON_LOOP)
+
+
+ON_LOOP = "on a loop device (make store)"
+
+
+def filesystem_says(fs: dict | None) -> str | None:
+    """A result's data mount in a few words. A loop device is the copy-on-write store (state/cow_store): its
+    figures are read through `make store-bias`, never as the disk's own."""
+    if not isinstance(fs, dict) or not fs.get("fstype"):
+        return None
+    return f"{fs['fstype']} {ON_LOOP}" if str(fs.get("device", "")).startswith("/dev/loop") else fs["fstype"]
 
 
 class CapacityStep(Model):

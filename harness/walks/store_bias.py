@@ -18,12 +18,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.compare import compare, render
+from harness.environment import utc_now
 from harness.errors import EXIT_RUN_FAILED, ConfigError
 from harness.records import Cell, completed
+from harness.report.publish_bias import BIAS_FILE
+from harness.results import load_result
+from harness.results.headroom import Host
 from harness.state import cow_store, store
 from harness.walks.sweep import CellOptions, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 
-BIAS_FILE = "bias.json"
 ARMS = ("disk", "store")        # A, then B: the ratio is store / disk
 
 
@@ -57,8 +60,19 @@ def arms(opts: CellOptions, mount: Path) -> dict[str, tuple[Path, CellOptions]]:
             "store": (mount.resolve() / "states", replace(opts, data_root=str(mount.resolve() / "data")))}
 
 
+def sitting(runs: dict[str, list]) -> dict:
+    """When and where the arms ran: each arm's host (its filesystem among it), the machine's boot and the first
+    cell's start: what a published bias is read with (a bias moves with the host too)."""
+    envs = {arm: [r.environment for r in (load_result(cr.dir / "result.json") for cr in crs) if r is not None]
+            for arm, crs in runs.items()}
+    every = [e for es in envs.values() for e in es]
+    return {"hosts": {arm: Host.of(es[0]).model_dump() for arm, es in envs.items() if es},
+            "boot_id": next((e["boot_id"] for e in every if e.get("boot_id")), None),
+            "started_utc": min((e["started_utc"] for e in every if e.get("started_utc")), default=None)}
+
+
 def store_bias(scenario: str, engine: str, mem: str | None, scale: float | None, repeats: int, opts: CellOptions,
-               results_root: Path, mount: Path = cow_store.MOUNT) -> int:
+               results_root: Path, mount: Path = cow_store.MOUNT, command: str | None = None) -> int:
     if repeats < 2:
         raise ConfigError("REPEATS: at least 2 a side, or no spread to read a bias against")
     opts = replace(opts, profile=opts.profile or "ratio")      # the knees' profile: the store is for theirs
@@ -82,7 +96,8 @@ def store_bias(scenario: str, engine: str, mem: str | None, scale: float | None,
     cmp = compare(*[[cr.dir for cr in runs[arm]] for arm in ARMS])
     a, b = (f"{arm}: {where[arm][0]}" for arm in ARMS)
     (root / BIAS_FILE).write_text(json.dumps({"scenario": scenario, "engine": engine, "mem": mem, "scale": scale,
-                                              "repeats": repeats, "a": a, "b": b, "comparison": cmp}, indent=2))
+                                              "repeats": repeats, "a": a, "b": b, "command": command,
+                                              **sitting(runs), "finished_utc": utc_now(), "comparison": cmp}, indent=2))
     (root / "bias.md").write_text(render(cmp, a, b, markdown=True))
     print(render(cmp, a, b, markdown=False), end="")
     print(root / BIAS_FILE)

@@ -307,6 +307,17 @@ def test_a_reproduction_on_another_host_says_so_in_what_differs():
     assert rp.host_differs(walk, walk.model_copy(update={"disk_write_mib_per_s": 1300}), 1.15) is None
 
 
+def test_a_reproduction_on_the_store_says_its_filesystem_differs_from_the_disks():
+    from harness.results.headroom import Host
+    env = {"cpu_model": "AMD EPYC", "kernel": "6.1", "runtime": "local"}
+    disk = Host.of({**env, "filesystem": {"mount": "/", "fstype": "ext4", "device": "/dev/vda"}})
+    store = Host.of({**env, "filesystem": {"mount": "/w/store", "fstype": "xfs", "device": "/dev/loop0"}})
+    assert (disk.filesystem, disk.on_store(), store.on_store()) == ("ext4", False, True)
+    said = rp.host_differs(disk, store, 1.15)
+    assert said.startswith("the host (filesystem)") and "xfs on a loop device (make store)" in said, said
+    assert rp.host_differs(disk.model_copy(update={"filesystem": None}), store, 1.15) is None, "one kept none"
+
+
 def test_a_reproduction_runs_where_every_published_cell_ran_and_chooses_nothing_where_they_differ(tmp_path):
     import gzip
     import json

@@ -2,7 +2,7 @@
 import json
 
 
-def _writes(d, points, sittings=None, boots=None):
+def _writes(d, points, sittings=None, boots=None, filesystems=None):
     """A published max_writes folder: writes.json and each point's knee.json with its steps' database sizes."""
     rows = []
     for i, (scale, mem, rows_per_s, gib) in enumerate(points):
@@ -12,7 +12,7 @@ def _writes(d, points, sittings=None, boots=None):
             {"steps": [{"db_bytes": int((gib + 0.1) * 2**30)}, {"db_bytes": int(gib * 2**30)}, {"db_bytes": None}]}))
         rows.append({"scale": scale, "mem": mem, "rows_per_s": rows_per_s,
                      "sitting": sittings[i] if sittings else "2026-12-07", "boot_id": boots[i] if boots else None,
-                     "host": {"cpu_model": "AMD EPYC"}})
+                     "host": {"cpu_model": "AMD EPYC", "filesystem": filesystems[i] if filesystems else "ext4"}})
     (d / "writes.json").write_text(json.dumps({"rows": rows}))
 
 
@@ -64,3 +64,25 @@ def test_a_line_joins_one_sittings_points_only(tmp_path):
     _writes(tmp_path / "max_writes-answer", [(0.5, "642m", 450.0, 5.3), (1.0, "1284m", 430.0, 10.6),
                                               (2.0, "2568m", 1200.0, 21.0)], boots=["a", "a", "a"])
     assert any("| projected " in ln for ln in section(tmp_path) if ln.startswith("| the verdict's answer | 10x"))
+
+
+def test_a_point_on_the_store_says_so_and_never_joins_the_disks_line(tmp_path):
+    """One sitting, 1x and 2x on ext4 and 5x on the copy-on-write store (XFS on a loop device, whose writes take
+    another path): the 5x point is marked, and no line (nor 10x projection) runs through the two filesystems."""
+    from harness.report.success.assemble import max_writes
+    from harness.report.success.writes_by_size import section
+    store = "xfs on a loop device (make store)"
+    d = tmp_path / "max_writes-reference"
+    _writes(d, [(1.0, "1284m", 430.0, 10.6), (2.0, "2568m", 400.0, 21.0), (5.0, "6420m", 300.0, 52.0)],
+            boots=["a", "a", "a"], filesystems=["ext4", "ext4", store])
+    lines = section(tmp_path)
+    assert not any("projected" in ln for ln in lines if ln.startswith("| SQLite")), lines
+    five = [ln for ln in lines if ln.startswith("| SQLite as the reference deploys it | 5x")]
+    assert len(five) == 1 and "measured 2026-12-07 on the store: [5x-6420m]" in five[0], five
+    assert sum("on the store" in ln for ln in lines if ln.startswith("| SQLite")) == 1
+    w = json.loads((d / "writes.json").read_text())
+    for r in w["rows"]:
+        r.update(knee_rows_per_block=r["rows_per_s"] * 2, reached=True, p99_ms=450.0, bounded_by=[],
+                 command="make writes ENGINE=sqlite")
+    says = max_writes((w, []), d.name, "reference").says
+    assert "5x@6420m on the store " in says and "1x@1284m 430 rows/s" in says, says

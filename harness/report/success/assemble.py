@@ -13,11 +13,12 @@ from harness.report.publish_ceiling import answer_counts
 from harness.report.success.publish_reads import READS_FILE, knee_says, size_says
 from harness.report.success.publish_reads import finished as reads_run
 from harness.report.success.publish_v1 import V1_FILE, reads_says
+from harness.report.publish_bias import published_biases, store_note
 from harness.report.success.publish_writes import WRITES_FILE, held_says
 from harness.report.success.publish_writes import finished as writes_run
 from harness.report.success import writes_by_size
 from harness.report.success.curve_sittings import CURVE_FILE, earlier, range_says
-from harness.report.success.merge import host_short, hosts_says, sitting_of
+from harness.report.success.merge import host_short, hosts_says, sitting_of, store_says
 from harness.report.success.table import QUESTIONS, SYSTEMS, Figure, SuccessTable
 from harness.results import RunResult, load_curve, load_result, read_json
 from harness.report.success.curve_report import figures
@@ -76,16 +77,19 @@ def max_reads(r: dict, folder: str, system: str) -> Figure:
                   sitting=max(row["sitting"] for row in rows), run=f"{folder}/{README}", host=hosts_says(rows))
 
 
-def max_writes(w: dict, folder: str, system: str) -> Figure:
+def max_writes(found: tuple[dict, list[dict]], folder: str, system: str) -> Figure:
     """The write table in one cell: per scale and MEM the most writes that held and its p99, and what bound the
-    largest point."""
+    largest point; a point made on the store with its sitting's bias (found: writes.json, the published biases)."""
+    w, biases = found
     rows = w["rows"]
     if not rows:
         raise ConfigError(f"{folder}/{WRITES_FILE}: no point finished: nothing to say of the writes")
     # points of different sittings (publish merges them) each say theirs: a knee moves with the host
     apart = len({sitting_of(row) for row in rows}) > 1
-    points = [f"{row['scale']:g}x@{row['mem']}" + (f" ({row['sitting']}, {host_short(row)})" if apart else "") + f" {held_says(row)}"
-              + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "") for row in rows]
+    points = [f"{row['scale']:g}x@{row['mem']}{store_says(row)}"
+              + (f" ({row['sitting']}, {host_short(row)})" if apart else "") + f" {held_says(row)}"
+              + (f" p99 {row['p99_ms']:,.0f} ms" if row["p99_ms"] is not None else "")
+              + store_note(row, biases, f"{folder}/") for row in rows]
     last = rows[-1]
     # the line that bound it first (walks/knee.py orders them); every one is in the point's own README
     bound = f"; bound by {last['bounded_by'][0]}" if last["bounded_by"] else ""
@@ -202,7 +206,8 @@ def _v1_lowest(p: dict) -> str:
 READERS = {"degradation": (CURVE_FILE, lambda d: (c, earlier(d)) if (c := load_curve(d / CURVE_FILE)) else None,
                            degradation),
            "max_reads": (READS_FILE, lambda d: reads_run(d) if (d / READS_FILE).is_file() else None, max_reads),
-           "max_writes": (WRITES_FILE, lambda d: writes_run(d) if (d / WRITES_FILE).is_file() else None, max_writes),
+           "max_writes": (WRITES_FILE, lambda d: (writes_run(d), published_biases(d)) if (d / WRITES_FILE).is_file()
+                          else None, max_writes),
            "combined": ("ceiling.json", lambda d: (c, published_runs(d), steps_host(d))
                         if (c := read_json(d / "ceiling.json")) else None, combined),
            "v1": (V1_FILE, lambda d: read_json(d / V1_FILE), v1)}

@@ -72,6 +72,12 @@ def sitting_of(row: dict) -> str:
     return row.get("boot_id") or f"{row.get('sitting')}: {row.get('command')}"
 
 
+def store_says(row: dict) -> str:
+    """' on the store' for a figure a cell made on the copy-on-write store (make store): it is read through the
+    store's bias (make store-bias), never as the disk's own, and never joins the disk's figures in one line."""
+    return " on the store" if Host(**(row.get("host") or {})).on_store() else ""
+
+
 def host_short(row: dict) -> str:
     """The CPU and its fsync p50: two sittings of one day and one CPU model can differ in their disk."""
     fsync = (row.get("host") or {}).get("fsync_p50_us")

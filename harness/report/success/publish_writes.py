@@ -12,7 +12,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.report.publish import copy_report, finished_walk, require_report, scrubber, write_cells
-from harness.report.success.merge import commands_said, cpu_of, hosts_says, sitting_of
+from harness.report.publish_bias import published_biases, store_note
+from harness.report.success.merge import commands_said, cpu_of, hosts_says, sitting_of, store_says
 from harness.report.success.merge import merged as merge
 from harness.units import parse_size_bytes
 
@@ -39,7 +40,7 @@ def publish_writes(run: Path, dest_root: Path, name: str | None) -> Path:
         write_cells(knee, to, [SimpleNamespace(scenario=a, dir=b) for a, _, b in
                                (s["cell"].partition("/") for s in steps)], scrub, under="steps")
     here.write_text(json.dumps(merged, indent=1) + "\n")
-    (dest / "README.md").write_text(readme(merged))
+    (dest / "README.md").write_text(readme(merged, published_biases(dest)))
     return dest
 
 
@@ -79,7 +80,7 @@ def held_says(row: dict) -> str:
     return f"{floor}{row['rows_per_s']:,.0f} rows/s ({floor}{row['knee_rows_per_block']:,.0f} a block)"
 
 
-def readme(w: dict) -> str:
+def readme(w: dict, biases: list[dict]) -> str:
     lines = [f"# Max writes: {w['engine']}, {w['scenario']} (`{w['profile']}`), rows per block searched", "",
              *commands_said(w["rows"], lambda r: f"{point_said(r)} on {r['sitting']}, {cpu_of(r)}"),
              f"- Measured {w['started_utc']} to {w.get('finished_utc', '?')}",
@@ -93,7 +94,8 @@ def readme(w: dict) -> str:
                  if row["reached"] else "not reached")
         minutes = "-" if row["wall_s"] is None else f"{row['wall_s'] / 60:,.0f}"
         lines.append(f"| {row['scale']:g}x | {row['mem']} | {held_says(row)} | {p99} | {bound} | {row['steps']} | "
-                     f"{minutes} | [{point_name(row)}](knees/{point_name(row)}/report.md) |")
+                     f"{minutes} | [{point_name(row)}](knees/{point_name(row)}/report.md){store_says(row)}"
+                     f"{store_note(row, biases)} |")
     lines += ["", "≥: the search's top passed; the knee lies above it. Each step is a cell from the same starting "
               "state, stopped early where a line can no longer pass; the knee is confirmed by a cell with every row "
               "checked."]

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from harness.report.success.curve import MIN_POINTS, Measured, Projected, draw, project
-from harness.report.success.merge import host_short, sitting_of
+from harness.report.success.merge import host_short, sitting_of, store_says
 from harness.report.success.publish_writes import WRITES_FILE, point_name
 from harness.report.success.table import SYSTEMS
 from harness.units import parse_size_bytes
@@ -32,10 +32,10 @@ def _size_gib(d: Path, row: dict) -> float | None:
 
 def _by_sitting(on: list[tuple[Measured, dict]]) -> dict[str, list[tuple[Measured, dict]]]:
     """The points of each sitting, smallest database first: a line never joins two sittings (the host, its disk
-    among it, can change between them, and a knee moves with it)."""
+    among it, can change between them, and a knee moves with it), nor the disk's points and the store's."""
     out: dict[str, list[tuple[Measured, dict]]] = {}
     for p, r in sorted(on, key=lambda x: (x[0].sitting, x[0].size_gib)):
-        out.setdefault(sitting_of(r), []).append((p, r))
+        out.setdefault(sitting_of(r) + store_says(r), []).append((p, r))
     return out
 
 
@@ -80,10 +80,11 @@ def section(folder: Path) -> list[str]:
             measured = [p for p, _ in mine]
             proj = [project(measured, PROJECTED_SCALE)] if len(mine) >= MIN_POINTS else []
             lines += [f"| {SYSTEMS[system]} | {p.scale:g}x | {p.size_gib:,.1f} | {r['mem']} | {p.value:,.0f} | "
-                      f"measured {p.sitting}: [{point_name(r)}]({p.run}/report.md) |" for p, r in mine]
+                      f"measured {p.sitting}{store_says(r)}: [{point_name(r)}]({p.run}/report.md) |" for p, r in mine]
             lines += [_projected_row(SYSTEMS[system], q) for q in proj]
             # a figure moves with its host and its sitting: a line joins one sitting's points, its legend names them
-            draw(ax, measured, proj, f"{SYSTEMS[system]}, {mine[0][0].sitting} ({host_short(mine[0][1])})")
+            (first, row) = mine[0]
+            draw(ax, measured, proj, f"{SYSTEMS[system]}, {first.sitting}{store_says(row)} ({host_short(row)})")
         lines += [f"| {SYSTEMS[system]} | {r['scale']:g}x | - | {r['mem']} | {r['rows_per_s']:,.0f} | measured "
                   f"{r['sitting']} at another ratio: not on the line |" for r in apart]
     values = [p.value for on, _ in found.values() for p, _ in on]

@@ -88,13 +88,16 @@ def published_host(folder: Path) -> Host | None:
 
 
 def host_differs(then: Host | None, now: Host, band: float) -> str | None:
-    """'the host: ...' where the CPU model, kernel or runtime differ, or the disk's bandwidth moved past the band."""
+    """'the host: ...' where the CPU model, kernel or runtime differ, the data's filesystem (where both kept it:
+    the store's XFS on a loop device is not ext4), or the disk's bandwidth moved past the band."""
     if then is None:
         return None
     disk = then.disk_write_mib_per_s and now.disk_write_mib_per_s and \
         not (1 / band <= now.disk_write_mib_per_s / then.disk_write_mib_per_s <= band)
+    fs = then.filesystem and now.filesystem and then.filesystem != now.filesystem
     what = [n for n, a, b in (("CPU model", then.cpu_model, now.cpu_model), ("kernel", then.kernel, now.kernel),
-                              ("runtime", then.runtime, now.runtime)) if a != b] + (["disk bandwidth"] if disk else [])
+                              ("runtime", then.runtime, now.runtime)) if a != b]
+    what += (["disk bandwidth"] if disk else []) + (["filesystem"] if fs else [])
     if not what:
         return None
     return f"the host ({', '.join(what)}): this sitting {now.says()}; the walk {then.says()}"
