@@ -104,6 +104,7 @@ class DiskNeed:
     cloning: int          # bytes beyond what is on disk, every cell cloning its state
     taking: int           # every cell moving its state in, the next building it again (DROP_STATES=1)
     lines: list[str]
+    packing: int = 0      # every cell cloning, the largest state it clones kept packed (pack.py)
 
 
 def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
@@ -112,7 +113,7 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     instead, a cell's states are built again once the one before has moved them in and gone, an aged state
     taking its base by rename: the largest state still to build, and its writes."""
     layouts: dict[str, int] = {}                   # per base state: bytes of its states still to build
-    lines, clone, growth, one_cell, seen = [], 0, 0, 0, set()
+    lines, clone, growth, one_cell, seen, saving = [], 0, 0, 0, set(), 0
     for plan in filter(uses_state, plans):
         inputs_list, cell = state_inputs(plan), 0
         if len(inputs_list) > 1 and _bytes(root, inputs_list[-1])[1]:
@@ -125,6 +126,9 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
                     layouts[inputs_list[0].id] = layouts.get(inputs_list[0].id, 0) + size
                     lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
+        # the state its cell clones (the last), packed where its clone does not fit: its bytes less its packed share
+        if not _packed(root, inputs_list[-1]):
+            saving = max(saving, size - sizes.packed_bytes(size))
         writes = sizes.growth_bytes(plan, size)
         shares = shares_extents(root, Path(plan.data_dir))          # a copy-on-write store (make store)
         clone, one_cell = max(clone, sizes.clone_bytes(size, writes, shares)), max(one_cell, cell)
@@ -132,7 +136,11 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     states = max(layouts.values(), default=0) if drop_states else sum(layouts.values())
     lines += [f"one clone at a time: up to {clone / GIB:.1f} GiB",
               f"a cell's writes: up to about {growth / GIB:.1f} GiB"]
-    return DiskNeed(states + clone + growth, one_cell + growth, lines)
+    return DiskNeed(states + clone + growth, one_cell + growth, lines, states + clone + growth - saving)
+
+
+def _packed(root: Path, inputs: store.StateInputs) -> bool:
+    return (root / inputs.id / store.PACKED).is_dir()
 
 
 def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False, takes: bool = False) -> bool:
@@ -159,6 +167,11 @@ def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool =
     print(f"[{who}] disk: needs about {need.cloning / GIB:.1f} GiB ({'; '.join(need.lines)}), {free / GIB:.1f} GiB "
           f"free{' (states dropped after their last cell)' if drop_states else ''}", file=sys.stderr, flush=True)
     if need.cloning + MARGIN <= free:
+        return takes
+    if not drop_states and not takes and need.packing + MARGIN <= free:
+        print(f"[{who}] not every clone fits beside its state: a state whose clone does not fit is packed (zstd) "
+              f"when its first cell starts, and each cell unpacks it (about {need.packing / GIB:.1f} GiB, by a packed "
+              f"share of {sizes.PACKED_SHARE:g} of its bytes)", file=sys.stderr, flush=True)
         return takes
     if drop_states and need.taking + MARGIN <= free:
         print(f"[{who}] not every clone fits beside its states: a cell whose clone does not fit when its turn comes "

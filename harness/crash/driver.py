@@ -29,7 +29,8 @@ from harness.runner.metrics import new_histogram
 from harness.runner.outcome import Outcome
 from harness.runtime.local import limit_cgroups
 from harness.scenario.plan import RunPlan
-from harness.state.clone import CLONE_RECORD, evict
+from harness.platform.pagecache import evict
+from harness.state.clone import CLONE_RECORD
 from harness.units import parse_size_bytes
 
 ACKS = "acks.log"

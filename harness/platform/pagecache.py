@@ -29,6 +29,21 @@ def files(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def evict(root: Path, write_back: bool) -> int:
+    """Drop every file's pages under root from the page cache (written back first when asked: dirty pages
+    cannot be dropped). Returns the files done."""
+    under = files(root)
+    for p in under:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            if write_back:
+                os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return len(under)
+
+
 def resident_map(path: Path) -> bytes:
     """One byte per OS page of the file: 1 resident, 0 not."""
     fd = os.open(path, os.O_RDONLY)

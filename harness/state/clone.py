@@ -12,7 +12,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.state import preload
+from harness.platform.pagecache import evict
+from harness.state import pack
 from harness.state.store import DATA, TAKEN, require_free, tree_bytes
 
 CLONE_RECORD = "state.json"      # in the run directory: the state and its clone, as the result's load holds them
@@ -20,7 +21,7 @@ CLONE_RECORD = "state.json"      # in the run directory: the state and its clone
 
 @dataclass(frozen=True)
 class Clone:
-    method: str               # "reflink" or "copy"
+    method: str               # "reflink", "copy", "unpack" (a packed state: pack.py), "move", "link"
     bytes: int
     clone_s: float
     evict_s: float
@@ -28,21 +29,6 @@ class Clone:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def evict(root: Path, write_back: bool) -> int:
-    """Drop every file's pages under root from the page cache (written back first when asked: dirty pages
-    cannot be dropped). Returns the files done."""
-    files = preload.files(root)
-    for p in files:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            if write_back:
-                os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-    return len(files)
 
 
 def _reflink(src: Path, dst: Path) -> subprocess.CompletedProcess:
@@ -118,10 +104,13 @@ def clone(src: Path, dst: Path, owner_uid: int | None = None) -> Clone:
     dst.mkdir(parents=True, exist_ok=True)
     if any(dst.iterdir()):
         raise RuntimeError(f"{dst}: a clone goes into an empty directory")
-    size = tree_bytes(src)
     t0 = time.perf_counter()
-    method = "reflink"
-    if _reflink(src, dst).returncode:      # no shared extents here (ext4): a full copy
+    if (packed := pack.data_of(src)) is not None:       # kept packed (pack.py): a full copy, unpacked
+        size, method = pack.unpack(packed, dst), "unpack"
+        src = packed
+    else:
+        size, method = tree_bytes(src), "reflink"
+    if method == "reflink" and _reflink(src, dst).returncode:      # no shared extents here (ext4): a full copy
         _empty(dst)
         require_free(dst, size, f"cloning the state {src.parent.name}")
         method = "copy"
@@ -142,7 +131,7 @@ def link(src: Path, dst: Path) -> tuple[Clone, dict] | None:
     (capabilities.reads_keep_files) and a cell that writes nothing; never handed to another user (chown would
     change the state's own files). None where dst is on another filesystem (no hard link reaches it): clone."""
     dst.mkdir(parents=True, exist_ok=True)
-    if os.stat(src).st_dev != os.stat(dst).st_dev:
+    if not src.exists() or os.stat(src).st_dev != os.stat(dst).st_dev:       # packed (pack.py), or elsewhere
         return None
     if any(dst.iterdir()):
         raise RuntimeError(f"{dst}: a clone goes into an empty directory")
@@ -168,8 +157,8 @@ def take(state_dir: Path, dst: Path, owner_uid: int | None = None) -> tuple[Path
     any more, then its data renamed into dst, cold. Returns the taken directory (its model is read there
     until the cell ends; release() removes it) and the record. On another filesystem: a copy, as clone()."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    if os.stat(state_dir).st_dev != os.stat(dst.parent).st_dev:
-        return state_dir, clone(state_dir / DATA, dst, owner_uid)
+    if os.stat(state_dir).st_dev != os.stat(dst.parent).st_dev or pack.is_packed(state_dir):
+        return state_dir, clone(state_dir / DATA, dst, owner_uid)        # a packed state stays for the next
     if dst.exists():
         dst.rmdir()                     # a clone's target: empty, or this raises
     taken = state_dir.with_name(state_dir.name + TAKEN)

@@ -174,3 +174,21 @@ def clone_fits(plan, state_bytes: int, state_dir: Path) -> bool:
     growth = growth_bytes(plan, state_bytes)
     shares = shares_extents(state_dir, Path(plan.data_dir))
     return clone_bytes(state_bytes, growth, shares) + growth + store.MARGIN_BYTES <= store.free_bytes(state_dir)
+
+
+# A packed state's bytes over its data's, at most (pack.py, zstd level 1): what the disk checks and a cell's choice
+# to pack count before a state was packed (measured here: PACKED_SHARE_MEASURED).
+PACKED_SHARE = 0.55
+
+
+def packed_bytes(state_bytes: int) -> int:
+    return int(state_bytes * PACKED_SHARE)
+
+
+def pack_fits(plan, state_bytes: int, state_dir: Path) -> bool:
+    """Whether packing the state (pack.py) makes room for this cell's clone and its writes, where a clone beside it
+    does not fit: the packed files are written beside the data, the data removed, then each cell unpacks a full
+    copy. Decided as clone_fits is, when the cell starts, from the disk then."""
+    growth, free, packed = growth_bytes(plan, state_bytes), store.free_bytes(state_dir), packed_bytes(state_bytes)
+    return packed + store.MARGIN_BYTES <= free and \
+        state_bytes + growth + store.MARGIN_BYTES <= free + state_bytes - packed

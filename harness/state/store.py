@@ -42,6 +42,8 @@ DEFAULT_ROOT = Path("states")
 MANIFEST = "manifest.json"
 MODEL = "model.bin"
 DATA = "data"
+PACKED = "data.zst"       # in place of DATA, a state kept packed (pack.py)
+PACKED_RECORD = "packed.json"     # beside it: the data's bytes unpacked, and the packing
 TAKEN = ".taken"          # a state a cell took (clone.take): its data moved into the cell, its model read there
 
 
@@ -270,9 +272,10 @@ def find(root: Path, inputs: StateInputs) -> tuple[Path, StateManifest] | None:
 
 
 def copy_models(src_dir: Path, dst_dir: Path) -> None:
-    """A state's models (mendoza's and the DC's) beside another's data: every file but the manifest."""
+    """A state's models (mendoza's and the DC's) beside another's data: every file but the manifest (and a packed
+    state's record)."""
     for f in src_dir.iterdir():
-        if f.is_file() and f.name != MANIFEST:
+        if f.is_file() and f.name not in (MANIFEST, PACKED_RECORD):
             shutil.copy2(f, dst_dir / f.name)
 
 

@@ -7,7 +7,7 @@ import pytest
 from harness.environment import filesystem
 from harness.platform.blockio import IoProbe, device_of, device_snapshot
 from harness.runner.io_watch import IoWatch
-from harness.state.clone import evict
+from harness.platform.pagecache import evict
 from harness.state.preload import preload
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from harness.environment import filesystem
-from harness.state.clone import evict
+from harness.platform.pagecache import evict
 from harness.platform.pagecache import resident_bytes, resident_file_bytes
 from harness.state.preload import preload
 from tests.conftest import can_use_cgroups
