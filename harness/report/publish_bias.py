@@ -29,13 +29,15 @@ def publish_bias(run: Path, dest_root: Path, name: str | None) -> Path:
     dest = dest_root / (name or f"{(bias.get('started_utc') or '')[:10]}-store-bias-{bias['engine']}")
     dest.mkdir(parents=True, exist_ok=True)
     (dest / BIAS_FILE).write_text(json.dumps(bias, indent=2) + "\n")
-    if (run / "bias.md").is_file():
-        (dest / "bias.md").write_text(scrub((run / "bias.md").read_text()))
+    table = scrub((run / "bias.md").read_text()) if (run / "bias.md").is_file() else ""
+    (dest / "bias.md").write_text(table)
+    runs = {}
     for arm in ARMS:
-        cells = [SimpleNamespace(scenario=f.parent.parent.name, dir=f.parent.name)
-                 for f in sorted((run / arm).glob("*/*/result.json"))]
-        write_cells(run / arm, dest, cells, scrub, under=f"cells/{arm}")
-    (dest / "README.md").write_text(readme(bias))
+        found = sorted((run / arm).glob("*/*/result.json"))
+        write_cells(run / arm, dest, [SimpleNamespace(scenario=f.parent.parent.name, dir=f.parent.name)
+                                      for f in found], scrub, under=f"cells/{arm}")
+        runs[arm] = [f"{f.parent.name} {run_says(json.loads(f.read_text()))}" for f in found]
+    (dest / "README.md").write_text(readme(bias, table, runs))
     return dest
 
 
@@ -51,7 +53,8 @@ def bias_says(bias: dict) -> str:
                      if got.get(n, {}).get("ratio") is not None) or "no figure compared"
 
 
-def readme(bias: dict) -> str:
+def readme(bias: dict, table: str, runs: dict[str, list[str]]) -> str:
+    """table: bias.md (the comparison as `make compare` renders it); runs: each arm's runs, as they ended."""
     hosts = bias.get("hosts") or {}
     scale = f"{bias['scale']:g}x" if bias.get("scale") else "the profile's scale"
     lines = [f"# The store's bias: {bias['engine']}, {bias['scenario']} at {scale}, MEM {bias.get('mem') or 'none'}",
@@ -63,19 +66,17 @@ def readme(bias: dict) -> str:
              f"- Measured {bias.get('started_utc') or '?'} to {bias.get('finished_utc') or '?'}"
              + (f", boot {bias['boot_id'][:8]}" if bias.get("boot_id") else ""),
              *[f"- The {arm}'s arm ran on: {Host(**hosts[arm]).says()}" for arm in ARMS if hosts.get(arm)],
-             f"- **In a line:** {bias_says(bias)}", "",
-             "| figure | disk | store | store/disk | verdict |", "|---|---:|---:|---:|---|"]
-    for f in figures(bias).values():
-        unit = f" {f['unit']}" if f["unit"] and f["unit"] != "B" else ""
-        ratio = "-" if f["ratio"] is None else f"{f['ratio']:.3f}x"
-        lines.append(f"| {f['figure']} | {_num(f['a'])}{unit} | {_num(f['b'])}{unit} | {ratio} | {f['verdict']} |")
-    lines += ["", "Each run's result.json is under cells/disk/ and cells/store/; bias.md is the comparison as "
-              "`make compare` prints it."]
+             *[f"- The {arm}'s runs: {'; '.join(said) or 'none'}" for arm, said in runs.items()],
+             f"- **In a line:** {bias_says(bias)}", "", "A: the disk; B: the store.", "", table.strip(), "",
+             "Each run's result.json is under cells/disk/ and cells/store/."]
     return "\n".join(lines) + "\n"
 
 
-def _num(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.1f}" if abs(v) < 1000 else f"{v:,.0f}"
+def run_says(result: dict) -> str:
+    """A run as it ended: its status and the lines it missed."""
+    missed = [f"{t['expr']} (measured {t['value']:,.0f})" for t in result.get("thresholds") or []
+              if not t.get("passed") and t.get("value") is not None]
+    return result.get("status", "?") + (f" on {', '.join(missed)}" if missed else "")
 
 
 def published_biases(d: Path) -> list[dict]:

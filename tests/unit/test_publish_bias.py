@@ -23,16 +23,20 @@ def test_a_published_bias_names_its_command_sitting_hosts_and_ratios_and_keeps_e
     for arm in ("disk", "store"):
         cell = run / arm / "p99_5x" / f"sqlite-1284m-r1"
         cell.mkdir(parents=True)
-        (cell / "result.json").write_text(json.dumps({"plan": {}, "arm": arm}))
+        missed = [{"expr": "p99(commit_ms) < 500", "passed": False, "value": 1828.9}] if arm == "store" else []
+        (cell / "result.json").write_text(json.dumps({"plan": {}, "status": "failed" if missed else "passed",
+                                                      "thresholds": missed}))
     (run / "bias.json").write_text(json.dumps(_bias()))
-    (run / "bias.md").write_text("### p99_5x/sqlite-1284m\n")
+    (run / "bias.md").write_text("### p99_5x/sqlite-1284m\n\n| commit p99 | 400 ms | 440 ms | 1.100x | B slower |\n")
     dest = publish_bias(run, tmp_path / "pub", "store-bias")
     readme = (dest / "README.md").read_text()
     assert "- Command: `make store-bias ENGINE=sqlite MEM=1284m`" in readme
     assert "2026-12-07T16:00:00Z to 2026-12-07T16:50:00Z, boot boot-a" in readme
     assert f"The store's arm ran on: AMD EPYC, disk -, fsync -, -, kernel -, {STORE_FS}" in readme
     assert "**In a line:** commit p99 store/disk 1.10x (B slower (p=0.010)), service p50 store/disk 1.01x" in readme
-    assert "| commit p99 | 400.0 ms | 440.0 ms | 1.100x | B slower (p=0.010) |" in readme
+    assert "| commit p99 | 400 ms | 440 ms | 1.100x | B slower |" in readme, "the comparison as make compare wrote it"
+    assert "- The disk's runs: sqlite-1284m-r1 passed" in readme
+    assert "- The store's runs: sqlite-1284m-r1 failed on p99(commit_ms) < 500 (measured 1,829)" in readme
     assert {p.parent.parent.parent.name for p in dest.glob("cells/*/p99_5x/*/result.json.gz")} == {"disk", "store"}
 
 
