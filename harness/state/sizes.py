@@ -176,8 +176,9 @@ def clone_fits(plan, state_bytes: int, state_dir: Path) -> bool:
     return clone_bytes(state_bytes, growth, shares) + growth + store.MARGIN_BYTES <= store.free_bytes(state_dir)
 
 
-# A packed state's bytes over its data's, at most (pack.py, zstd level 1): what the disk checks and a cell's choice
-# to pack count before a state was packed (measured here: PACKED_SHARE_MEASURED).
+# A packed state's bytes over its data's (pack.py, zstd level 1), erring high: what the disk checks and a cell's
+# choice to pack count before a state is packed. SQLite's aged 1x state packed to 0.51 of its bytes here, 12-07
+# (docs/states.md, "A packed state"); its random payloads do not compress.
 PACKED_SHARE = 0.55
 
 
