@@ -2,9 +2,10 @@
 AS=<question folder>/store-bias`): bias.json, bias.md, each arm's cells' result.json gzipped under cells/<arm>/, and
 a README naming the command, the sitting, each arm's host and how the store moved the figures a knee is read by.
 
-Why published beside a figure: a 5x knee fits this disk only as reflinked clones on the store (XFS on a loop
-device), whose writes take another path than ext4's; such a figure is read through this ratio, measured in the
-same sitting, never as the disk's own (report/success reads it from here: bias_says)."""
+Why published: the store (XFS on a loop device) fits a state and its clones where ext4 cannot, but its writes take
+another path; whether a figure made there can be read at all is this ratio's to say, measured in the same sitting,
+never assumed (12-07: commit p99 3.3x the disk's, so no knee is made there). A figure made on the store anyway is
+printed with its sitting's bias beside it (store_note), never as the disk's own."""
 from __future__ import annotations
 
 import json
