@@ -205,7 +205,8 @@ def _cmd_states(args) -> int:
     if not entries:
         print(f"no states under {root}")
     for e in entries:
-        print(f"{e['id']:<60} {e['bytes'] / 2**30:8.2f} GiB  {'complete' if e['complete'] else 'INCOMPLETE'}"
+        print(f"{e['id']:<60} {e['bytes'] / 2**30:8.2f} GiB{' packed' if e['packed'] else ''}  "
+              f"{'complete' if e['complete'] else 'INCOMPLETE'}"
               f"  {e['rows'] or '-'} rows  built {e['built_utc'] or '-'}")
     print(f"{len(entries)} states, {sum(e['bytes'] for e in entries) / 2**30:.2f} GiB under {root}")
     return 0

@@ -300,7 +300,7 @@ def listing(root: Path) -> list[dict]:
             man = StateManifest.model_validate_json((d / MANIFEST).read_text())
         except (OSError, ValueError):
             pass
-        out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d),
+        out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d), "packed": (d / PACKED).is_dir(),
                     "complete": man is not None and not d.name.endswith((".partial", TAKEN)),
                     "rows": man.rows if man else None, "build_s": man.build_s if man else None,
                     "built_utc": man.built_utc if man else None})

@@ -34,6 +34,8 @@ def test_a_packed_state_unpacks_into_each_clone_as_it_was_and_stays_packed(tmp_p
     assert pack.is_packed(d) and not (d / store.DATA).exists() and (d / store.MODEL).is_file()
     assert done.data_bytes > done.packed_bytes > 0 and pack.record(d) == done, "the repeated pages compress"
     assert "packed" in done.says() and "x)" in done.says()
+    [listed] = store.listing(tmp_path / "states")
+    assert listed["packed"] is True and listed["bytes"] < done.data_bytes, "make states says it is packed"
     for i in range(2):                 # every cell that clones it: a full copy, the packed state left for the next
         c = clone(d / store.DATA, tmp_path / f"cell{i}" / "data")
         assert c.method == "unpack" and c.bytes == done.data_bytes and pack.is_packed(d)
