@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.cell import uses_state
 from harness.errors import ConfigError
 from harness.records import CellRun, completed
-from harness.state import aged, probe, sizes, store
+from harness.state import aged, pack, probe, sizes, store
 from harness.state.clone import shares_extents
 
 GIB = 2 ** 30
@@ -127,7 +127,7 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
                     lines.append(f"state {inputs.id}: about {size / GIB:.1f} GiB to build")
             seen.add(inputs.id)
         # the state its cell clones (the last), packed where its clone does not fit: its bytes less its packed share
-        if not _packed(root, inputs_list[-1]):
+        if not pack.is_packed(root / inputs_list[-1].id):
             saving = max(saving, size - sizes.packed_bytes(size))
         writes = sizes.growth_bytes(plan, size)
         shares = shares_extents(root, Path(plan.data_dir))          # a copy-on-write store (make store)
@@ -138,9 +138,6 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
               f"a cell's writes: up to about {growth / GIB:.1f} GiB"]
     return DiskNeed(states + clone + growth, one_cell + growth, lines, states + clone + growth - saving)
 
-
-def _packed(root: Path, inputs: store.StateInputs) -> bool:
-    return (root / inputs.id / store.PACKED).is_dir()
 
 
 def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False, takes: bool = False) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from harness.platform.pagecache import evict
 from harness.state import pack
 from harness.state.store import DATA, TAKEN, require_free, tree_bytes
+from harness.state.tree import copy_tree
 
 CLONE_RECORD = "state.json"      # in the run directory: the state and its clone, as the result's load holds them
 
@@ -71,26 +72,18 @@ def _copy(src: Path, dst: Path) -> None:
     """A full copy, owner, mode and times kept as cp -a keeps them; a large file by direct I/O (dd iflag/oflag=direct,
     64 MiB blocks). Through the page cache cp -a copied a 10 GiB file at 0.42-0.44 GB/s here (12-07), its pages then
     written back and dropped; around it, 1.0-1.1 GB/s and nothing to drop."""
-    for p in sorted(src.rglob("*")):
-        to = dst / p.relative_to(src)
-        if p.is_symlink():
-            to.symlink_to(os.readlink(p))
-        elif p.is_dir():
-            to.mkdir()
-        elif p.stat().st_size < DIRECT_MIN_BYTES:
-            shutil.copy2(p, to)
-        else:
-            d = subprocess.run(["dd", f"if={p}", f"of={to}", "bs=64M", "iflag=direct", "oflag=direct",
-                                "status=none"], capture_output=True, text=True)
-            if d.returncode:        # a filesystem without direct I/O (EINVAL): through the cache
-                shutil.copy2(p, to)
-            shutil.copystat(p, to)
-    for p in sorted(src.rglob("*"), reverse=True):      # after their files: a write into a directory moves its time
-        to, st = dst / p.relative_to(src), p.lstat()
-        if os.geteuid() == 0:       # a server's files are its user's (PostgreSQL will not run as root), as cp -a keeps
-            os.chown(to, st.st_uid, st.st_gid, follow_symlinks=False)
-        if p.is_dir() and not p.is_symlink():
-            shutil.copystat(p, to)
+    copy_tree(src, dst, _copy_file)
+
+
+def _copy_file(p: Path, into: Path) -> Path:
+    to = into / p.name
+    if p.stat().st_size >= DIRECT_MIN_BYTES:
+        d = subprocess.run(["dd", f"if={p}", f"of={to}", "bs=64M", "iflag=direct", "oflag=direct", "status=none"],
+                           capture_output=True, text=True)
+        if not d.returncode:
+            return to
+    shutil.copy2(p, to)         # small, or a filesystem without direct I/O (EINVAL): through the cache
+    return to
 
 
 def _empty(d: Path) -> None:

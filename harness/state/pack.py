@@ -12,7 +12,6 @@ and 2/3 of the free disk."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from harness.platform.pagecache import evict
 from harness.state.store import DATA, PACKED, PACKED_RECORD, require_free, tree_bytes
+from harness.state.tree import copy_tree
 SUFFIX = ".zst"
 LEVEL = 1                       # the fastest: packing is on a step's path once, unpacking on every step's
 
@@ -56,23 +56,6 @@ def _zstd(args: list[str], what: str) -> None:
         raise RuntimeError(f"{what}: zstd exited {r.returncode}: {r.stderr.strip()[-300:]}")
 
 
-def _tree(src: Path, dst: Path, file_to) -> None:
-    """src's tree into dst (made), each file by file_to(src file, dst dir), links and directories kept, times kept
-    as cp -a keeps them (after their files: a write into a directory moves its time)."""
-    dst.mkdir()
-    for p in sorted(src.rglob("*")):
-        to = dst / p.relative_to(src)
-        if p.is_symlink():
-            to.symlink_to(os.readlink(p))
-        elif p.is_dir():
-            to.mkdir()
-        else:
-            file_to(p, to.parent)
-    for p in sorted(src.rglob("*"), reverse=True):
-        if p.is_dir() and not p.is_symlink():
-            shutil.copystat(p, dst / p.relative_to(src))
-
-
 def pack(state_dir: Path) -> Packed:
     """state_dir/data packed into state_dir/data.zst, then removed. Needs room for the packed files beside the
     data (at most its size: a file zstd cannot shrink is stored, not grown beyond a frame's header)."""
@@ -81,10 +64,10 @@ def pack(state_dir: Path) -> Packed:
     data_bytes = tree_bytes(src)
     t0 = time.perf_counter()
     try:
-        def squeeze(p: Path, into: Path) -> None:
+        def squeeze(p: Path, into: Path) -> Path:
             _zstd([f"-{LEVEL}", "-T0", str(p), "-o", str(into / (p.name + SUFFIX))], f"packing {p}")
-            shutil.copystat(p, into / (p.name + SUFFIX))
-        _tree(src, part, squeeze)
+            return into / (p.name + SUFFIX)
+        copy_tree(src, part, squeeze)
         evict(part, write_back=True)
     except BaseException:
         shutil.rmtree(part, ignore_errors=True)
@@ -102,10 +85,8 @@ def unpack(packed: Path, dst: Path) -> int:
     data_bytes = record(packed.parent).data_bytes
     require_free(dst, data_bytes, f"unpacking the state {packed.parent.name}")
 
-    def open_up(p: Path, into: Path) -> None:
-        out = into / p.name.removesuffix(SUFFIX)
-        _zstd(["-d", str(p), "-o", str(out)], f"unpacking {p}")
-        shutil.copystat(p, out)
-    dst.rmdir()                 # _tree makes it; a clone's target is empty
-    _tree(packed, dst, open_up)
+    def open_up(p: Path, into: Path) -> Path:
+        _zstd(["-d", str(p), "-o", str(into / p.name.removesuffix(SUFFIX))], f"unpacking {p}")
+        return into / p.name.removesuffix(SUFFIX)
+    copy_tree(packed, dst, open_up)
     return data_bytes
