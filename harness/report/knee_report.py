@@ -28,13 +28,16 @@ def knee_blocks(data) -> list[Block]:
                         "block, so it keeps its share of the offered rate)" if k.axis == "rows" else "") + ". Steps stop early once a criterion "
                         "can no longer pass and check integrity by row counts; the knee is confirmed by a cell of its "
                         "own that checks every row. An errored step is neither a pass nor a fail."
+                      + (" A step's load (its tightest upper line's measured value over its limit) guides the "
+                         "next step's block where it explains the step's outcome." if k.axis == "rows" else "")
                       + (f" Wall time {k.wall_s / 60:.1f} min." if k.wall_s else ""))]
     rows = [[i, _v(k.axis, s.value) + (" (confirm)" if s.confirming else ""), s.status, s.verdict, _f(s.p99_ms, 0),
-             _f(s.service_p50_ms, 0), _f(s.rows_per_s, 0), format_bytes(s.db_bytes), s.phases or "-",
+             _f(s.service_p50_ms, 0), _f(s.rows_per_s, 0), f"{s.load:.2f}x" if s.load else "-",
+             format_bytes(s.db_bytes), s.phases or "-",
              "; ".join(s.failed_on) or "-"] for i, s in enumerate(k.steps, 1)]
     doc += [Block("h2", "Steps"),
             Block("table", headers=["step", AXIS_LABELS[k.axis], "status", "as a step", "p99 ms", "service p50 ms",
-                                    "rows/s", "db size at end", "where a block's time went", "failed on"], rows=rows)]
+                                    "rows/s", "load", "db size at end", "where a block's time went", "failed on"], rows=rows)]
     limits = [parse_threshold(t).limit for t in k.criteria if parse_threshold(t).metric == "commit_ms"]
     pts = [(axis_value(k.axis, s.value), s.p99_ms, s.service_p50_ms, s.verdict) for s in k.steps]
     doc.append(plots_block(plots.knee_curve(pts, axis_value(k.axis, k.knee) if k.knee is not None else None,

@@ -25,6 +25,7 @@ class KneeStep(Model):
     biggest_phase: Optional[str] = None
     early_abort: bool = False
     failed_on: list[str] = []
+    load: Optional[float] = None           # its tightest upper line's measured value over the limit (>1: failed)
     cell: str
 
 

@@ -24,7 +24,7 @@ from harness.results import KNEE_VERSION, KneeFile, KneeStep, load_result, write
 from harness.results.design import behind_at_clock
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
-from harness.scenario.thresholds import scaled_thresholds
+from harness.scenario.thresholds import parse_threshold, scaled_thresholds
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
 
@@ -52,8 +52,9 @@ class Axis:
     snap: Callable[[float], float]        # a value the axis can run, in its own unit
     floor: float                          # the easiest and hardest values the search may try (own unit)
     ceiling: float
+    proportional: bool = False            # a step's lines grow in proportion with it (a block's latency, its rows)
 
-    def bracket(self, start: float, near: bool = False) -> Bracket:
+    def bracket(self, start: float, near: bool = False, load=None) -> Bracket:
         """near: the start is where an earlier knee was found, so its neighbours within the resolution come next:
         the one above after a pass, the one below after a failure. A knee still there is settled in two steps
         and a confirmation, where doubling from it and bisecting back to the resolution takes five (a passing
@@ -65,8 +66,9 @@ class Axis:
             # snapped as the walk snaps what it runs, so a neighbour run is found among the runs
             return self.snap_x(min(max(v, lo), hi))
         if not near:
-            return Bracket([x], lo, hi, RESOLUTION)
-        return Bracket(sorted({x, near_x(x * (1 + NEAR))}), lo, hi, RESOLUTION, down=near_x(x / (1 + NEAR)))
+            return Bracket([x], lo, hi, RESOLUTION, load=load)
+        return Bracket(sorted({x, near_x(x * (1 + NEAR))}), lo, hi, RESOLUTION, down=near_x(x / (1 + NEAR)),
+                       load=load)
 
     def snap_x(self, x: float) -> float:
         return self.to_x(self.snap(self.from_x(x)))
@@ -85,7 +87,7 @@ def axis_for(name: str, probe, start: float, taking: bool = False) -> Axis:
     ident = (lambda v: v)
     if name == "rows":
         return Axis("rows", "rows per block", ident, ident, lambda v: float(max(1, round(v))),
-                    max(1, start * ROWS_RANGE[0]), start * ROWS_RANGE[1])
+                    max(1, start * ROWS_RANGE[0]), start * ROWS_RANGE[1], proportional=True)
     if name == "mem":
         return Axis("mem", "bytes of MEM", lambda v: 1 / v, lambda x: 1 / x, _mib, start,
                     _mib(machine_mem_bound_bytes()))
@@ -153,8 +155,19 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
                     offered_rows_per_s=m and m.offered_rows_per_s, rows_per_block=r and r.plan["workload"]["rows_per_block"],
                     db_bytes=m and m.db_bytes_final, phases=describe(m.block_phases) if m else None,
                     biggest_phase=m.block_phases.biggest if m and m.block_phases else None,
-                    early_abort=bool(r and r.early_abort), failed_on=failed_on,
+                    early_abort=bool(r and r.early_abort), failed_on=failed_on, load=load_of(r),
                     cell=str(cr.dir.relative_to(cr.dir.parents[1])))
+
+
+def load_of(r) -> float | None:
+    """How close a step came to its lines: the largest measured value over its limit among its upper bounds (a
+    p99, a busy share, a lag: what grows with a block's rows); above 1 it failed there. None without one."""
+    loads = []
+    for t in (r.thresholds if r else []):
+        line = parse_threshold(t.expr)
+        if line.op.startswith("<") and line.limit > 0 and not line.of_offered and t.value is not None:
+            loads.append(t.value / line.limit)
+    return max(loads, default=None)
 
 
 def _failed_on(r) -> list[str]:
@@ -219,11 +232,17 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
         return s.verdict
 
     try:
-        w = walk(axis.bracket(start, near=start_rows is not None), run_step, MAX_STEPS, snap=axis.snap_x)
+        w = walk(axis.bracket(start, near=start_rows is not None, load=lambda x: last_load(steps, axis.from_x(x))),
+                 run_step, MAX_STEPS, snap=axis.snap_x)
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
     return _finish(root, out.model_copy(update={"steps": steps}), axis, w, time.monotonic() - t0)
+
+
+def last_load(steps: list[KneeStep], value: float) -> float | None:
+    """The load of the last step run at this value (a confirmation that refuted it, where one did)."""
+    return next((s.load for s in reversed(steps) if s.value == value and s.verdict != "error"), None)
 
 
 def first_step(axis: Axis, base: float, start_rows: float | None) -> float:

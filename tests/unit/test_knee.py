@@ -216,3 +216,66 @@ def test_each_max_writes_point_starts_at_the_knee_before_it_and_a_resumed_walk_f
     assert hw.writes("p99_5x", "sqlite", opts, tmp_path, points, start_rows=850) == 0   # resumed: the same folders
     assert starts == [(1.0, 850), (2.0, 1854), (3.0, 1693)]
     assert len(list(tmp_path.glob("knee-*"))) == 3
+
+
+def _latency_walk(start, knee_rows, near=True, power=1.3, informed=True, limit=500.0):
+    """A fake rows knee whose p99 grows as a power of the rows (1x, 12-07: 9% more rows, 31% more p99) and meets
+    its limit at knee_rows: (the knee found, the steps run)."""
+    axis = axis_for("rows", FakeProbe(), 12000)
+    p99 = {}
+
+    def run_step(x, confirming):
+        p99[x] = limit * (axis.from_x(x) / knee_rows) ** power
+        return "pass" if p99[x] < limit else "fail"
+    seen = []
+    load = (lambda x: p99[x] / limit if x in p99 else None) if informed else None
+    w = walk(axis.bracket(start, near=near, load=load), lambda x, c: seen.append((x, c)) or run_step(x, c), 30,
+             snap=axis.snap_x)
+    return axis.from_x(w.knee), seen
+
+
+def test_a_step_that_missed_its_line_by_a_third_sends_the_next_step_near_the_knee_not_halfway():
+    """12-07, 5x: 1,400 rows a block failed with p99 658 ms; halving went to 1,279, then 640, then bisected back:
+    seven cells of ~25 min. Where the p99 grows with the rows, 1,400 x 500/658 is the next step's guess."""
+    knee, seen = _latency_walk(1400, 1100)
+    blind_knee, blind = _latency_walk(1400, 1100, informed=False)
+    assert knee <= 1100 and 1100 / knee < 1.1 and blind_knee <= 1100 and 1100 / blind_knee < 1.1
+    assert seen[-1] == (knee, True) and len(seen) <= 4 < len(blind), (seen, blind)
+    assert 1000 < seen[1][0] < 1200, "the guess, not the neighbour below (1,279) nor half (700)"
+
+
+@pytest.mark.parametrize("start,truth", [(1400, 1100), (850, 2214), (12000, 1854), (1854, 1854), (300, 9000),
+                                         (5000, 260)])
+def test_a_guided_search_finds_the_knee_a_blind_one_finds_in_no_more_steps(start, truth):
+    for power in (0.6, 1.0, 1.3, 3.0):          # the latency's growth with the rows, less or more than in proportion
+        knee, seen = _latency_walk(start, truth, power=power)
+        blind_knee, blind = _latency_walk(start, truth, power=power, informed=False)
+        assert knee <= truth and truth / knee < 1.1 and seen[-1] == (knee, True), (start, truth, power, seen)
+        assert len(seen) <= len(blind), (start, truth, power, seen, blind)
+
+
+def test_a_load_that_says_nothing_of_the_knee_never_misleads_the_search():
+    """A failure on a line that does not grow with the rows (a rate: its load below 1), a lag that leaps (its load
+    100x): the search still finds the knee, never steps further than halving, doubling or bisecting would."""
+    axis = axis_for("rows", FakeProbe(), 12000)
+    for load in (lambda x: 0.5, lambda x: 100.0, lambda x: 1e-6, lambda x: None):
+        seen = []
+        w = walk(axis.bracket(3000, load=load), lambda x, c: seen.append(x) or ("pass" if x <= 777 else "fail"), 30,
+                 snap=axis.snap_x)
+        knee = axis.from_x(w.knee)
+        assert knee <= 777 and 777 / knee < 1.1
+        assert all(b / a <= 2.0001 for a, b in zip(seen, seen[1:]) if b > a) and \
+            all(a / b <= 2.0001 for a, b in zip(seen, seen[1:]) if b < a)
+
+
+def test_a_steps_load_is_its_tightest_upper_line_over_its_limit():
+    from types import SimpleNamespace as NS
+
+    from harness.walks.knee import last_load, load_of
+    t = lambda expr, value: NS(expr=expr, value=value)    # noqa: E731
+    r = NS(thresholds=[t("p99(commit_ms) < 500", 658.0), t("rate(rows) > 5000", 100.0),
+                       t("p99(apply_lag_blocks) < 5", 1.0), t("rate(rows) >= 95%", 10.0)])
+    assert load_of(r) == pytest.approx(658 / 500)
+    assert load_of(NS(thresholds=[t("rate(rows) > 5000", 1.0)])) is None and load_of(None) is None
+    steps = [_s(1000, "pass").model_copy(update={"load": 0.9}), _s(1000, "fail", True).model_copy(update={"load": 1.05})]
+    assert last_load(steps, 1000) == 1.05 and last_load(steps, 999) is None
