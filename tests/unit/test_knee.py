@@ -279,3 +279,26 @@ def test_a_steps_load_is_its_tightest_upper_line_over_its_limit():
     assert load_of(NS(thresholds=[t("rate(rows) > 5000", 1.0)])) is None and load_of(None) is None
     steps = [_s(1000, "pass").model_copy(update={"load": 0.9}), _s(1000, "fail", True).model_copy(update={"load": 1.05})]
     assert last_load(steps, 1000) == 1.05 and last_load(steps, 999) is None
+
+
+def test_a_latency_with_a_fixed_part_is_followed_by_the_power_through_two_failures():
+    """5x, 12-07: a checkpoint's ~300 ms rode on every few blocks whatever their rows, so 1,400 and 1,050 rows a block
+    failed at 658 and 607 ms. A fake p99 = 330 ms + 0.25 ms a row (knee at 680): the second failure's guess is the
+    power through both, not the proportion (which creeps down 15% a step)."""
+    axis = axis_for("rows", FakeProbe(), 12000)
+    p99 = {}
+
+    def search(start, informed):
+        seen = []
+
+        def run_step(x, confirming):
+            seen.append(axis.from_x(x))
+            p99[x] = 330 + 0.25 * axis.from_x(x)
+            return "pass" if p99[x] < 500 else "fail"
+        load = (lambda x: p99[x] / 500 if x in p99 else None) if informed else None
+        w = walk(axis.bracket(start, load=load), run_step, 30, snap=axis.snap_x)
+        return axis.from_x(w.knee), seen
+    knee, seen = search(1400, True)
+    _, blind = search(1400, False)
+    assert knee <= 680 and 680 / knee < 1.1 and len(seen) < len(blind), (seen, blind)
+    assert seen[2] < 680 * 1.1, "the third step, from the power through the first two, within 10% of the knee"
