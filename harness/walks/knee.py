@@ -25,10 +25,10 @@ from harness.results.design import behind_at_clock
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
 from harness.scenario.thresholds import parse_threshold, scaled_thresholds
+from harness.walks.knee_prior import KNEE_FILE, adopt
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
 
-KNEE_FILE = "knee.json"
 RESOLUTION = 0.1
 NEAR = RESOLUTION * 0.95           # a started knee's neighbours: a pass and a failure this far apart converge
 MAX_STEPS = 16
@@ -214,14 +214,16 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
          f"[{_fmt(axis_name, axis.floor)}, {_fmt(axis_name, axis.ceiling)}], to {RESOLUTION:.0%}")
     steps: list[KneeStep] = []
 
-    def run_step(x: float, confirming: bool) -> Verdict:
-        value = axis.from_x(x)
-        repeat = sum(s.value == value and s.confirming == confirming for s in steps) + 1
+    def plan_step(value: float, confirming: bool = False, repeat: int = 1) -> CellRun:
         cell = step_cell(scenario, engine, axis_name, value, mem, scale, repeat, confirming,
                          aged_rows=probe.workload.rows_per_block if probe.load.aged_state else None)
         step_opts = replace(opts, thresholds=scaled_thresholds(probe.thresholds, value / base)) \
             if axis_name == "rows" else opts
-        [cr] = plan_cells([cell], step_opts, root, repeats=2)
+        return plan_cells([cell], step_opts, root, repeats=2)[0]
+
+    def run_step(x: float, confirming: bool) -> Verdict:
+        value = axis.from_x(x)
+        cr = plan_step(value, confirming, sum(s.value == value and s.confirming == confirming for s in steps) + 1)
         label = f"step {len(steps) + 1}: {_fmt(axis_name, value)}" + (" (confirming, every row)" if confirming else "")
         cr.record = run_cell(cr, label)
         s = step_figures(cr, value, confirming)
@@ -231,9 +233,11 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
         write_json(root / KNEE_FILE, out.model_copy(update={"steps": steps}))   # nothing lost if interrupted
         return s.verdict
 
+    bracket = axis.bracket(start, near=start_rows is not None, load=lambda x: last_load(steps, axis.from_x(x)))
     try:
-        w = walk(axis.bracket(start, near=start_rows is not None, load=lambda x: last_load(steps, axis.from_x(x))),
-                 run_step, MAX_STEPS, snap=axis.snap_x)
+        for value in adopt(root, plan_step):        # another walk's steps of this point, this boot: known already
+            bracket.record(axis.to_x(value), run_step(axis.to_x(value), False) == "pass")
+        w = walk(bracket, run_step, MAX_STEPS, snap=axis.snap_x)
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED

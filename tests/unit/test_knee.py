@@ -302,3 +302,40 @@ def test_a_latency_with_a_fixed_part_is_followed_by_the_power_through_two_failur
     _, blind = search(1400, False)
     assert knee <= 680 and 680 / knee < 1.1 and len(seen) < len(blind), (seen, blind)
     assert seen[2] < 680 * 1.1, "the third step, from the power through the first two, within 10% of the knee"
+
+
+def test_a_step_another_walk_of_the_point_measured_is_adopted_only_as_this_walks_own_cell_on_this_boot(tmp_path,
+                                                                                                      monkeypatch):
+    """12-07, 5x: two walks restarted nearer the knee (START_ROWS 1,400, 1,050, 620) each re-measured from nothing;
+    a step is ~25 min there. Another walk's step counts only where it is the cell this walk would run."""
+    from types import SimpleNamespace as NS
+
+    from harness.walks import knee_prior as kp
+    here, other, elsewhere = (tmp_path / n for n in ("knee-p99_5x-sqlite-rows-aaaa", "knee-p99_5x-sqlite-rows-bbbb",
+                                                     "knee-p99_5x-sqlite-mem-cccc"))
+    for d in (here, other, elsewhere):
+        d.mkdir()
+        (d / kp.KNEE_FILE).write_text("{}")
+    steps = [_s(1400, "fail"), _s(1050, "fail"), _s(620, "pass"), _s(620, "pass", True), _s(700, "fail"),
+             _s(800, "fail")]
+    steps = [s.model_copy(update={"cell": f"p99_5x/rows{int(s.value)}{'-c' if s.confirming else ''}"}) for s in steps]
+    boots = {1400: "this", 1050: "this", 620: "this", 700: "another", 800: "this"}
+    ids = {1400: "id1400", 1050: "id1050", 620: "id620", 700: "id700", 800: "changed-code"}
+    monkeypatch.setattr(kp, "boot_id", lambda: "this")
+    monkeypatch.setattr(kp, "load_knee", lambda p: NS(steps=steps) if p.parent == other else None)
+    monkeypatch.setattr(kp, "completed_record", lambda d, cid: NS(status="x") if d.parent.parent == other and
+                        cid == ids.get(int(d.name.removeprefix("rows").split("-")[0])) else None)
+    monkeypatch.setattr(kp, "load_result", lambda p: NS(environment={"boot_id": boots[int(p.parent.name[4:].split(
+        "-")[0])]}))
+    planned = []
+
+    def plan_step(value):
+        planned.append(value)
+        return NS(cell_id=f"id{int(value)}", dir=here / "p99_5x" / f"rows{int(value)}")
+    for value in (1400, 1050, 620, 700, 800):
+        (other / "p99_5x" / f"rows{value}").mkdir(parents=True)
+        (other / "p99_5x" / f"rows{value}" / "result.json").write_text(str(value))
+    assert kp.siblings(here) == [other]           # not the mem knee's folder, nor its own
+    assert kp.adopt(here, plan_step) == [1400, 1050, 620]     # not the confirmation, another boot, other code
+    assert (here / "p99_5x" / "rows1050" / "result.json").read_text() == "1050"
+    assert not (here / "p99_5x" / "rows700").exists() and not (here / "p99_5x" / "rows800").exists()
