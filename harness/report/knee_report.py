@@ -37,7 +37,8 @@ def knee_blocks(data) -> list[Block]:
              "; ".join(s.failed_on) or "-"] for i, s in enumerate(k.steps, 1)]
     doc += [Block("h2", "Steps"),
             Block("table", headers=["step", AXIS_LABELS[k.axis], "status", "as a step", "p99 ms", "service p50 ms",
-                                    "rows/s", "load", "db size at end", "where a block's time went", "failed on"], rows=rows)]
+                                    "rows/s", "load", "db size at end", "where a block's time went", "failed on"],
+                  rows=rows)]
     limits = [parse_threshold(t).limit for t in k.criteria if parse_threshold(t).metric == "commit_ms"]
     pts = [(axis_value(k.axis, s.value), s.p99_ms, s.service_p50_ms, s.verdict) for s in k.steps]
     doc.append(plots_block(plots.knee_curve(pts, axis_value(k.axis, k.knee) if k.knee is not None else None,

@@ -6,8 +6,8 @@ geometric bisection down to the resolution. Where a step's lines grow in proport
 latency with its rows), how far it was from its tightest line (`load`) says where the knee likely is: the next
 step goes there instead of blindly (never further than the doubling, halving or bisection would), and at the
 resolution's distance from the steps already run, so a failure there settles it. The knee is confirmed by a run
-of its own; a refuted one moves the search below it. A step that errors is neither a pass nor a fail: it is run once more, and a second error at
-the same value ends the search there, inconclusive."""
+of its own; a refuted one moves the search below it. A step that errors is neither a pass nor a fail: it is run
+once more, and a second error at the same value ends the search there, inconclusive."""
 from __future__ import annotations
 
 import math
@@ -87,8 +87,8 @@ class Bracket:
     def _guess(self, x: float) -> float | None:
         """Where the step at x's tightest line would meet its limit: as the power of the axis through x and the
         next step beyond it on its side (a failure above it, a pass below), where it has one; else in
-        proportion. At 5x (12-07) a checkpoint's ~300 ms came with every block whatever its rows: 1,400 and
-        1,050 rows a block failed at 658 and 607 ms, a power of 0.28, not 1."""
+        proportion. At 5x (12-07) a checkpoint's ~300 ms rode on every fourth block whatever its rows: 1,400
+        and 1,050 rows a block failed at 658 and 607 ms, a power of 0.28, not 1."""
         r = self._load(x)
         if not r:
             return None

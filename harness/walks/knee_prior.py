@@ -1,9 +1,9 @@
 """Steps of a knee already measured in this sitting by another walk of the same point: a rows knee started
 again elsewhere (another START_ROWS) is a folder of its own, and at 5x each of its steps is ~25 minutes (a state
-built, aged and measured; 12-07: two walks restarted nearer the knee re-measured nothing they had, but lost three
-steps between them). A step of another walk counts here only as the very cell this walk would run: the same
-identity (its plan and the measuring code's digest), complete, measured on this boot. It is copied into this
-walk's folder, so the walk finds it done, resumes with it and publishes it with its own steps."""
+built, aged and measured; 12-07: the walks started again at 1,050 and 620 rows a block could use none of the
+steps the walks before them had measured). A step of another walk counts here only as the very cell this walk
+would run: the same identity (its plan and the measuring code's digest), complete, measured on this boot. It is
+copied into this walk's folder, so the walk finds it done, resumes with it and publishes it with its own steps."""
 from __future__ import annotations
 
 import shutil

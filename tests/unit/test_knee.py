@@ -277,7 +277,8 @@ def test_a_steps_load_is_its_tightest_upper_line_over_its_limit():
                        t("p99(apply_lag_blocks) < 5", 1.0), t("rate(rows) >= 95%", 10.0)])
     assert load_of(r) == pytest.approx(658 / 500)
     assert load_of(NS(thresholds=[t("rate(rows) > 5000", 1.0)])) is None and load_of(None) is None
-    steps = [_s(1000, "pass").model_copy(update={"load": 0.9}), _s(1000, "fail", True).model_copy(update={"load": 1.05})]
+    steps = [_s(1000, "pass").model_copy(update={"load": 0.9}),
+             _s(1000, "fail", True).model_copy(update={"load": 1.05})]
     assert last_load(steps, 1000) == 1.05 and last_load(steps, 999) is None
 
 
