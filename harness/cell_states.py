@@ -139,7 +139,6 @@ def walk_disk(plans: list, root: Path, drop_states: bool) -> DiskNeed:
     return DiskNeed(states + clone + growth, one_cell + growth, lines, states + clone + growth - saving)
 
 
-
 def check_walk_disk(plans: list, drop_states: bool, who: str, skip_later: bool = False, takes: bool = False) -> bool:
     """Said before the first cell is planned to run; refused, with the numbers, when it does not fit. Returns
     takes: whether every cell moves its state in. Where a clone may not fit (DROP_STATES=1), each cell decides

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.platform.pagecache import evict
-from harness.state.store import DATA, PACKED, PACKED_RECORD, require_free, tree_bytes
+from harness.state.store import DATA, PACKED, PACKED_RECORD, is_packed, require_free, tree_bytes
 from harness.state.tree import copy_tree
 SUFFIX = ".zst"
 LEVEL = 1                       # the fastest: packing is on a step's path once, unpacking on every step's
@@ -39,10 +39,6 @@ class Packed:
 def record(state_dir: Path) -> Packed | None:
     f = state_dir / PACKED_RECORD
     return Packed(**json.loads(f.read_text())) if f.is_file() and is_packed(state_dir) else None
-
-
-def is_packed(state_dir: Path) -> bool:
-    return (state_dir / PACKED).is_dir() and not (state_dir / DATA).exists()
 
 
 def data_of(src: Path) -> Path | None:

@@ -290,6 +290,11 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
+def is_packed(state_dir: Path) -> bool:
+    """The state is kept packed (pack.py): its packed files in place of its data."""
+    return (state_dir / PACKED).is_dir() and not (state_dir / DATA).exists()
+
+
 def listing(root: Path) -> list[dict]:
     out = []
     for d in sorted(root.glob("*")) if root.is_dir() else []:
@@ -300,7 +305,7 @@ def listing(root: Path) -> list[dict]:
             man = StateManifest.model_validate_json((d / MANIFEST).read_text())
         except (OSError, ValueError):
             pass
-        out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d), "packed": (d / PACKED).is_dir(),
+        out.append({"id": d.name, "path": str(d), "bytes": tree_bytes(d), "packed": is_packed(d),
                     "complete": man is not None and not d.name.endswith((".partial", TAKEN)),
                     "rows": man.rows if man else None, "build_s": man.build_s if man else None,
                     "built_utc": man.built_utc if man else None})

@@ -165,8 +165,9 @@ def load_of(r) -> float | None:
     loads = []
     for t in (r.thresholds if r else []):
         line = parse_threshold(t.expr)
-        if line.op.startswith("<") and line.limit > 0 and not line.of_offered and t.value is not None:
-            loads.append(t.value / line.limit)
+        room = line.room(t.value) if line.op.startswith("<") and not line.of_offered and t.value is not None else None
+        if room is not None:
+            loads.append(1 - room)          # a line's room is 1 - measured/limit
     return max(loads, default=None)
 
 
