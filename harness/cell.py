@@ -18,7 +18,7 @@ from harness.runner.outcome import write_failed_result
 from harness.runtime.docker import CONTAINER_UID, run_docker
 from harness.runtime.local import run_local
 from harness.scenario.plan import StateRef
-from harness.state import pack, sizes, store
+from harness.state import continued, pack, sizes, store
 from harness.state.build import StateBuildFailed, ensure
 from harness.state.clone import CLONE_RECORD, clone, fingerprint, link, release, take
 
@@ -36,7 +36,7 @@ def start_state(plan):
     if plan.runtime == "docker" and os.geteuid() == 0:
         owner = CONTAINER_UID
     try:
-        d, man, built_now = ensure(plan)
+        d, man, built_now = continued_state(plan) if plan.continue_from else ensure(plan)
         # linked first: a link takes no room, so a read ceiling's steps never move in (and rebuild) a state
         # that has no room for a copy beside it (the 2-DC state, 32.8 GiB, rebuilt for every step on 12-06)
         linked = link(d / store.DATA, Path(plan.data_dir)) \
@@ -52,6 +52,8 @@ def start_state(plan):
     except store.NoRoom as e:        # this cell's state does not fit the disk: a result, not the walk's end
         raise StateBuildFailed(str(e)) from e
     aged_blocks = int(man.inputs.aged["blocks"]) if man.inputs.aged else 0
+    if man.continued:           # its first cell aged it: the feed ages it no further
+        aged_blocks = max(aged_blocks, plan.load.age_blocks)
     print(f"[state] {'took' if c.method == 'move' else 'cloned'} {man.id} ({c.bytes / 2**30:.2f} GiB, {c.method}) "
           f"in {c.clone_s:.1f} s, page cache evicted in {c.evict_s:.1f} s", flush=True, file=sys.stderr)
     run_dir = Path(plan.run_dir)
@@ -60,8 +62,17 @@ def start_state(plan):
         {"state": man.id, "state_built_now": built_now, "clone_s": c.clone_s, "clone_method": c.method,
          "clone_bytes": c.bytes, "evict_s": c.evict_s, "build_method": man.method, "build_s": man.build_s,
          "build_rows_per_s": man.rows_per_s, "build_only_settings": man.build_only_settings,
-         "state_aged_blocks": aged_blocks, "state_dir": str(d), "linked_files": prints}, indent=2))
+         "state_aged_blocks": aged_blocks, "state_continued": man.continued, "state_dir": str(d),
+         "linked_files": prints}, indent=2))
     return plan.model_copy(update={"state": StateRef(id=man.id, model=str(d / store.MODEL), aged_blocks=aged_blocks)})
+
+
+def continued_state(plan):
+    """The continued state the plan names (state/continued.py), taken whole: never built here."""
+    found = continued.find(store.root_dir(), continued.origin_of(plan.continue_from))
+    if found is None or found[1].id != plan.continue_from or not plan.take_state:
+        raise StateBuildFailed(f"the continued state {plan.continue_from} is not on disk to take")
+    return (*found, False)
 
 
 def no_room_for_clone(plan, d: Path, man):
@@ -135,6 +146,8 @@ def execute(plan) -> int:
     finally:
         record_watch(plan, start)
         check_linked(plan)
+        if plan.keep_continued:
+            continued.keep(plan)
         if plan.take_state and plan.state:
             release(Path(plan.state.model).parent)
 

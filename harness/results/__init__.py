@@ -68,7 +68,7 @@ def _load(path: Path, model: type[M], version: int, older: tuple[int, ...] = ())
 def load_result(path: Path) -> RunResult | None:
     """result.json, or None when there is none (yet); a file of another version is refused. Where the runtime
     left its word beside it (SERVER_OOM_FILE), the result is read as that says: each file has one writer."""
-    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18))
+    r = _load(path, RunResult, RESULT_VERSION, older=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19))
     oom = read_json(path.parent / SERVER_OOM_FILE) if r is not None else None
     if oom:
         r = r.model_copy(update={"status": "oom", "error": f"{oom['error']} (the runner saw: {r.error})"})

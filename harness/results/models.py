@@ -12,7 +12,7 @@ from harness.results.trend import TrendResult
 # build_failed: the starting state could not be built (outside any limit): no measurement, not the cell's oom
 Status = Literal["passed", "failed", "error", "oom", "build_failed"]
 DONE_STATUSES: tuple[str, ...] = ("passed", "failed", "oom", "error", "build_failed")
-RESULT_VERSION = 19
+RESULT_VERSION = 20
 
 
 class ThresholdResult(Model):
@@ -33,6 +33,7 @@ class Integrity(Model):
     expected: Optional[dict[str, str]] = None
     actual: Optional[dict[str, str]] = None
     mismatched_tables: Optional[list[str]] = None
+    last_block: Optional[int] = None     # v20: the generator's number of the last block applied (state/continued.py)
 
 
 class Spool(Model):
@@ -282,7 +283,7 @@ class CrashFigures(Model):
 
 
 class RunResult(Model):
-    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] = RESULT_VERSION
+    version: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20] = RESULT_VERSION
     run_id: str
     engine: str
     scenario: str

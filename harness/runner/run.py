@@ -307,7 +307,8 @@ def _after_clock(plan: RunPlan, engine, state: RunState, out: Outcome, last, wat
     method = "counts" if stopped else plan.integrity
     log(plan, f"verifying integrity ({method}: {'every row of ' if method == 'model' else 'the row counts of '}"
               f"{sum(out.final.row_counts.values())} rows{', the cell stopped early' if stopped else ''})")
-    out.integrity = verify(engine, plan, last.digest_after, method)
+    out.integrity = verify(engine, plan, last.digest_after, method).model_copy(
+        update={"last_block": last.block.number if last.block else None})
     out.io = io_figures(state, watch, lambda msg: log(plan, msg), page_map())
     if plan.checked_reads:       # against the feed's log, off the clock (reads/dc_check.py)
         queries = resolve_queries(plan.readers.mix, plan.engine, plan.workload.variant, "?")

@@ -124,6 +124,8 @@ class RunPlan(Strict):
     keep_data: bool = False
     take_state: bool = False         # (DROP_STATES=1) no later cell clones the state: move its data in
     take_base_state: bool = False    # (DROP_STATES=1) no later cell needs the aged state's base: age it in place
+    continue_from: Optional[str] = None   # a continued state's id (state/continued.py): taken in place of its own
+    keep_continued: bool = False     # its database after it and the model at its last block: a continued state
     command: Optional[str] = None    # (make run) the command as a user types it: what a published run names
     block_log: Optional[BlockLogPlan] = None    # a design in front of the engine (harness/designs/)
     state: Optional[StateRef] = None

@@ -83,8 +83,9 @@ class StateManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     inputs: StateInputs
-    method: str                           # "bulk", "aged", "derived" (derive.py)
-    derived_from: Optional[str] = None    # a derived state's source state
+    method: str                           # "bulk", "aged", "derived" (derive.py), "continued" (continued.py)
+    derived_from: Optional[str] = None    # a derived state's source state, a continued state's origin
+    continued: Optional[list[dict]] = None   # a continued state's cells: rows per block, blocks, the last block
     engine_version: str
     model_digest: dict[str, str]          # table -> "count:sum" (digest.py), as a row-by-row load leaves it
     logical_bytes: int
@@ -138,8 +139,7 @@ def _deb_version(package: str) -> str:
 
 
 def _distribution(requirement: str) -> str:
-    """'psycopg[binary]>=3.2,<4' -> 'psycopg'"""
-    return re.match(r"[A-Za-z0-9_.-]+", requirement).group()
+    return re.match(r"[A-Za-z0-9_.-]+", requirement).group()        # 'psycopg[binary]>=3.2,<4' -> 'psycopg'
 
 
 def _installed(name: str) -> str:
