@@ -116,9 +116,9 @@ reads: $(STAMP) ## the reference's read benchmark, reads alone, resumable: ENGIN
 	@$(HARNESS) reads --engine $(ENGINE) $(if $(MIXES),--mixes "$(MIXES)") $(if $(CONNECTIONS),--connections "$(CONNECTIONS)") \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
-writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [START_ROWS= an earlier knee; each later point starts at the knee before it] [DURATION=s] [DROP_STATES=1: rebuilds the state every step, only where a clone does not fit] [SET=]
+writes: $(STAMP) ## the reference's max writes, resumable: ENGINE= POINTS="1:1284m 2:2568m 5:6420m 5:8g" (scale:MEM) [SCENARIO=p99_5x] [PROFILE=ratio] [START_ROWS= an earlier knee; each later point starts at the knee before it] [DURATION=s] [DROP_STATES=1: rebuilds the state every step, only where a clone does not fit [CONTINUE=1: or continues on the step before's]] [SET=]
 	@$(HARNESS) writes --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
-	  --points "$(POINTS)" $(if $(START_ROWS),--start-rows $(START_ROWS)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  --points "$(POINTS)" $(if $(START_ROWS),--start-rows $(START_ROWS)) $(if $(DROP_STATES),--drop-states) $(if $(CONTINUE),--continue-steps) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 RATIO ?=
 curve: $(STAMP) ## the degradation curve, 10x projected, resumable: ENGINE= [SCENARIO=p99_5x] [SCALES="0.125 0.25 0.5 1 2 3 5"] [RATIO=8.4 | MEM_1X=1284m] [PROFILE=ratio] [SET=]
@@ -130,9 +130,9 @@ capacity: $(STAMP) ## the largest multiple of the offered load a configuration c
 	@$(HARNESS) capacity --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
 	  $(if $(MEM),--mem $(MEM)) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
-knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [START_ROWS=] [PROFILE=] [DROP_STATES=1] [SET=]
+knee: $(STAMP) ## how far from passing, resumable: ENGINE= [SCENARIO=p99_5x] AXIS=rows|mem|scale [MEM=] [SCALE=] [START_ROWS=] [PROFILE=] [DROP_STATES=1 [CONTINUE=1]] [SET=]
 	@$(HARNESS) knee --engine $(ENGINE) --scenario $(if $(filter command line environment,$(origin SCENARIO)),$(SCENARIO),p99_5x) \
-	  --axis $(AXIS) $(if $(START_ROWS),--start-rows $(START_ROWS)) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(if $(DROP_STATES),--drop-states) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
+	  --axis $(AXIS) $(if $(START_ROWS),--start-rows $(START_ROWS)) $(if $(MEM),--mem $(MEM)) $(if $(SCALE),--scale $(SCALE)) $(if $(DROP_STATES),--drop-states) $(if $(CONTINUE),--continue-steps) $(CELL_ARGS) $(POLICY_SET) $(foreach s,$(SET),--set $(s))
 
 v1: $(STAMP) ## the reference's V1 go/no-go (scenarios/v1.yaml), resumable: ENGINE= [PROFILE=quick|smoke|ratio] [MEM=] [SET="k=v ..."]
 	@$(HARNESS) v1 --engine $(ENGINE) $(if $(MEM),--mem $(MEM)) --profile $(if $(PROFILE),$(PROFILE),quick) \

@@ -189,6 +189,7 @@ def add_writes(sub) -> None:
     _start_rows(c)
     c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
                    "it (built again for the next step): a 5x state and its copy do not fit this disk")
+    _continue_steps(c)
 
 
 def _cmd_writes(args) -> int:
@@ -253,6 +254,12 @@ def _start_rows(c) -> None:
                    "scenario's); its range and its lines stay the scenario's")
 
 
+def _continue_steps(c) -> None:
+    c.add_argument("--continue-steps", action="store_true", help="with --drop-states: each step starts from the "
+                   "database the step before left instead of building its state again; a confirmation from a fresh "
+                   "build (harness/walks/knee_continue.py)")
+
+
 def add_knee(sub) -> None:
     c = _step_walk(sub, "knee", "how far from passing: the knee along rows per block, MEM or database size; "
                    "resumable", _cmd_knee)
@@ -262,6 +269,7 @@ def add_knee(sub) -> None:
     _start_rows(c)
     c.add_argument("--drop-states", action="store_true", help="every step moves its state in instead of copying "
                    "it (one state on disk at a time: a scale knee reaches twice as far)")
+    _continue_steps(c)
 
 
 def _cmd_knee(args) -> int:

@@ -30,15 +30,22 @@ def knee_blocks(data) -> list[Block]:
                         "own that checks every row. An errored step is neither a pass nor a fail."
                       + (" A step's load (its tightest upper line's measured value over its limit) guides the "
                          "next step's block where it explains the step's outcome." if k.axis == "rows" else "")
+                      + (" A step marked continued started from the database the step before it left (each step "
+                         "moves its state in, DROP_STATES=1), its rows more written; a confirmation always starts "
+                         "from a fresh build." if any(s.continued_rows for s in k.steps) else "")
                       + (f" Wall time {k.wall_s / 60:.1f} min." if k.wall_s else ""))]
     rows = [[i, _v(k.axis, s.value) + (" (confirm)" if s.confirming else ""), s.status, s.verdict, _f(s.p99_ms, 0),
              _f(s.service_p50_ms, 0), _f(s.rows_per_s, 0), f"{s.load:.2f}x" if s.load else "-",
-             format_bytes(s.db_bytes), s.phases or "-",
+             format_bytes(s.db_bytes), f"continued (+{s.continued_rows:,} rows)" if s.continued_rows else "fresh",
+             s.phases or "-",
              "; ".join(s.failed_on) or "-"] for i, s in enumerate(k.steps, 1)]
     doc += [Block("h2", "Steps"),
             Block("table", headers=["step", AXIS_LABELS[k.axis], "status", "as a step", "p99 ms", "service p50 ms",
-                                    "rows/s", "load", "db size at end", "where a block's time went", "failed on"],
+                                    "rows/s", "load", "db size at end", "starting state", "where a block's time went",
+                                    "failed on"],
                   rows=rows)]
+    if (bias := continued_against_fresh(k)) is not None:
+        doc.append(Block("p", bias))
     limits = [parse_threshold(t).limit for t in k.criteria if parse_threshold(t).metric == "commit_ms"]
     pts = [(axis_value(k.axis, s.value), s.p99_ms, s.service_p50_ms, s.verdict) for s in k.steps]
     doc.append(plots_block(plots.knee_curve(pts, axis_value(k.axis, k.knee) if k.knee is not None else None,
@@ -47,6 +54,16 @@ def knee_blocks(data) -> list[Block]:
                            f"knee-{k.axis}", "Commit p99 (from the intended start) and service p50 per step (open "
                            "markers: failed steps, x: errored), the criterion dotted, the knee in green."))
     return doc
+
+
+def continued_against_fresh(k) -> str | None:
+    """Each continued step beside the fresh confirmation at its value: what starting on the older database moved."""
+    fresh = {s.value: s for s in k.steps if s.confirming and not s.continued_rows and s.verdict != "error"}
+    pairs = [f"{_v(k.axis, c.value)}: p99 {_f(c.p99_ms, 0)} ms continued, {_f(f.p99_ms, 0)} fresh; service p50 "
+             f"{_f(c.service_p50_ms, 0)} and {_f(f.service_p50_ms, 0)} ms ({c.verdict}, {f.verdict})"
+             for c in k.steps if c.continued_rows and c.verdict != "error" and (f := fresh.get(c.value))]
+    return ("A continued step against the fresh confirmation at the same value, on this knee: " + "; ".join(pairs)
+            + ".") if pairs else None
 
 
 def _v(axis: str, v: float) -> str:

@@ -26,6 +26,7 @@ class KneeStep(Model):
     early_abort: bool = False
     failed_on: list[str] = []
     load: Optional[float] = None           # its tightest upper line's measured value over the limit (>1: failed)
+    continued_rows: Optional[int] = None   # rows earlier steps wrote into its starting state; None: a fresh one
     cell: str
 
 

@@ -25,6 +25,7 @@ from harness.results.design import behind_at_clock
 from harness.results.phases import describe
 from harness.scenario.plan import MEM_FLOOR_BYTES, resolve_plan
 from harness.scenario.thresholds import parse_threshold, scaled_thresholds
+from harness.walks.knee_continue import Chain, continued_rows
 from harness.walks.knee_prior import KNEE_FILE, adopt
 from harness.walks.sweep import Cell, CellOptions, CellRun, SweepInterrupted, plan_cells, run_cell, sweep_dir_for
 from harness.units import parse_size_bytes
@@ -156,7 +157,7 @@ def step_figures(cr: CellRun, value: float, confirming: bool) -> KneeStep:
                     db_bytes=m and m.db_bytes_final, phases=describe(m.block_phases) if m else None,
                     biggest_phase=m.block_phases.biggest if m and m.block_phases else None,
                     early_abort=bool(r and r.early_abort), failed_on=failed_on, load=load_of(r),
-                    cell=str(cr.dir.relative_to(cr.dir.parents[1])))
+                    continued_rows=continued_rows(cr.dir), cell=str(cr.dir.relative_to(cr.dir.parents[1])))
 
 
 def load_of(r) -> float | None:
@@ -207,13 +208,9 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     start = first_step(axis, base, start_rows)
     root = knee_dir(scenario, engine, axis_name, opts, results_root, mem, scale, start_rows)
     root.mkdir(parents=True, exist_ok=True)
-    out = KneeFile(version=KNEE_VERSION, axis=axis_name, unit=axis.unit, scenario=probe.scenario,
-                   profile=probe.profile, engine=engine, mem=mem, scale=probe.scale, criteria=probe.thresholds,
-                   floor=axis.floor, ceiling=axis.ceiling, start=start, resolution=RESOLUTION,
-                   block_interval_ms=probe.workload.block_interval_ms, command=command, started_utc=utc_now())
-    _log(f"{root}: {engine} {probe.scenario} ({probe.profile}), {axis_name} from {_fmt(axis_name, start)} within "
-         f"[{_fmt(axis_name, axis.floor)}, {_fmt(axis_name, axis.ceiling)}], to {RESOLUTION:.0%}")
+    out = started(root, probe, engine, axis, mem, start, command)
     steps: list[KneeStep] = []
+    chain = Chain(axis_name, drop_states, opts.continue_steps)    # steps on the database the step before left
 
     def plan_step(value: float, confirming: bool = False, repeat: int = 1) -> CellRun:
         cell = step_cell(scenario, engine, axis_name, value, mem, scale, repeat, confirming,
@@ -224,7 +221,8 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
 
     def run_step(x: float, confirming: bool) -> Verdict:
         value = axis.from_x(x)
-        cr = plan_step(value, confirming, sum(s.value == value and s.confirming == confirming for s in steps) + 1)
+        cr = chain.step(plan_step(value, confirming, sum(s.value == value and s.confirming == confirming
+                                                         for s in steps) + 1), confirming)
         label = f"step {len(steps) + 1}: {_fmt(axis_name, value)}" + (" (confirming, every row)" if confirming else "")
         cr.record = run_cell(cr, label)
         s = step_figures(cr, value, confirming)
@@ -242,7 +240,18 @@ def knee(scenario: str, engine: str, axis_name: str, opts: CellOptions, results_
     except SweepInterrupted as e:
         _log(f"interrupted in {e}; run the same command again to resume")
         return EXIT_RUN_FAILED
+    chain.close()
     return _finish(root, out.model_copy(update={"steps": steps}), axis, w, time.monotonic() - t0)
+
+
+def started(root: Path, probe, engine: str, axis: Axis, mem: str | None, start: float, command: str | None) -> KneeFile:
+    """The search's file before its first step, said."""
+    _log(f"{root}: {engine} {probe.scenario} ({probe.profile}), {axis.name} from {_fmt(axis.name, start)} within "
+         f"[{_fmt(axis.name, axis.floor)}, {_fmt(axis.name, axis.ceiling)}], to {RESOLUTION:.0%}")
+    return KneeFile(version=KNEE_VERSION, axis=axis.name, unit=axis.unit, scenario=probe.scenario,
+                    profile=probe.profile, engine=engine, mem=mem, scale=probe.scale, criteria=probe.thresholds,
+                    floor=axis.floor, ceiling=axis.ceiling, start=start, resolution=RESOLUTION,
+                    block_interval_ms=probe.workload.block_interval_ms, command=command, started_utc=utc_now())
 
 
 def last_load(steps: list[KneeStep], value: float) -> float | None:

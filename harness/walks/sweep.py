@@ -38,12 +38,13 @@ class CellOptions:
     place: str = "local"              # harness/place/: this machine, one cell after another, or a swarm's nodes
     mixed_nodes: bool = False         # report cells from unlike nodes in one table (report/nodes.py)
     take_states: bool = False         # every cell moves its state in (DROP_STATES=1, no room for a clone)
+    continue_steps: bool = False      # (CONTINUE=1) a knee's steps on the database the step before left
 
     def asked(self) -> dict:
         """What names the sweep (and its directory): not where files go, nor what places the cells (a sweep
         begun on one placement resumes on another: a cell's identity is its plan and images)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("keep_data", "data_root", "place", "mixed_nodes", "take_states")}
+                if k not in ("keep_data", "data_root", "place", "mixed_nodes", "take_states", "continue_steps")}
 
     @classmethod
     def from_args(cls, args) -> "CellOptions":
@@ -51,7 +52,7 @@ class CellOptions:
         return cls(profile=args.profile, duration_s=args.duration, runtime=args.runtime,
                    early_abort=args.early_abort, overrides=tuple(getattr(args, "overrides", ())),
                    data_root=args.data, place=getattr(args, "place", "local"),
-                   mixed_nodes=getattr(args, "mixed_nodes", False))
+                   mixed_nodes=getattr(args, "mixed_nodes", False), continue_steps=getattr(args, "continue_steps", False))
 
 
 def add_cell_args(p) -> None:
@@ -68,7 +69,9 @@ def add_cell_args(p) -> None:
 
 # ---- identity --------------------------------------------------------------------------------------
 
-_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data", "take_state", "take_base_state")
+# what an attempt does with its state, not what it measures: a step on a continued state says so in its result
+_PER_ATTEMPT = ("run_id", "run_dir", "data_dir", "keep_data", "take_state", "take_base_state", "continue_from",
+                "keep_continued")
 
 
 def engine_build(plan: RunPlan) -> str:

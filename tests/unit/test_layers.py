@@ -19,7 +19,7 @@ FLOORS = [
     {"crash"},
     {"cell", "records"},
     {"place", "cell_states", "compare_window"},
-    {"walks.sweep", "walks.knee_prior", "bench", "compare"},
+    {"walks.sweep", "walks.knee_prior", "walks.knee_continue", "bench", "compare"},
     {"walks.knee", "walks.capacity", "walks.curve", "walks.store_bias"},
     {"walks.verdict", "walks.ceiling", "walks.writes", "walks.matrix", "walks.experiments", "walks.capacity_run"},
     {"walks.v1", "walks.reads", "walks.matrices", "walks.reproduce"},
