@@ -43,7 +43,8 @@ def drop(root: Path, origin_id: str, but: Path | None = None) -> list[str]:
     gone = [d for d in sorted(root.glob(f"{origin_id}{MARK}*")) if d != but]
     for d in gone:
         shutil.rmtree(d, ignore_errors=True)
-        (root / f".{d.name.removesuffix(store.TAKEN)}.lock").unlink(missing_ok=True)     # store.lock's, once taken
+    for lock in root.glob(f".{origin_id}{MARK}*.lock"):        # store.lock's, left by each take
+        lock.unlink(missing_ok=True)
     return [d.name for d in gone]
 
 

@@ -39,13 +39,13 @@ class Chain:
         root, origin = store.root_dir(), state_inputs(plan)[-1].id
         self.origins.add(origin)
         found = continued.find(root, origin)
-        if found and not confirming and continued.rows_added(found[1]) > MAX_ADDED_SHARE * found[1].rows:
+        too_old = found is not None and continued.rows_added(found[1]) > MAX_ADDED_SHARE * found[1].rows
+        if too_old and not confirming:
             store.log(f"{found[1].id}: its cells wrote {continued.rows_added(found[1]):,} rows, more than "
                       f"{MAX_ADDED_SHARE:.0%} of its {found[1].rows:,}: dropped, this step starts from a fresh build")
-        if found and (confirming or continued.rows_added(found[1]) > MAX_ADDED_SHARE * found[1].rows):
-            found = None
-        if found is None:
+        if found is None or confirming or too_old:
             continued.drop(root, origin)
+            found = None
         update = {"keep_data": True, "keep_continued": True, "continue_from": found[1].id if found else None}
         return replace(cr, plan=plan.model_copy(update=update))
 

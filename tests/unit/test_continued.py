@@ -36,7 +36,10 @@ def test_a_step_finds_its_origins_continued_state_never_one_taken_or_half_made_a
     found = continued.find(tmp_path, origin)
     assert found and found[0].name == f"{origin}-cont2-dddd"
     assert continued.origin_of(found[0].name) == origin
+    (tmp_path / f".{origin}-cont1-aaaa.lock").touch()       # store.lock's, left by a take
+    (tmp_path / f".{origin}.lock").touch()
     gone = continued.drop(tmp_path, origin, but=taken)
+    assert not (tmp_path / f".{origin}-cont1-aaaa.lock").exists() and (tmp_path / f".{origin}.lock").exists()
     assert sorted(gone) == [f"{origin}-cont2-bbbb.partial", f"{origin}-cont2-dddd"] and taken.is_dir()
     assert (tmp_path / "sqlite-bitemporal-mendoza-s3-e800-aged50-abd-cont1-cccc").is_dir()
 

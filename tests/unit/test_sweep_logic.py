@@ -166,7 +166,7 @@ def test_starting_state_flags_a_cell_whose_load_lost_rows():
 def test_a_result_of_an_unknown_version_is_refused(tmp_path):
     """Every reader goes through one loader, which refuses what it does not know rather than guess."""
     from harness.results import load_result, load_sweep, load_verdict
-    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19"), ("sweep.json", load_sweep, "1"),
+    for name, load, known in (("result.json", load_result, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20"), ("sweep.json", load_sweep, "1"),
                               ("verdict.json", load_verdict, "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")):
         (tmp_path / name).write_text('{"version": 99}')
         with pytest.raises(ConfigError, match=f"{name}: version 99; this harness reads version {known} only"):
