@@ -105,7 +105,7 @@ def keep(plan) -> Path | None:
     store.copy_models(taken, partial)
     gen.save(partial / store.MODEL)
     data.rename(partial / store.DATA)
-    counts = {t: int(d.split(":")[0]) for t, d in gen.model.digest.as_dict().items()}
+    counts = {t: d.count for t, d in gen.model.digest.tables.items()}
     (partial / store.MANIFEST).write_text(man.model_copy(update=dict(
         id=new_id, method="continued", derived_from=origin, continued=lineage,
         model_digest=gen.model.digest.as_dict(), logical_bytes=gen.model.digest.logical_bytes, row_counts=counts,
@@ -119,4 +119,8 @@ def keep(plan) -> Path | None:
 
 def rows_added(man: store.StateManifest) -> int:
     """Rows a continued state's cells wrote beyond its origin, as a row budget (rows per block x blocks)."""
-    return sum(int(c["rows_per_block"]) * int(c["blocks"]) for c in man.continued or [])
+    return lineage_rows(man.continued)
+
+
+def lineage_rows(lineage: list[dict] | None) -> int:
+    return sum(int(c["rows_per_block"]) * int(c["blocks"]) for c in lineage or [])

@@ -39,9 +39,10 @@ class Chain:
         root, origin = store.root_dir(), state_inputs(plan)[-1].id
         self.origins.add(origin)
         found = continued.find(root, origin)
-        too_old = found is not None and continued.rows_added(found[1]) > MAX_ADDED_SHARE * found[1].rows
+        added = continued.rows_added(found[1]) if found else 0
+        too_old = found is not None and added > MAX_ADDED_SHARE * found[1].rows
         if too_old and not confirming:
-            store.log(f"{found[1].id}: its cells wrote {continued.rows_added(found[1]):,} rows, more than "
+            store.log(f"{found[1].id}: its cells wrote {added:,} rows, more than "
                       f"{MAX_ADDED_SHARE:.0%} of its {found[1].rows:,}: dropped, this step starts from a fresh build")
         if found is None or confirming or too_old:
             continued.drop(root, origin)
@@ -58,4 +59,4 @@ def continued_rows(cell_dir: Path) -> int | None:
     """Rows earlier steps wrote into the state this step started from; None: it started from a fresh one."""
     record = cell_dir / CLONE_RECORD
     lineage = json.loads(record.read_text()).get("state_continued") if record.is_file() else None
-    return sum(int(c["rows_per_block"]) * int(c["blocks"]) for c in lineage) if lineage else None
+    return continued.lineage_rows(lineage) if lineage else None
